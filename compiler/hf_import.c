@@ -1,0 +1,870 @@
+/*
+ * hf_import — a Hugging Face BERT checkpoint directory to a model YAML.
+ *
+ * The importer is a translator with a narrow contract: it recognises exactly
+ * the checkpoints whose computation it can state as the op graph of
+ * docs/model-yaml.md, and refuses everything else by name.  A config value
+ * that would change the computation in a way the graph cannot express
+ * (relative position embeddings, a decoder, an activation we do not have) is
+ * an error naming the field, its value and where it sits in config.json; it
+ * is never silently ignored, because a graph that loads and runs but
+ * computes something else than transformers is the worst possible outcome.
+ * Fields that do not touch the computation (dropout, initializer_range, ...)
+ * are ignored.
+ *
+ * All checking happens before anything is written: the config, then every
+ * weight the graph will name (present, floating point, the shape the config
+ * implies), then the tokenizer files.  Only then is the YAML produced — in
+ * memory, as one string — and written to OUT.tmp.PID beside OUT and renamed
+ * over it, so a failure at any point leaves no file behind and an existing
+ * OUT untouched (fileutil's file_atomic).
+ *
+ * The text is canonical: the same op order, spelling and comments as the
+ * worked example of the format document, no timestamps, numbers in their
+ * shortest float32 round-trip form.  Same inputs, same bytes — the committed
+ * models/NAME.yaml files are checked against a fresh import by the tests.  Paths in
+ * the YAML are relative to the YAML's directory, computed from the real
+ * paths of the two directories (not of the files: a Hugging Face cache
+ * snapshot links model.safetensors to a content-hashed blob, and the YAML
+ * should keep the readable name).
+ *
+ * Activations: "gelu" and "gelu_python" are the erf form; "gelu_new",
+ * "gelu_pytorch_tanh", "gelu_accurate" and "gelu_fast" are the tanh
+ * approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).  gelu_fast writes
+ * the same polynomial as x * 0.7978845608 * (1 + 0.044715x^2); its constant
+ * is sqrt(2/pi) to 10 digits and rounds to the same float32, so it is the
+ * same function.  quick_gelu (a sigmoid form), swish/silu and the rest are
+ * refused.
+ */
+#include "hf_import.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "fileutil.h"
+#include "ir.h"
+#include "json.h"
+#include "safetensors.h"
+
+/* ------------------------------------------------------------ text buffer */
+
+/* A growing string; an allocation failure is remembered and reported once. */
+typedef struct hf_text {
+    char *p;
+    size_t len, cap;
+    int oom;
+} hf_text;
+
+static void hf_text_init(hf_text *t) {
+    t->p = NULL;
+    t->len = t->cap = 0;
+    t->oom = 0;
+}
+
+static void hf_text_free(hf_text *t) {
+    free(t->p);
+    hf_text_init(t);
+}
+
+static void hf_text_reserve(hf_text *t, size_t extra) {
+    if (t->oom || t->len + extra + 1 <= t->cap) return;
+    size_t cap = t->cap ? t->cap : 1024;
+    while (cap < t->len + extra + 1) cap *= 2;
+    char *p = realloc(t->p, cap);
+    if (!p) {
+        t->oom = 1;
+        return;
+    }
+    t->p = p;
+    t->cap = cap;
+}
+
+static void hf_text_append(hf_text *t, const char *s, size_t n) {
+    hf_text_reserve(t, n);
+    if (t->oom) return;
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+static void hf_text_printf(hf_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hf_text_printf(hf_text *t, const char *fmt, ...) {
+    if (t->oom) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        t->oom = 1;
+        return;
+    }
+    hf_text_reserve(t, (size_t)n);
+    if (t->oom) return;
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* ----------------------------------------------------------- small helpers */
+
+static char *hf_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* dir + "/" + name; NULL on allocation failure. */
+static char *hf_path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t total = n + 1 + strlen(name) + 1;
+    char *p = malloc(total);
+    if (!p) return NULL;
+    if (n == 1 && dir[0] == '/')
+        snprintf(p, total, "/%s", name);
+    else
+        snprintf(p, total, "%.*s/%s", (int)n, dir, name);
+    return p;
+}
+
+static int hf_oom(diag *d) { return diag_set(d, DIAG_CODE_INTERNAL, "bertc import: out of memory"); }
+
+static int hf_is_regular_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Shortest "%.Ng" spelling (N <= 9) that reads back as the same float32.
+ * Nine significant digits always suffice, so the loop always ends in a
+ * round-trip.
+ */
+static void hf_float_format(char *buf, size_t cap, float v) {
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, cap, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v) return;
+    }
+}
+
+/* ------------------------------------------------------------ YAML scalars */
+
+/*
+ * Can s be written as a plain YAML scalar, in block and in flow context, and
+ * read back as the same string (not a number, bool or null)?  Deliberately
+ * conservative: anything beyond [A-Za-z0-9_./+-] gets quotes.
+ */
+static int hf_yaml_plain_ok(const char *s) {
+    if (!*s || s[0] == '-' || s[0] == '+') return 0;             /* "- x" is a list item */
+    if (s[0] == '.' && s[1] != '.' && s[1] != '/') return 0;      /* .inf, .nan; "../x" is fine */
+    if (s[0] >= '0' && s[0] <= '9') return 0;                    /* 0x1f, 1_000, 12e3 ... */
+    for (const char *c = s; *c; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '.' || ch == '/' || ch == '-' || ch == '+'))
+            return 0;
+    }
+    static const char *const special[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n",
+                                           "inf", "nan", "infinity", NULL};
+    for (const char *const *w = special; *w; w++)
+        if (!strcasecmp(s, *w)) return 0;
+    return 1;
+}
+
+/* A double-quoted YAML scalar; the input is valid UTF-8 without NULs. */
+static void hf_yaml_quoted(hf_text *t, const char *s) {
+    hf_text_append(t, "\"", 1);
+    for (const char *c = s; *c; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            hf_text_append(t, esc, 2);
+        } else if (ch == '\n') {
+            hf_text_append(t, "\\n", 2);
+        } else if (ch == '\t') {
+            hf_text_append(t, "\\t", 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            hf_text_printf(t, "\\x%02x", ch);
+        } else {
+            hf_text_append(t, c, 1);
+        }
+    }
+    hf_text_append(t, "\"", 1);
+}
+
+static void hf_yaml_scalar(hf_text *t, const char *s) {
+    if (hf_yaml_plain_ok(s))
+        hf_text_append(t, s, strlen(s));
+    else
+        hf_yaml_quoted(t, s);
+}
+
+/* ------------------------------------------------------------------ config */
+
+typedef struct hf_config {
+    int64_t hidden, heads, layers, intermediate, vocab, max_pos, type_vocab;
+    float eps;
+    ir_act act;
+} hf_config;
+
+/* config.json and tokenizer_config.json are a few KiB; anything huge is not one. */
+#define HF_JSON_MAX ((size_t)16 << 20)
+
+/* A JSON document together with the file it came from, for diagnostics. */
+typedef struct hf_json_file {
+    char *path;
+    char *text;
+    size_t len;
+    json_doc doc;
+    int parsed;
+} hf_json_file;
+
+static void hf_json_file_init(hf_json_file *f) {
+    memset(f, 0, sizeof *f);
+}
+
+static void hf_json_file_free(hf_json_file *f) {
+    if (f->parsed) json_free(&f->doc);
+    free(f->text);
+    free(f->path);
+    hf_json_file_init(f);
+}
+
+static int hf_json_file_load(hf_json_file *f, const char *dir, const char *name, diag *d) {
+    if (!(f->path = hf_path_join(dir, name))) return hf_oom(d);
+    if (!(f->text = file_read_all(f->path, &f->len, HF_JSON_MAX, d))) return -1;
+    char err[1024];
+    if (json_parse(&f->doc, f->text, f->len, f->path, err, sizeof err))
+        return diag_set(d, DIAG_CODE_INPUT, "%s", err);
+    f->parsed = 1;
+    if (f->doc.root.type != JSON_TYPE_OBJECT)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: expected a JSON object at the top level, got %s", f->path,
+                        json_type_name(f->doc.root.type));
+    return 0;
+}
+
+/* An error at a value of a JSON file: FILE:LINE:COL, the line and a caret. */
+static int hf_json_error(const hf_json_file *f, const json_value *v, diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int hf_json_error(const hf_json_file *f, const json_value *v, diag *d, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line = 1, col = 1;
+    size_t end = v->offset < f->len ? v->offset : f->len;
+    for (size_t i = 0; i < end; i++) {
+        if (f->text[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    return diag_set_at(d, DIAG_CODE_INPUT, f->path, f->text, f->len, line, col, "%s", msg);
+}
+
+/*
+ * A short rendering of a JSON value for messages: 'roberta', true, null, and
+ * numbers exactly as written in the file (-1e-12 stays -1e-12).
+ */
+static const char *hf_json_show(const hf_json_file *f, const json_value *v, char *buf, size_t cap) {
+    switch (v->type) {
+    case JSON_TYPE_STRING: snprintf(buf, cap, "'%.200s'", v->string); break;
+    case JSON_TYPE_NUMBER: {
+        size_t n = 0;
+        while (v->offset + n < f->len && n < 64 && strchr("+-0123456789.eE", f->text[v->offset + n]) &&
+               f->text[v->offset + n] != '\0')
+            n++;
+        snprintf(buf, cap, "%.*s", (int)n, f->text + v->offset);
+        break;
+    }
+    case JSON_TYPE_BOOL: snprintf(buf, cap, "%s", v->boolean ? "true" : "false"); break;
+    case JSON_TYPE_NULL: snprintf(buf, cap, "null"); break;
+    default: snprintf(buf, cap, "%s", json_type_name(v->type)); break;
+    }
+    return buf;
+}
+
+/* A positive integer field; `def` (> 0) when absent, or 0 if required. */
+static int hf_config_int(const hf_json_file *f, const char *key, int64_t def, int64_t *out, diag *d) {
+    const json_value *v = json_get(&f->doc.root, key);
+    if (!v) {
+        if (def > 0) {
+            *out = def;
+            return 0;
+        }
+        return diag_set(d, DIAG_CODE_INPUT, "%s: missing required field '%s' (expected a positive integer)",
+                        f->path, key);
+    }
+    char shown[256];
+    if (v->type != JSON_TYPE_NUMBER || !v->number_is_int)
+        return hf_json_error(f, v, d, "%s must be a positive integer, got %s", key,
+                             hf_json_show(f, v, shown, sizeof shown));
+    if (v->integer < 1 || v->integer > INT32_MAX)
+        return hf_json_error(f, v, d, "%s must be a positive integer below 2^31, got %lld", key,
+                             (long long)v->integer);
+    *out = v->integer;
+    return 0;
+}
+
+/* A field that must be absent or false (is_decoder, add_cross_attention). */
+static int hf_config_false(const hf_json_file *f, const char *key, diag *d) {
+    const json_value *v = json_get(&f->doc.root, key);
+    if (!v || (v->type == JSON_TYPE_BOOL && !v->boolean)) return 0;
+    char shown[256];
+    return hf_json_error(f, v, d, "%s %s is not supported (expected false: bertc imports encoders only)", key,
+                         hf_json_show(f, v, shown, sizeof shown));
+}
+
+static const struct {
+    const char *hf;
+    ir_act act;
+} hf_activations[] = {
+    {"gelu", IR_ACT_GELU_ERF},          {"gelu_python", IR_ACT_GELU_ERF},
+    {"gelu_new", IR_ACT_GELU_TANH},     {"gelu_pytorch_tanh", IR_ACT_GELU_TANH},
+    {"gelu_accurate", IR_ACT_GELU_TANH}, {"gelu_fast", IR_ACT_GELU_TANH},
+    {"relu", IR_ACT_RELU},
+};
+
+static int hf_config_read(const hf_json_file *f, hf_config *c, diag *d) {
+    const json_value *root = &f->doc.root, *v;
+    char shown[256];
+
+    if (!(v = json_get(root, "model_type")))
+        return diag_set(d, DIAG_CODE_INPUT, "%s: missing field 'model_type' (expected 'bert')", f->path);
+    if (v->type != JSON_TYPE_STRING || strcmp(v->string, "bert"))
+        return hf_json_error(f, v, d, "model_type %s is not supported (expected 'bert')",
+                             hf_json_show(f, v, shown, sizeof shown));
+
+    if (hf_config_int(f, "hidden_size", 0, &c->hidden, d) ||
+        hf_config_int(f, "num_attention_heads", 0, &c->heads, d) ||
+        hf_config_int(f, "num_hidden_layers", 0, &c->layers, d) ||
+        hf_config_int(f, "intermediate_size", 0, &c->intermediate, d) ||
+        hf_config_int(f, "vocab_size", 0, &c->vocab, d) ||
+        hf_config_int(f, "max_position_embeddings", 0, &c->max_pos, d) ||
+        hf_config_int(f, "type_vocab_size", 2, &c->type_vocab, d))
+        return -1;
+    if (c->hidden % c->heads != 0)
+        return hf_json_error(f, json_get(root, "num_attention_heads"), d,
+                             "hidden_size %lld is not a multiple of num_attention_heads %lld",
+                             (long long)c->hidden, (long long)c->heads);
+
+    c->act = IR_ACT_GELU_ERF;
+    if ((v = json_get(root, "hidden_act"))) {
+        size_t i, n = sizeof hf_activations / sizeof hf_activations[0];
+        for (i = 0; i < n; i++)
+            if (v->type == JSON_TYPE_STRING && !strcmp(v->string, hf_activations[i].hf)) break;
+        if (i == n)
+            return hf_json_error(f, v, d,
+                                 "hidden_act %s is not supported (expected 'gelu', 'gelu_python', 'gelu_new', "
+                                 "'gelu_pytorch_tanh', 'gelu_accurate', 'gelu_fast' or 'relu')",
+                                 hf_json_show(f, v, shown, sizeof shown));
+        c->act = hf_activations[i].act;
+    }
+
+    double eps = 1e-12;
+    if ((v = json_get(root, "layer_norm_eps"))) {
+        if (v->type != JSON_TYPE_NUMBER)
+            return hf_json_error(f, v, d, "layer_norm_eps must be a positive number, got %s",
+                                 hf_json_show(f, v, shown, sizeof shown));
+        eps = v->number;
+        if (!(eps > 0) || !((float)eps > 0) || !isfinite((float)eps))
+            return hf_json_error(f, v, d, "layer_norm_eps must be a positive float32 number, got %s",
+                                 hf_json_show(f, v, shown, sizeof shown));
+    }
+    c->eps = (float)eps;
+
+    if ((v = json_get(root, "position_embedding_type")) &&
+        !(v->type == JSON_TYPE_STRING && !strcmp(v->string, "absolute")))
+        return hf_json_error(f, v, d, "position_embedding_type %s is not supported (expected 'absolute')",
+                             hf_json_show(f, v, shown, sizeof shown));
+    if (hf_config_false(f, "is_decoder", d) || hf_config_false(f, "add_cross_attention", d)) return -1;
+    if ((v = json_get(root, "chunk_size_feed_forward")) &&
+        !(v->type == JSON_TYPE_NUMBER && v->number_is_int && v->integer == 0))
+        return hf_json_error(f, v, d, "chunk_size_feed_forward %s is not supported (expected 0)",
+                             hf_json_show(f, v, shown, sizeof shown));
+    return 0;
+}
+
+/* ----------------------------------------------------------------- weights */
+
+/* How the checkpoint spells its tensor names. */
+typedef struct hf_names {
+    const char *prefix;        /* "" or "bert." */
+    const char *ln_gamma;      /* "weight" or "gamma" */
+    const char *ln_beta;       /* "bias" or "beta" */
+    int has_pooler;
+} hf_names;
+
+static const char *hf_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
+    size_t n = 0;
+    int k = snprintf(buf, cap, "[");
+    if (k > 0) n = (size_t)k;
+    for (int i = 0; i < ndim && n < cap; i++) {
+        k = snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+        if (k > 0) n += (size_t)k;
+    }
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* The tensor `name` exists, is F32/F16/BF16 and has shape [d0] or [d0, d1]. */
+static int hf_weight_check(const st_file *st, const char *name, int ndim, int64_t d0, int64_t d1, diag *d) {
+    int64_t want[2] = {d0, d1};
+    char ws[64], hs[256];
+    hf_shape_str(want, ndim, ws, sizeof ws);
+    const st_tensor *t = st_file_find(st, name);
+    if (!t)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: no tensor '%s' (expected a float tensor of shape %s)", st->path,
+                        name, ws);
+    if (t->dtype != ST_DTYPE_F32 && t->dtype != ST_DTYPE_F16 && t->dtype != ST_DTYPE_BF16)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: tensor '%s' has dtype %s (expected F32, F16 or BF16)", st->path,
+                        name, st_dtype_name(t->dtype));
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == want[i];
+    if (!ok)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: tensor '%s' has shape %s (expected %s)", st->path, name,
+                        hf_shape_str(t->shape, t->ndim, hs, sizeof hs), ws);
+    return 0;
+}
+
+static int hf_weights_check(const st_file *st, const hf_config *c, hf_names *nm, diag *d) {
+    if (st_file_find(st, "bert.embeddings.word_embeddings.weight"))
+        nm->prefix = "bert.";
+    else if (st_file_find(st, "embeddings.word_embeddings.weight"))
+        nm->prefix = "";
+    else
+        return diag_set(d, DIAG_CODE_INPUT,
+                        "%s: no tensor 'embeddings.word_embeddings.weight' or "
+                        "'bert.embeddings.word_embeddings.weight' (expected a BERT checkpoint)",
+                        st->path);
+
+    /* Old TensorFlow conversions name LayerNorm parameters gamma/beta. */
+    char name[512], modern[512];
+    snprintf(name, sizeof name, "%sembeddings.LayerNorm.gamma", nm->prefix);
+    snprintf(modern, sizeof modern, "%sembeddings.LayerNorm.weight", nm->prefix);
+    int legacy = st_file_find(st, name) && !st_file_find(st, modern);
+    nm->ln_gamma = legacy ? "gamma" : "weight";
+    nm->ln_beta = legacy ? "beta" : "bias";
+
+    const int64_t H = c->hidden, I = c->intermediate;
+#define HF_CHECK(ndim, d0, d1, ...)                                        \
+    do {                                                                   \
+        snprintf(name, sizeof name, __VA_ARGS__);                          \
+        if (hf_weight_check(st, name, ndim, d0, d1, d)) return -1;         \
+    } while (0)
+    const char *p = nm->prefix, *g = nm->ln_gamma, *b = nm->ln_beta;
+    HF_CHECK(2, c->vocab, H, "%sembeddings.word_embeddings.weight", p);
+    HF_CHECK(2, c->max_pos, H, "%sembeddings.position_embeddings.weight", p);
+    HF_CHECK(2, c->type_vocab, H, "%sembeddings.token_type_embeddings.weight", p);
+    HF_CHECK(1, H, 0, "%sembeddings.LayerNorm.%s", p, g);
+    HF_CHECK(1, H, 0, "%sembeddings.LayerNorm.%s", p, b);
+    for (int64_t l = 0; l < c->layers; l++) {
+        static const char *const qkv[] = {"query", "key", "value"};
+        for (int j = 0; j < 3; j++) {
+            HF_CHECK(2, H, H, "%sencoder.layer.%lld.attention.self.%s.weight", p, (long long)l, qkv[j]);
+            HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.self.%s.bias", p, (long long)l, qkv[j]);
+        }
+        HF_CHECK(2, H, H, "%sencoder.layer.%lld.attention.output.dense.weight", p, (long long)l);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.dense.bias", p, (long long)l);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.LayerNorm.%s", p, (long long)l, g);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.LayerNorm.%s", p, (long long)l, b);
+        HF_CHECK(2, I, H, "%sencoder.layer.%lld.intermediate.dense.weight", p, (long long)l);
+        HF_CHECK(1, I, 0, "%sencoder.layer.%lld.intermediate.dense.bias", p, (long long)l);
+        HF_CHECK(2, H, I, "%sencoder.layer.%lld.output.dense.weight", p, (long long)l);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.dense.bias", p, (long long)l);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.LayerNorm.%s", p, (long long)l, g);
+        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.LayerNorm.%s", p, (long long)l, b);
+    }
+    char pw[64], pb[64];
+    snprintf(pw, sizeof pw, "%spooler.dense.weight", p);
+    snprintf(pb, sizeof pb, "%spooler.dense.bias", p);
+    nm->has_pooler = st_file_find(st, pw) && st_file_find(st, pb);
+    if (nm->has_pooler) {
+        HF_CHECK(2, H, H, "%s", pw);
+        HF_CHECK(1, H, 0, "%s", pb);
+    }
+#undef HF_CHECK
+    return 0;
+}
+
+/* --------------------------------------------------------------- tokenizer */
+
+typedef struct hf_tokenizer {
+    int present;                /* vocab.txt exists */
+    int do_lower_case;          /* -1 absent, 0, 1 */
+    int strip_accents;          /* -2 absent, -1 null, 0, 1 */
+    int tokenize_chinese_chars; /* -1 absent, 0, 1 */
+    int64_t model_max_length;   /* 0 absent */
+    const char *tokens[5];      /* borrowed from the JSON document; NULL absent */
+} hf_tokenizer;
+
+static const char *const hf_token_keys[5] = {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token"};
+
+static int hf_tokenizer_bool(const hf_json_file *f, const char *key, int null_ok, int *out, diag *d) {
+    const json_value *v = json_get(&f->doc.root, key);
+    if (!v) return 0;
+    if (v->type == JSON_TYPE_BOOL) {
+        *out = v->boolean;
+        return 0;
+    }
+    if (null_ok && v->type == JSON_TYPE_NULL) {
+        *out = -1;
+        return 0;
+    }
+    char shown[256];
+    return hf_json_error(f, v, d, "%s must be true or false%s, got %s", key, null_ok ? " or null" : "",
+                         hf_json_show(f, v, shown, sizeof shown));
+}
+
+static int hf_tokenizer_read(const hf_json_file *f, hf_tokenizer *tk, diag *d) {
+    const json_value *root = &f->doc.root, *v;
+    char shown[256];
+    if ((v = json_get(root, "tokenizer_class")) && v->type != JSON_TYPE_NULL &&
+        !(v->type == JSON_TYPE_STRING &&
+          (!strcmp(v->string, "BertTokenizer") || !strcmp(v->string, "BertTokenizerFast"))))
+        return hf_json_error(f, v, d,
+                             "tokenizer_class %s is not supported (expected 'BertTokenizer' or 'BertTokenizerFast')",
+                             hf_json_show(f, v, shown, sizeof shown));
+    if (hf_tokenizer_bool(f, "do_lower_case", 0, &tk->do_lower_case, d) ||
+        hf_tokenizer_bool(f, "strip_accents", 1, &tk->strip_accents, d) ||
+        hf_tokenizer_bool(f, "tokenize_chinese_chars", 0, &tk->tokenize_chinese_chars, d))
+        return -1;
+    /* Hugging Face writes 1e30 (VERY_LARGE_INTEGER) for "no limit": omit it. */
+    if ((v = json_get(root, "model_max_length")) && v->type == JSON_TYPE_NUMBER && v->number_is_int &&
+        v->integer >= 1 && v->integer <= INT32_MAX)
+        tk->model_max_length = v->integer;
+    for (int i = 0; i < 5; i++) {
+        if (!(v = json_get(root, hf_token_keys[i])) || v->type == JSON_TYPE_NULL) continue;
+        const json_value *s = v;
+        if (v->type == JSON_TYPE_OBJECT) s = json_get(v, "content");
+        if (!s || s->type != JSON_TYPE_STRING)
+            return hf_json_error(f, v, d, "%s must be a string or an object with a string 'content', got %s",
+                                 hf_token_keys[i], hf_json_show(f, v, shown, sizeof shown));
+        if (s->string_len == 0 || strlen(s->string) != s->string_len)
+            return hf_json_error(f, s, d, "%s must be a non-empty string without NUL characters",
+                                 hf_token_keys[i]);
+        tk->tokens[i] = s->string;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ paths */
+
+/*
+ * The path of `target` (absolute, canonical) relative to directory `from`
+ * (absolute, canonical).  Between two absolute paths a relative one always
+ * exists; the absolute target is the answer only when `from` is not
+ * absolute, which realpath() never gives.
+ */
+static char *hf_path_relative(const char *from, const char *target) {
+    if (from[0] != '/' || target[0] != '/') return hf_strdup(target);
+    /* Length of the common leading run of whole components. */
+    size_t common = 0, i = 0;
+    for (;;) {
+        if (from[i] == '\0' && (target[i] == '/' || target[i] == '\0')) {
+            common = i;
+            break;
+        }
+        if (from[i] != target[i]) break;
+        if (from[i] == '/') common = i;
+        i++;
+    }
+    if (strcmp(from, "/") == 0) common = 0;
+    /* Components of `from` after the common part each become "..". */
+    size_t ups = 0;
+    for (const char *c = from + common; *c; c++)
+        if (*c == '/' && c[1] != '\0') ups++;
+    const char *rest = target + common;
+    while (*rest == '/') rest++;
+    size_t n = ups * 3 + strlen(rest) + 1;
+    char *out = malloc(n);
+    if (!out) return NULL;
+    out[0] = '\0';
+    for (size_t k = 0; k < ups; k++) strcat(out, "../");
+    strcat(out, rest);
+    return out;
+}
+
+/* ------------------------------------------------------------------- YAML */
+
+typedef struct hf_yaml_inputs {
+    const char *name;
+    const char *weights_rel;
+    const char *vocab_rel;      /* NULL: no tokenizer section */
+    const hf_config *cfg;
+    const hf_names *names;
+    const hf_tokenizer *tok;
+} hf_yaml_inputs;
+
+static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
+    const hf_config *c = in->cfg;
+    const char *p = in->names->prefix, *g = in->names->ln_gamma, *b = in->names->ln_beta;
+    char eps[32], scale[32];
+    hf_float_format(eps, sizeof eps, c->eps);
+    hf_float_format(scale, sizeof scale, (float)(1.0 / sqrt((double)(c->hidden / c->heads))));
+    long long L = (long long)c->layers;
+
+    hf_text_printf(t, "# generated by bertc import from ");
+    for (const char *ch = in->name; *ch; ch++)   /* a comment ends at a line break */
+        hf_text_append(t, ((unsigned char)*ch < 0x20 || *ch == 0x7f) ? "?" : ch, 1);
+    hf_text_printf(t, "\nbertc: 1\nname: ");
+    hf_yaml_scalar(t, in->name);
+    hf_text_printf(t, "\nweights: ");
+    hf_yaml_scalar(t, in->weights_rel);
+    hf_text_printf(t, "\nmax_seq_len: %lld\n", (long long)c->max_pos);
+    hf_text_printf(t, "dims: {H: %lld, NH: %lld, HD: %lld}\n", (long long)c->hidden, (long long)c->heads,
+                   (long long)(c->hidden / c->heads));
+    hf_text_printf(t,
+                   "inputs:\n"
+                   "  input_ids: {dtype: int32, shape: [S]}\n"
+                   "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n"
+                   "  attention_mask: {dtype: int32, shape: [S], default: 1}\n"
+                   "outputs:\n"
+                   "  last_hidden_state: h%lld\n",
+                   L);
+    if (in->names->has_pooler) hf_text_printf(t, "  pooler_output: pooled\n");
+
+    if (in->vocab_rel) {
+        const hf_tokenizer *tk = in->tok;
+        hf_text_printf(t, "tokenizer:\n  vocab: ");
+        hf_yaml_scalar(t, in->vocab_rel);
+        hf_text_printf(t, "\n");
+        if (tk->do_lower_case >= 0) hf_text_printf(t, "  do_lower_case: %s\n", tk->do_lower_case ? "true" : "false");
+        if (tk->strip_accents >= -1)
+            hf_text_printf(t, "  strip_accents: %s\n",
+                           tk->strip_accents < 0 ? "null" : tk->strip_accents ? "true" : "false");
+        if (tk->tokenize_chinese_chars >= 0)
+            hf_text_printf(t, "  tokenize_chinese_chars: %s\n", tk->tokenize_chinese_chars ? "true" : "false");
+        if (tk->model_max_length > 0) hf_text_printf(t, "  model_max_length: %lld\n", (long long)tk->model_max_length);
+        for (int i = 0; i < 5; i++) {
+            if (!tk->tokens[i]) continue;
+            hf_text_printf(t, "  %s: ", hf_token_keys[i]);
+            hf_yaml_quoted(t, tk->tokens[i]);
+            hf_text_printf(t, "\n");
+        }
+    }
+
+    hf_text_printf(t,
+                   "graph:\n"
+                   "  # embeddings\n"
+                   "  - {op: arange, out: position_ids, like: input_ids}\n"
+                   "  - {op: gather, out: word_emb, table: %sembeddings.word_embeddings.weight, index: input_ids}\n"
+                   "  - {op: gather, out: pos_emb, table: %sembeddings.position_embeddings.weight, index: position_ids}\n"
+                   "  - {op: gather, out: type_emb, table: %sembeddings.token_type_embeddings.weight, index: token_type_ids}\n"
+                   "  - {op: add, out: emb_sum0, a: word_emb, b: pos_emb}\n"
+                   "  - {op: add, out: emb_sum, a: emb_sum0, b: type_emb}\n"
+                   "  - {op: layer_norm, out: h0, x: emb_sum, gamma: %sembeddings.LayerNorm.%s, beta: %sembeddings.LayerNorm.%s, eps: %s}\n",
+                   p, p, p, p, g, p, b, eps);
+
+    hf_text_printf(t,
+                   "  # encoder layers\n"
+                   "  - repeat: %lld\n"
+                   "    index: i\n"
+                   "    ops:\n",
+                   L);
+    static const char *const qkv[3][2] = {{"q", "query"}, {"k", "key"}, {"v", "value"}};
+    for (int j = 0; j < 3; j++) {
+        const char *s = qkv[j][0], *w = qkv[j][1];
+        hf_text_printf(t,
+                       "      - {op: matmul, out: %s_mm, x: \"h{i}\", weight: \"%sencoder.layer.{i}.attention.self.%s.weight\"}\n"
+                       "      - {op: bias_add, out: %s, x: %s_mm, bias: \"%sencoder.layer.{i}.attention.self.%s.bias\"}\n"
+                       "      - {op: reshape, out: %s_r, x: %s, shape: [S, NH, HD]}\n"
+                       "      - {op: transpose, out: %s_h, x: %s_r, perm: [1, 0, 2]}\n",
+                       s, p, w, s, s, p, w, s, s, s, s);
+    }
+    hf_text_printf(t,
+                   "      - {op: batched_matmul, out: scores, a: q_h, b: k_h, transpose_b: true}\n"
+                   "      - {op: scale, out: scores_s, x: scores, by: %s}\n"
+                   "      - {op: mask, out: scores_m, x: scores_s, mask: attention_mask}\n"
+                   "      - {op: softmax, out: probs, x: scores_m}\n"
+                   "      - {op: batched_matmul, out: ctx_h, a: probs, b: v_h}\n"
+                   "      - {op: transpose, out: ctx_t, x: ctx_h, perm: [1, 0, 2]}\n"
+                   "      - {op: reshape, out: ctx, x: ctx_t, shape: [S, H]}\n",
+                   scale);
+    hf_text_printf(t,
+                   "      - {op: matmul, out: ao_mm, x: ctx, weight: \"%sencoder.layer.{i}.attention.output.dense.weight\"}\n"
+                   "      - {op: bias_add, out: ao, x: ao_mm, bias: \"%sencoder.layer.{i}.attention.output.dense.bias\"}\n"
+                   "      - {op: add, out: ao_res, a: ao, b: \"h{i}\"}\n"
+                   "      - {op: layer_norm, out: attn_out, x: ao_res, gamma: \"%sencoder.layer.{i}.attention.output.LayerNorm.%s\", beta: \"%sencoder.layer.{i}.attention.output.LayerNorm.%s\", eps: %s}\n",
+                   p, p, p, g, p, b, eps);
+    hf_text_printf(t,
+                   "      - {op: matmul, out: inter_mm, x: attn_out, weight: \"%sencoder.layer.{i}.intermediate.dense.weight\"}\n"
+                   "      - {op: bias_add, out: inter_b, x: inter_mm, bias: \"%sencoder.layer.{i}.intermediate.dense.bias\"}\n"
+                   "      - {op: activation, out: inter, x: inter_b, fn: %s}\n"
+                   "      - {op: matmul, out: out_mm, x: inter, weight: \"%sencoder.layer.{i}.output.dense.weight\"}\n"
+                   "      - {op: bias_add, out: out_b, x: out_mm, bias: \"%sencoder.layer.{i}.output.dense.bias\"}\n"
+                   "      - {op: add, out: out_res, a: out_b, b: attn_out}\n"
+                   "      - {op: layer_norm, out: \"h{i+1}\", x: out_res, gamma: \"%sencoder.layer.{i}.output.LayerNorm.%s\", beta: \"%sencoder.layer.{i}.output.LayerNorm.%s\", eps: %s}\n",
+                   p, p, ir_act_name(c->act), p, p, p, g, p, b, eps);
+
+    if (in->names->has_pooler)
+        hf_text_printf(t,
+                       "  # pooler: dense + tanh on the first ([CLS]) token\n"
+                       "  - {op: slice, out: cls, x: h%lld, axis: 0, start: 0, len: 1}\n"
+                       "  - {op: matmul, out: pool_mm, x: cls, weight: %spooler.dense.weight}\n"
+                       "  - {op: bias_add, out: pool_b, x: pool_mm, bias: %spooler.dense.bias}\n"
+                       "  - {op: activation, out: pool_t, x: pool_b, fn: tanh}\n"
+                       "  - {op: reshape, out: pooled, x: pool_t, shape: [H]}\n",
+                       L, p, p);
+}
+
+/* ------------------------------------------------------------------ output */
+
+/* Through OUT.tmp.PID renamed over OUT (fileutil): nothing is left on failure. */
+static int hf_output_write(const char *out_yaml, const hf_text *t, diag *d) {
+    file_atomic fa;
+    if (file_atomic_open(&fa, out_yaml, d)) return -1;
+    int ok = fwrite(t->p, 1, t->len, fa.f) == t->len;
+    return file_atomic_commit(&fa, ok, d);
+}
+
+/* realpath() of the directory that will hold `out_yaml`. */
+static char *hf_output_dir_real(const char *out_yaml, diag *d) {
+    const char *slash = strrchr(out_yaml, '/');
+    char *dir;
+    if (!slash)
+        dir = hf_strdup(".");
+    else if (slash == out_yaml)
+        dir = hf_strdup("/");
+    else {
+        size_t n = (size_t)(slash - out_yaml);
+        dir = malloc(n + 1);
+        if (dir) {
+            memcpy(dir, out_yaml, n);
+            dir[n] = '\0';
+        }
+    }
+    if (!dir) {
+        hf_oom(d);
+        return NULL;
+    }
+    char *real = realpath(dir, NULL);
+    if (!real) diag_set(d, DIAG_CODE_INPUT, "%s: cannot write: directory '%s' is not accessible (%s)", out_yaml, dir,
+                        strerror(errno));
+    free(dir);
+    return real;
+}
+
+/* ------------------------------------------------------------------- entry */
+
+int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
+    int rc = -1;
+    hf_json_file cfg_file, tok_file;
+    hf_json_file_init(&cfg_file);
+    hf_json_file_init(&tok_file);
+    st_file st;
+    int st_open = 0;
+    hf_text text;
+    hf_text_init(&text);
+    char *hf_real = NULL, *out_dir = NULL, *st_path = NULL, *vocab_path = NULL;
+    char *weights_abs = NULL, *vocab_abs = NULL, *weights_rel = NULL, *vocab_rel = NULL;
+    hf_config cfg = {0};
+    hf_names names = {0};
+    hf_tokenizer tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1};
+
+    if (!hf_dir || !*hf_dir || !out_yaml || !*out_yaml) {
+        diag_set(d, DIAG_CODE_USAGE, "bertc import: expected a model directory and an output path");
+        goto done;
+    }
+    struct stat sb;
+    if (stat(hf_dir, &sb) != 0) {
+        diag_set(d, DIAG_CODE_INPUT, "%s: cannot open model directory (%s)", hf_dir, strerror(errno));
+        goto done;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        diag_set(d, DIAG_CODE_INPUT, "%s: not a directory (expected a Hugging Face model directory)", hf_dir);
+        goto done;
+    }
+
+    if (hf_json_file_load(&cfg_file, hf_dir, "config.json", d) || hf_config_read(&cfg_file, &cfg, d)) goto done;
+
+    if (!(st_path = hf_path_join(hf_dir, "model.safetensors"))) {
+        hf_oom(d);
+        goto done;
+    }
+    if (!hf_is_regular_file(st_path)) {
+        diag_set(d, DIAG_CODE_INPUT, "%s: no such file (bertc import reads safetensors checkpoints only)", st_path);
+        goto done;
+    }
+    if (st_file_open(&st, st_path, d)) goto done;
+    st_open = 1;
+    if (hf_weights_check(&st, &cfg, &names, d)) goto done;
+
+    if (!(vocab_path = hf_path_join(hf_dir, "vocab.txt"))) {
+        hf_oom(d);
+        goto done;
+    }
+    tok.present = hf_is_regular_file(vocab_path);
+    if (tok.present) {
+        char *tc_path = hf_path_join(hf_dir, "tokenizer_config.json");
+        if (!tc_path) {
+            hf_oom(d);
+            goto done;
+        }
+        int has_tc = hf_is_regular_file(tc_path);
+        free(tc_path);
+        if (has_tc && (hf_json_file_load(&tok_file, hf_dir, "tokenizer_config.json", d) ||
+                       hf_tokenizer_read(&tok_file, &tok, d)))
+            goto done;
+    }
+
+    if (!(out_dir = hf_output_dir_real(out_yaml, d))) goto done;
+    if (!(hf_real = realpath(hf_dir, NULL))) {
+        diag_set(d, DIAG_CODE_INPUT, "%s: cannot resolve path (%s)", hf_dir, strerror(errno));
+        goto done;
+    }
+    if (!(weights_abs = hf_path_join(hf_real, "model.safetensors")) ||
+        !(weights_rel = hf_path_relative(out_dir, weights_abs))) {
+        hf_oom(d);
+        goto done;
+    }
+    if (tok.present && (!(vocab_abs = hf_path_join(hf_real, "vocab.txt")) ||
+                        !(vocab_rel = hf_path_relative(out_dir, vocab_abs)))) {
+        hf_oom(d);
+        goto done;
+    }
+
+    const char *base = strrchr(hf_real, '/');
+    base = base && base[1] ? base + 1 : "model";
+    hf_yaml_inputs in = {
+        .name = base,
+        .weights_rel = weights_rel,
+        .vocab_rel = vocab_rel,
+        .cfg = &cfg,
+        .names = &names,
+        .tok = &tok,
+    };
+    hf_yaml_write(&text, &in);
+    if (text.oom) {
+        hf_oom(d);
+        goto done;
+    }
+    rc = hf_output_write(out_yaml, &text, d);
+
+done:
+    hf_text_free(&text);
+    if (st_open) st_file_close(&st);
+    hf_json_file_free(&cfg_file);
+    hf_json_file_free(&tok_file);
+    free(hf_real);
+    free(out_dir);
+    free(st_path);
+    free(vocab_path);
+    free(weights_abs);
+    free(vocab_abs);
+    free(weights_rel);
+    free(vocab_rel);
+    return rc;
+}

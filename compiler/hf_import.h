@@ -1,0 +1,19 @@
+/*
+ * hf_import — a Hugging Face BERT checkpoint directory to a model YAML.
+ *
+ * Reads config.json, the header of model.safetensors (weights are never
+ * copied: the YAML refers to the file by a path relative to the YAML) and,
+ * when present, vocab.txt and tokenizer_config.json, and writes the op-level
+ * graph in the canonical form of docs/model-yaml.md.  Every config value the
+ * graph depends on is checked; an unsupported one is an error naming the
+ * field and the value.  Output is written to a temporary file and renamed,
+ * so a failed import leaves nothing behind.  Same inputs, same bytes.
+ */
+#ifndef BERTC_HF_IMPORT_H
+#define BERTC_HF_IMPORT_H
+
+#include "diag.h"
+
+int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * ir — the flat op-level graph every stage of bertc works on.
+ *
+ * A graph is an array of nodes in topological order (a node's sources always
+ * come before it).  Each node is one tensor: the op that makes it, up to
+ * IR_MAX_SRCS source nodes by index, its dtype and shape, and the op's
+ * parameters as plain fields.  There is no separate tensor/value object and
+ * no pointer graph: passes rewrite the array (ggml's tensor/graph is the
+ * model).  Weights and request inputs are nodes too (IR_OP_WEIGHT,
+ * IR_OP_INPUT), so every op only ever refers to other nodes.
+ *
+ * Shapes are those of one request (batch 1).  The sequence length S is
+ * symbolic: a dimension equal to IR_DIM_SEQ stands for S and is fixed only
+ * when a request (reference executor) or a bucket (compiler) binds it.
+ *
+ * Building a graph is split in two, as in ggml: ir_graph_add() only records
+ * a node; ir_graph_infer() checks every node's sources and computes shapes
+ * and dtypes, reporting a mismatch at the YAML line that defined the node.
+ */
+#ifndef BERTC_IR_H
+#define BERTC_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+
+#define IR_MAX_DIMS 4
+#define IR_MAX_SRCS 4
+#define IR_DIM_SEQ (-1)   /* the symbolic sequence length S */
+
+typedef enum ir_dtype {
+    IR_DTYPE_F32,
+    IR_DTYPE_F16,
+    IR_DTYPE_BF16,
+    IR_DTYPE_I32,
+    IR_DTYPE_COUNT,
+} ir_dtype;
+
+typedef enum ir_op {
+    IR_OP_INPUT,          /* request input (input_ids, token_type_ids, attention_mask) */
+    IR_OP_WEIGHT,         /* a tensor of the weights file, named by `weight` */
+    IR_OP_ARANGE,         /* [S] int32 0..S-1; src0 gives S */
+    IR_OP_GATHER,         /* src0 table [V, D], src1 index [S] int32 -> [S, D] */
+    IR_OP_ADD,            /* src0 + src1, same shape */
+    IR_OP_BIAS_ADD,       /* src0 [..., N] + src1 [N] */
+    IR_OP_LAYER_NORM,     /* src0 [..., N], src1 gamma [N], src2 beta [N]; eps */
+    IR_OP_MATMUL,         /* src0 x [M, K] times src1 weight [N, K] (Linear layout) -> [M, N] */
+    IR_OP_ACTIVATION,     /* act applied elementwise */
+    IR_OP_RESHAPE,        /* same elements, new shape */
+    IR_OP_TRANSPOSE,      /* out dim d = in dim perm[d] */
+    IR_OP_BATCHED_MATMUL, /* src0 [B, M, K] x src1 [B, K, N] (or [B, N, K] with transpose_b) */
+    IR_OP_SCALE,          /* src0 * scale */
+    IR_OP_MASK,           /* src0 [..., Sk] + (1 - src1[Sk]) * float32 min (Hugging Face's extended mask) */
+    IR_OP_SOFTMAX,        /* softmax over the last axis */
+    IR_OP_SLICE,          /* src0 restricted to [start, start+len) along axis */
+    IR_OP_COUNT,
+} ir_op;
+
+typedef enum ir_act {
+    IR_ACT_GELU_ERF,      /* x/2 (1 + erf(x/sqrt 2)) — Hugging Face "gelu" */
+    IR_ACT_GELU_TANH,     /* tanh approximation — "gelu_new", "gelu_pytorch_tanh" */
+    IR_ACT_RELU,
+    IR_ACT_TANH,
+    IR_ACT_COUNT,
+} ir_act;
+
+typedef struct ir_node {
+    ir_op op;
+    char *name;                  /* tensor name, unique in the graph */
+    int src[IR_MAX_SRCS];
+    int nsrc;
+    ir_dtype dtype;
+    int ndim;
+    int64_t shape[IR_MAX_DIMS];  /* IR_DIM_SEQ marks S */
+
+    /* Parameters; each op reads only its own. */
+    char *weight;                /* WEIGHT: tensor name in the weights file */
+    int optional;                /* INPUT: the request may omit it */
+    int32_t default_value;       /* INPUT: value of every element when omitted */
+    float eps;                   /* LAYER_NORM */
+    float scale;                 /* SCALE */
+    ir_act act;                  /* ACTIVATION */
+    int perm[IR_MAX_DIMS];       /* TRANSPOSE */
+    int transpose_b;             /* BATCHED_MATMUL */
+    int axis;                    /* SLICE */
+    int64_t start, len;          /* SLICE */
+
+    /* Where the node was written (YAML), for diagnostics; 0 if synthesised. */
+    int line, col;
+} ir_node;
+
+typedef struct ir_output {
+    char *name;                  /* last_hidden_state, pooler_output, ... */
+    int node;
+} ir_output;
+
+/* Tokenizer settings carried from tokenizer_config.json (all optional). */
+typedef struct ir_tokenizer {
+    char *vocab_path;            /* resolved path of vocab.txt, NULL if none */
+    int do_lower_case;           /* -1 = unspecified */
+    int strip_accents;           /* -1 = follow do_lower_case, 0, 1 */
+    int tokenize_chinese_chars;  /* -1 = unspecified */
+    int64_t model_max_length;    /* 0 = unspecified */
+    char *unk_token, *cls_token, *sep_token, *pad_token, *mask_token;
+} ir_tokenizer;
+
+typedef struct ir_graph {
+    ir_node *nodes;
+    int count, cap;
+    ir_output *outputs;
+    int noutputs;
+    char *name;
+    char *source_path;           /* the YAML file */
+    char *weights_path;          /* resolved path of the safetensors file */
+    int64_t max_seq_len;
+    int has_tokenizer;
+    ir_tokenizer tokenizer;
+} ir_graph;
+
+void ir_graph_init(ir_graph *g);
+void ir_graph_free(ir_graph *g);
+
+/* Record a node (no checking); returns its index or -1 on allocation failure. */
+int ir_graph_add(ir_graph *g, ir_op op, const char *name, const int *src, int nsrc);
+int ir_graph_find(const ir_graph *g, const char *name);
+int ir_graph_add_output(ir_graph *g, const char *name, int node);
+
+/*
+ * Check every node against its sources and fill in dtype and shape (WEIGHT
+ * and INPUT nodes must already carry theirs).  Errors name the node and the
+ * YAML place that defined it (`file` / `src` are used for the caret).
+ */
+int ir_graph_infer(ir_graph *g, const char *file, const char *src, size_t src_len, diag *d);
+
+/* Number of elements with S bound to seq_len. */
+int64_t ir_node_numel(const ir_node *n, int64_t seq_len);
+int64_t ir_dim_bind(int64_t dim, int64_t seq_len);
+
+const char *ir_op_name(ir_op op);          /* "matmul", ... (the YAML spelling) */
+const char *ir_act_name(ir_act act);       /* "gelu", "gelu_tanh", "relu", "tanh" */
+const char *ir_dtype_name(ir_dtype t);     /* "float32", "float16", "bfloat16", "int32" */
+/* "[S, 96]" into buf. */
+const char *ir_shape_str(const ir_node *n, char *buf, size_t cap);
+
+/* Print the graph in a readable one-line-per-node form (bertc inspect, tests). */
+void ir_graph_dump(const ir_graph *g, void *file /* FILE* */);
+
+#endif

@@ -1,0 +1,1176 @@
+/*
+ * test_import — `bertc import`: Hugging Face directory to model YAML.
+ *
+ * The importer is judged by what the YAML *means*, not by how it looks: each
+ * imported file is loaded with the real front end (model_load) and the
+ * resulting graph is compared with expectations the test derives on its own
+ * from the checkpoint — config.json read here with the JSON reader, the
+ * safetensors header read here — never from the importer's output: the
+ * number of matmuls, the activation, every LayerNorm's eps, the attention
+ * scale, which weights are named (prefix, legacy gamma/beta) and their dtype
+ * and shape as stored, the outputs, the tokenizer settings.  Text-level
+ * checks are kept to what the contract is about text: two imports give the
+ * same bytes, and the committed models/NAME.yaml equal a fresh import.
+ *
+ * Error paths use small checkpoints the test writes itself (config.json text
+ * plus a hand-assembled safetensors image), one defect each; every error
+ * must fail, name the field or tensor and the offending value, and leave no
+ * file — not the output, not a temporary — in the output directory.
+ */
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hf_import.h"
+#include "ir.h"
+#include "json.h"
+#include "model.h"
+#include "safetensors.h"
+
+/* ------------------------------------------------------------- utilities */
+
+static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_alloc(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = malloc((size_t)n + 1);
+    if (!s) abort();
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static int path_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static int write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(data, 1, len, f) == len;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static char *temp_dir_make(void) {
+    const char *tmp = getenv("TMPDIR");
+    char *p = fmt_alloc("%s/bertc-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void temp_dir_remove(char *dir) {
+    if (dir) nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+/* Number of entries in a directory (without . and ..), -1 if unreadable. */
+static int dir_count(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* Any entry whose name contains ".tmp." (a left-over temporary)? */
+static int dir_has_temp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) found = 1;
+    closedir(d);
+    return found;
+}
+
+static int same_file(const char *a, const char *b) {
+    if (!a || !b) return 0;
+    char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+    int same = ra && rb && !strcmp(ra, rb);
+    free(ra);
+    free(rb);
+    return same;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int starts_with(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+/* Does `text` contain `line` as a whole line? */
+static int has_line(const char *text, const char *line) {
+    size_t m = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p++)
+        if ((p == text || p[-1] == '\n') && (p[m] == '\n' || p[m] == '\0')) return 1;
+    return 0;
+}
+
+/* --------------------------------------------------- checkpoint expectations */
+
+/* What the test itself reads from a checkpoint directory. */
+typedef struct expect {
+    json_doc cfg;
+    int cfg_ok;
+    st_file st;
+    int st_ok;
+    int64_t hidden, heads, layers, inter, vocab, max_pos, type_vocab;
+    float eps;
+    ir_act act;
+    const char *prefix;
+    int legacy, pooler, has_vocab;
+} expect;
+
+static int64_t cfg_int(const json_doc *doc, const char *key, int64_t def) {
+    const json_value *v = json_get(&doc->root, key);
+    return v && v->type == JSON_TYPE_NUMBER && v->number_is_int ? v->integer : def;
+}
+
+/* Returns 0 when everything could be read; failures are recorded with CHECK. */
+static int expect_read(expect *e, const char *dir) {
+    memset(e, 0, sizeof *e);
+    char *p = fmt_alloc("%s/config.json", dir);
+    size_t len;
+    char *text = check_read_file(p, &len);
+    CHECK(text != NULL, "cannot read %s", p);
+    char err[512];
+    if (text) {
+        e->cfg_ok = json_parse(&e->cfg, text, len, p, err, sizeof err) == 0;
+        CHECK(e->cfg_ok, "%s", err);
+    }
+    free(text);
+    free(p);
+    p = fmt_alloc("%s/model.safetensors", dir);
+    diag d;
+    diag_init(&d);
+    e->st_ok = st_file_open(&e->st, p, &d) == 0;
+    CHECK(e->st_ok, "%s", d.text);
+    free(p);
+    if (!e->cfg_ok || !e->st_ok) return -1;
+
+    e->hidden = cfg_int(&e->cfg, "hidden_size", -1);
+    e->heads = cfg_int(&e->cfg, "num_attention_heads", -1);
+    e->layers = cfg_int(&e->cfg, "num_hidden_layers", -1);
+    e->inter = cfg_int(&e->cfg, "intermediate_size", -1);
+    e->vocab = cfg_int(&e->cfg, "vocab_size", -1);
+    e->max_pos = cfg_int(&e->cfg, "max_position_embeddings", -1);
+    e->type_vocab = cfg_int(&e->cfg, "type_vocab_size", 2);
+    const json_value *v = json_get(&e->cfg.root, "layer_norm_eps");
+    e->eps = v && v->type == JSON_TYPE_NUMBER ? (float)v->number : 1e-12f;
+    v = json_get(&e->cfg.root, "hidden_act");
+    const char *act = v && v->type == JSON_TYPE_STRING ? v->string : "gelu";
+    if (!strcmp(act, "gelu"))
+        e->act = IR_ACT_GELU_ERF;
+    else if (!strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh"))
+        e->act = IR_ACT_GELU_TANH;
+    else if (!strcmp(act, "relu"))
+        e->act = IR_ACT_RELU;
+    else
+        CHECK(0, "%s: the test does not know hidden_act '%s'", dir, act);
+
+    e->prefix = st_file_find(&e->st, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    char name[256];
+    snprintf(name, sizeof name, "%sembeddings.LayerNorm.gamma", e->prefix);
+    e->legacy = st_file_find(&e->st, name) != NULL;
+    snprintf(name, sizeof name, "%spooler.dense.weight", e->prefix);
+    e->pooler = st_file_find(&e->st, name) != NULL;
+    p = fmt_alloc("%s/vocab.txt", dir);
+    e->has_vocab = path_exists(p);
+    free(p);
+    return 0;
+}
+
+static void expect_free(expect *e) {
+    if (e->cfg_ok) json_free(&e->cfg);
+    if (e->st_ok) st_file_close(&e->st);
+}
+
+static ir_dtype ir_dtype_of(st_dtype t) {
+    switch (t) {
+    case ST_DTYPE_F32: return IR_DTYPE_F32;
+    case ST_DTYPE_F16: return IR_DTYPE_F16;
+    case ST_DTYPE_BF16: return IR_DTYPE_BF16;
+    default: return IR_DTYPE_COUNT;
+    }
+}
+
+static const ir_node *graph_output(const ir_graph *g, const char *name) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (!strcmp(g->outputs[i].name, name)) return &g->nodes[g->outputs[i].node];
+    return NULL;
+}
+
+/* Is there a weight node reading tensor `w`? */
+static int graph_reads_weight(const ir_graph *g, const char *w) {
+    for (int i = 0; i < g->count; i++)
+        if (g->nodes[i].op == IR_OP_WEIGHT && !strcmp(g->nodes[i].weight, w)) return 1;
+    return 0;
+}
+
+/* The graph of an imported checkpoint against what the checkpoint says. */
+static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
+    int64_t L = e->layers;
+    int nmatmul = 0, nact = 0, ntanh = 0, nln = 0, nscale = 0, nweight = 0, nlegacy = 0, nmodern = 0;
+    for (int i = 0; i < g->count; i++) {
+        const ir_node *n = &g->nodes[i];
+        switch (n->op) {
+        case IR_OP_MATMUL: nmatmul++; break;
+        case IR_OP_ACTIVATION:
+            nact++;
+            if (n->act == IR_ACT_TANH)
+                ntanh++;
+            else
+                CHECK(n->act == e->act, "%s: activation %s is %s, expected %s", tag, n->name, ir_act_name(n->act),
+                      ir_act_name(e->act));
+            break;
+        case IR_OP_LAYER_NORM:
+            nln++;
+            CHECK(n->eps == e->eps, "%s: layer_norm %s has eps %.9g, expected %.9g", tag, n->name, (double)n->eps,
+                  (double)e->eps);
+            break;
+        case IR_OP_SCALE: {
+            nscale++;
+            float want = (float)(1.0 / sqrt((double)(e->hidden / e->heads)));
+            CHECK(n->scale == want, "%s: scale %s is %.9g, expected %.9g", tag, n->name, (double)n->scale,
+                  (double)want);
+            break;
+        }
+        case IR_OP_WEIGHT: {
+            nweight++;
+            const char *w = n->weight;
+            if (*e->prefix)
+                CHECK(starts_with(w, e->prefix), "%s: weight '%s' lacks the prefix '%s'", tag, w, e->prefix);
+            else
+                CHECK(!starts_with(w, "bert."), "%s: weight '%s' has a prefix the checkpoint lacks", tag, w);
+            if (ends_with(w, "LayerNorm.gamma") || ends_with(w, "LayerNorm.beta")) nlegacy++;
+            if (ends_with(w, "LayerNorm.weight") || ends_with(w, "LayerNorm.bias")) nmodern++;
+            const st_tensor *t = st_file_find(&e->st, w);
+            CHECK(t != NULL, "%s: weight '%s' is not in the checkpoint", tag, w);
+            if (!t) break;
+            CHECK(n->dtype == ir_dtype_of(t->dtype), "%s: weight '%s' is %s in the graph, stored as %s", tag, w,
+                  ir_dtype_name(n->dtype), st_dtype_name(t->dtype));
+            int same = n->ndim == t->ndim;
+            for (int k = 0; same && k < t->ndim; k++) same = n->shape[k] == t->shape[k];
+            CHECK(same, "%s: weight '%s' has a shape other than the stored one", tag, w);
+            break;
+        }
+        default: break;
+        }
+    }
+    CHECK(nmatmul == 6 * L + e->pooler, "%s: %d matmuls, expected %lld", tag, nmatmul, (long long)(6 * L + e->pooler));
+    CHECK(nact == L + e->pooler && ntanh == e->pooler, "%s: %d activations (%d tanh), expected %lld (%d)", tag, nact,
+          ntanh, (long long)(L + e->pooler), e->pooler);
+    CHECK(nln == 2 * L + 1, "%s: %d layer norms, expected %lld", tag, nln, (long long)(2 * L + 1));
+    CHECK(nscale == L, "%s: %d scales, expected %lld", tag, nscale, (long long)L);
+    CHECK(nweight == 5 + 16 * L + 2 * e->pooler, "%s: %d weight nodes, expected %lld", tag, nweight,
+          (long long)(5 + 16 * L + 2 * e->pooler));
+    if (e->legacy)
+        CHECK(nlegacy == 2 * (2 * L + 1) && nmodern == 0, "%s: %d gamma/beta and %d weight/bias LayerNorm names", tag,
+              nlegacy, nmodern);
+    else
+        CHECK(nmodern == 2 * (2 * L + 1) && nlegacy == 0, "%s: %d weight/bias and %d gamma/beta LayerNorm names", tag,
+              nmodern, nlegacy);
+    /* Every layer is there, once each, in the checkpoint's own spelling. */
+    for (int64_t l = 0; l < L; l++) {
+        char w[256];
+        snprintf(w, sizeof w, "%sencoder.layer.%lld.output.dense.weight", e->prefix, (long long)l);
+        CHECK(graph_reads_weight(g, w), "%s: no weight node reads '%s'", tag, w);
+        snprintf(w, sizeof w, "%sencoder.layer.%lld.intermediate.dense.bias", e->prefix, (long long)l);
+        CHECK(graph_reads_weight(g, w), "%s: no weight node reads '%s'", tag, w);
+    }
+
+    const ir_node *last = graph_output(g, "last_hidden_state");
+    CHECK(last && last->ndim == 2 && last->shape[0] == IR_DIM_SEQ && last->shape[1] == e->hidden,
+          "%s: last_hidden_state missing or not [S, %lld]", tag, (long long)e->hidden);
+    const ir_node *pooled = graph_output(g, "pooler_output");
+    if (e->pooler)
+        CHECK(pooled && pooled->ndim == 1 && pooled->shape[0] == e->hidden, "%s: pooler_output missing or not [%lld]",
+              tag, (long long)e->hidden);
+    else
+        CHECK(!pooled, "%s: pooler_output present without pooler weights", tag);
+    CHECK(g->noutputs == 1 + e->pooler, "%s: %d outputs", tag, g->noutputs);
+    CHECK(g->max_seq_len == e->max_pos, "%s: max_seq_len %lld, expected %lld", tag, (long long)g->max_seq_len,
+          (long long)e->max_pos);
+}
+
+/* Tokenizer settings of the graph against the directory's files. */
+static void tokenizer_check(const char *tag, const ir_graph *g, const char *dir, const expect *e) {
+    CHECK(g->has_tokenizer == e->has_vocab, "%s: tokenizer section %s, vocab.txt %s", tag,
+          g->has_tokenizer ? "present" : "absent", e->has_vocab ? "present" : "absent");
+    if (!g->has_tokenizer || !e->has_vocab) return;
+    char *vocab = fmt_alloc("%s/vocab.txt", dir);
+    CHECK(same_file(g->tokenizer.vocab_path, vocab), "%s: tokenizer vocab '%s' is not %s", tag,
+          g->tokenizer.vocab_path ? g->tokenizer.vocab_path : "(null)", vocab);
+    free(vocab);
+    char *p = fmt_alloc("%s/tokenizer_config.json", dir);
+    size_t len;
+    char *text = check_read_file(p, &len);
+    const ir_tokenizer *t = &g->tokenizer;
+    if (!text) {
+        CHECK(t->do_lower_case == -1 && t->strip_accents == -1 && t->tokenize_chinese_chars == -1 &&
+                  t->model_max_length == 0 && !t->unk_token && !t->cls_token && !t->sep_token && !t->pad_token &&
+                  !t->mask_token,
+              "%s: tokenizer settings without a tokenizer_config.json", tag);
+        free(p);
+        return;
+    }
+    json_doc doc;
+    char err[512];
+    int ok = json_parse(&doc, text, len, p, err, sizeof err) == 0;
+    CHECK(ok, "%s", err);
+    free(text);
+    free(p);
+    if (!ok) return;
+    const json_value *v;
+    v = json_get(&doc.root, "do_lower_case");
+    CHECK(t->do_lower_case == (v ? v->boolean : -1), "%s: do_lower_case %d", tag, t->do_lower_case);
+    v = json_get(&doc.root, "tokenize_chinese_chars");
+    CHECK(t->tokenize_chinese_chars == (v ? v->boolean : -1), "%s: tokenize_chinese_chars %d", tag,
+          t->tokenize_chinese_chars);
+    v = json_get(&doc.root, "strip_accents");
+    CHECK(t->strip_accents == (v && v->type == JSON_TYPE_BOOL ? v->boolean : -1), "%s: strip_accents %d", tag,
+          t->strip_accents);
+    v = json_get(&doc.root, "model_max_length");
+    int64_t mml = v && v->number_is_int && v->integer > 0 && v->integer <= INT32_MAX ? v->integer : 0;
+    CHECK(t->model_max_length == mml, "%s: model_max_length %lld, expected %lld", tag, (long long)t->model_max_length,
+          (long long)mml);
+    struct { const char *key; const char *got; } toks[] = {
+        {"unk_token", t->unk_token}, {"cls_token", t->cls_token}, {"sep_token", t->sep_token},
+        {"pad_token", t->pad_token}, {"mask_token", t->mask_token}};
+    for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+        v = json_get(&doc.root, toks[i].key);
+        if (v && v->type == JSON_TYPE_OBJECT) v = json_get(v, "content");
+        const char *want = v && v->type == JSON_TYPE_STRING ? v->string : NULL;
+        CHECK((!want && !toks[i].got) || (want && toks[i].got && !strcmp(want, toks[i].got)), "%s: %s is '%s', expected '%s'",
+              tag, toks[i].key, toks[i].got ? toks[i].got : "(none)", want ? want : "(none)");
+    }
+    json_free(&doc);
+}
+
+/* ---------------------------------------------------- the fixture variants */
+
+static const char *const FIXTURES[] = {"tiny-bert", "tiny-bert-prefixed", "tiny-bert-relu", "tiny-bert-tanh",
+                                       "all-MiniLM-L6-v2"};
+
+static const char *g_variant;   /* the case being run by case_fixture */
+
+static void case_fixtures_present(void) {
+    for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++) {
+        char *p = fmt_alloc("%s/hf/%s/model.safetensors", check_build_dir(), FIXTURES[i]);
+        CHECK(path_exists(p), "%s missing (run `make fixtures`)", p);
+        free(p);
+    }
+}
+
+static void case_fixture(void) {
+    char *dir = fmt_alloc("%s/hf/%s", check_build_dir(), g_variant);
+    char *tmp = temp_dir_make();
+    expect e;
+    memset(&e, 0, sizeof e);
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp || expect_read(&e, dir) != 0) {
+        expect_free(&e);
+        temp_dir_remove(tmp);
+        free(dir);
+        return;
+    }
+    char *out1 = fmt_alloc("%s/a.yaml", tmp), *out2 = fmt_alloc("%s/b.yaml", tmp);
+    diag d;
+    diag_init(&d);
+    int rc = hf_import_run(dir, out1, &d);
+    CHECK(rc == 0, "import of %s failed: %s", dir, d.text);
+    if (rc == 0) {
+        model m;
+        diag_init(&d);
+        rc = model_load(&m, out1, &d);
+        CHECK(rc == 0, "loading the import of %s failed: %s", dir, d.text);
+        if (rc == 0) {
+            graph_check(g_variant, &m.graph, &e);
+            char *w = fmt_alloc("%s/model.safetensors", dir);
+            CHECK(same_file(m.graph.weights_path, w), "weights path '%s' is not %s", m.graph.weights_path, w);
+            free(w);
+            tokenizer_check(g_variant, &m.graph, dir, &e);
+            model_free(&m);
+        }
+        /* Deterministic bytes, and the header comment names the directory. */
+        diag_init(&d);
+        CHECK(hf_import_run(dir, out2, &d) == 0, "second import failed: %s", d.text);
+        size_t n1 = 0, n2 = 0;
+        char *t1 = check_read_file(out1, &n1), *t2 = check_read_file(out2, &n2);
+        CHECK(t1 && t2 && n1 == n2 && !memcmp(t1, t2, n1), "two imports of %s differ", dir);
+        char *head = fmt_alloc("# generated by bertc import from %s\n", g_variant);
+        CHECK(t1 && starts_with(t1, head), "first line is not '%.*s'", (int)strlen(head) - 1, head);
+        free(head);
+        free(t1);
+        free(t2);
+        CHECK(dir_count(tmp) == 2, "the output directory holds %d entries, expected the 2 YAMLs", dir_count(tmp));
+    }
+    free(out1);
+    free(out2);
+    expect_free(&e);
+    temp_dir_remove(tmp);
+    free(dir);
+}
+
+/*
+ * models/NAME.yaml are committed; a fresh import of build/hf/NAME written
+ * into models/ must give the same bytes.  With another build directory
+ * (make sanitize uses build-san) the weights/vocab paths differ in that one
+ * component; those lines are then compared by the file they lead to.
+ */
+static void models_compare(const char *name) {
+    char *committed = fmt_alloc("models/%s.yaml", name);
+    char *fresh = fmt_alloc("models/.test-import-%d-%s.yaml", (int)getpid(), name);
+    char *dir = fmt_alloc("%s/hf/%s", check_build_dir(), name);
+    size_t nc = 0, nf = 0;
+    char *tc = check_read_file(committed, &nc);
+    CHECK(tc != NULL, "cannot read %s (run the tests from the repository root)", committed);
+    diag d;
+    diag_init(&d);
+    int rc = tc ? hf_import_run(dir, fresh, &d) : -1;
+    if (tc) CHECK(rc == 0, "import of %s failed: %s", dir, d.text);
+    char *tf = rc == 0 ? check_read_file(fresh, &nf) : NULL;
+    if (rc == 0) CHECK(tf != NULL, "cannot read back %s", fresh);
+    if (tc && tf) {
+        if (!strcmp(check_build_dir(), "build")) {
+            CHECK(nc == nf && !memcmp(tc, tf, nc), "%s differs from a fresh import of %s (re-run `bertc import %s -o %s`)",
+                  committed, dir, dir, committed);
+        } else {
+            /* Line by line; path lines must lead to the same files. */
+            char *sc = NULL, *sf = NULL;
+            char *lc = strtok_r(tc, "\n", &sc), *lf = strtok_r(tf, "\n", &sf);
+            int line = 1;
+            for (; lc && lf; lc = strtok_r(NULL, "\n", &sc), lf = strtok_r(NULL, "\n", &sf), line++) {
+                const char *keys[] = {"weights: ", "  vocab: "};
+                int path_line = 0;
+                for (int k = 0; k < 2; k++) {
+                    if (starts_with(lc, keys[k]) && starts_with(lf, keys[k])) {
+                        path_line = 1;
+                        const char *file = k ? "vocab.txt" : "model.safetensors";
+                        char *want = fmt_alloc("../build/hf/%s/%s", name, file);
+                        char *got = fmt_alloc("models/%s", lf + strlen(keys[k]));
+                        char *real = fmt_alloc("%s/%s", dir, file);
+                        CHECK(!strcmp(lc + strlen(keys[k]), want), "%s:%d: expected '%s'", committed, line, want);
+                        CHECK(same_file(got, real), "%s:%d: fresh path '%s' does not lead to %s", committed, line,
+                              got, real);
+                        free(want);
+                        free(got);
+                        free(real);
+                    }
+                }
+                if (!path_line) CHECK(!strcmp(lc, lf), "%s:%d: '%s' but a fresh import has '%s'", committed, line, lc, lf);
+            }
+            CHECK(!lc && !lf, "%s and a fresh import differ in length", committed);
+        }
+    }
+    remove(fresh);
+    free(tc);
+    free(tf);
+    free(committed);
+    free(fresh);
+    free(dir);
+}
+
+static void case_models_tiny_bert(void) { models_compare("tiny-bert"); }
+static void case_models_minilm(void) { models_compare("all-MiniLM-L6-v2"); }
+
+/* ------------------------------------------------ hand-built checkpoints */
+
+typedef struct fx_tensor {
+    char name[128];
+    const char *dtype;
+    int ndim;
+    int64_t shape[2];
+} fx_tensor;
+
+typedef struct fx_model {
+    char *config;              /* config.json text; NULL: no file */
+    const char *tok_config;    /* tokenizer_config.json text; NULL: no file */
+    int vocab_txt;
+    int nt;
+    fx_tensor t[64];
+} fx_model;
+
+/* hidden 8, heads 2 (head_dim 4), 1 layer, intermediate 12, vocab 10, positions 6, 2 token types. */
+static const char *FX_CONFIG =
+    "{\n"
+    "  \"architectures\": [\"BertModel\"],\n"
+    "  \"hidden_act\": \"gelu\",\n"
+    "  \"hidden_size\": 8,\n"
+    "  \"intermediate_size\": 12,\n"
+    "  \"layer_norm_eps\": 1e-12,\n"
+    "  \"max_position_embeddings\": 6,\n"
+    "  \"model_type\": \"bert\",\n"
+    "  \"num_attention_heads\": 2,\n"
+    "  \"num_hidden_layers\": 1,\n"
+    "  \"type_vocab_size\": 2,\n"
+    "  \"vocab_size\": 10\n"
+    "}\n";
+
+static void fx_add(fx_model *m, const char *dtype, int ndim, int64_t d0, int64_t d1, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void fx_add(fx_model *m, const char *dtype, int ndim, int64_t d0, int64_t d1, const char *fmt, ...) {
+    if (m->nt >= 64) abort();
+    fx_tensor *t = &m->t[m->nt++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+}
+
+static void fx_init(fx_model *m, const char *prefix, int legacy, int pooler, const char *dtype) {
+    memset(m, 0, sizeof *m);
+    m->config = fmt_alloc("%s", FX_CONFIG);
+    const char *p = prefix, *g = legacy ? "gamma" : "weight", *b = legacy ? "beta" : "bias";
+    fx_add(m, dtype, 2, 10, 8, "%sembeddings.word_embeddings.weight", p);
+    fx_add(m, dtype, 2, 6, 8, "%sembeddings.position_embeddings.weight", p);
+    fx_add(m, dtype, 2, 2, 8, "%sembeddings.token_type_embeddings.weight", p);
+    fx_add(m, dtype, 1, 8, 0, "%sembeddings.LayerNorm.%s", p, g);
+    fx_add(m, dtype, 1, 8, 0, "%sembeddings.LayerNorm.%s", p, b);
+    const char *l0 = "encoder.layer.0.";
+    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.query.weight", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.query.bias", p, l0);
+    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.key.weight", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.key.bias", p, l0);
+    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.value.weight", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.value.bias", p, l0);
+    fx_add(m, dtype, 2, 8, 8, "%s%sattention.output.dense.weight", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.dense.bias", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.LayerNorm.%s", p, l0, g);
+    fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.LayerNorm.%s", p, l0, b);
+    fx_add(m, dtype, 2, 12, 8, "%s%sintermediate.dense.weight", p, l0);
+    fx_add(m, dtype, 1, 12, 0, "%s%sintermediate.dense.bias", p, l0);
+    fx_add(m, dtype, 2, 8, 12, "%s%soutput.dense.weight", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%soutput.dense.bias", p, l0);
+    fx_add(m, dtype, 1, 8, 0, "%s%soutput.LayerNorm.%s", p, l0, g);
+    fx_add(m, dtype, 1, 8, 0, "%s%soutput.LayerNorm.%s", p, l0, b);
+    if (pooler) {
+        fx_add(m, dtype, 2, 8, 8, "%spooler.dense.weight", p);
+        fx_add(m, dtype, 1, 8, 0, "%spooler.dense.bias", p);
+    }
+}
+
+static void fx_free(fx_model *m) { free(m->config); }
+
+static fx_tensor *fx_find(fx_model *m, const char *name) {
+    for (int i = 0; i < m->nt; i++)
+        if (!strcmp(m->t[i].name, name)) return &m->t[i];
+    return NULL;
+}
+
+static void fx_remove(fx_model *m, const char *name) {
+    fx_tensor *t = fx_find(m, name);
+    CHECK(t != NULL, "fixture has no tensor %s", name);
+    if (!t) return;
+    int i = (int)(t - m->t);
+    memmove(&m->t[i], &m->t[i + 1], (size_t)(m->nt - i - 1) * sizeof m->t[0]);
+    m->nt--;
+}
+
+/* Replace the first `old` in the config text by `repl`. */
+static void fx_config_edit(fx_model *m, const char *old, const char *repl) {
+    char *at = strstr(m->config, old);
+    CHECK(at != NULL, "config has no '%s'", old);
+    if (!at) return;
+    char *s = fmt_alloc("%.*s%s%s", (int)(at - m->config), m->config, repl, at + strlen(old));
+    free(m->config);
+    m->config = s;
+}
+
+static size_t fx_dtype_size(const char *dtype) {
+    if (!strcmp(dtype, "F32") || !strcmp(dtype, "I32")) return 4;
+    if (!strcmp(dtype, "F16") || !strcmp(dtype, "BF16")) return 2;
+    if (!strcmp(dtype, "I64") || !strcmp(dtype, "F64")) return 8;
+    return 1;
+}
+
+/*
+ * A safetensors image assembled here: 8-byte little-endian header length,
+ * the JSON header padded with spaces to a multiple of 8, then the tensors
+ * back to back, holding small random bytes.
+ */
+static unsigned char *fx_safetensors(const fx_model *m, size_t *len) {
+    size_t cap = 256 + (size_t)m->nt * 256, hl = 0, off = 0;
+    char *h = malloc(cap);
+    if (!h) abort();
+    hl += (size_t)snprintf(h + hl, cap - hl, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < m->nt; i++) {
+        const fx_tensor *t = &m->t[i];
+        size_t bytes = fx_dtype_size(t->dtype);
+        for (int k = 0; k < t->ndim; k++) bytes *= (size_t)t->shape[k];
+        hl += (size_t)snprintf(h + hl, cap - hl, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, t->dtype);
+        for (int k = 0; k < t->ndim; k++)
+            hl += (size_t)snprintf(h + hl, cap - hl, "%s%lld", k ? "," : "", (long long)t->shape[k]);
+        hl += (size_t)snprintf(h + hl, cap - hl, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
+        off += bytes;
+    }
+    hl += (size_t)snprintf(h + hl, cap - hl, "}");
+    while (hl % 8) h[hl++] = ' ';
+    *len = 8 + hl + off;
+    unsigned char *img = malloc(*len);
+    if (!img) abort();
+    for (int k = 0; k < 8; k++) img[k] = (unsigned char)((uint64_t)hl >> (8 * k));
+    memcpy(img + 8, h, hl);
+    for (size_t i = 0; i < off; i++) img[8 + hl + i] = (unsigned char)(check_rng_u64() & 0x3f);
+    free(h);
+    return img;
+}
+
+/* Write the checkpoint into a fresh directory DIR/NAME; returns its path. */
+static char *fx_write(const fx_model *m, const char *parent, const char *name) {
+    char *dir = fmt_alloc("%s/%s", parent, name);
+    CHECK(mkdir(dir, 0777) == 0, "cannot make %s", dir);
+    char *p;
+    if (m->config) {
+        p = fmt_alloc("%s/config.json", dir);
+        CHECK(write_file(p, m->config, strlen(m->config)) == 0, "cannot write %s", p);
+        free(p);
+    }
+    if (m->tok_config) {
+        p = fmt_alloc("%s/tokenizer_config.json", dir);
+        CHECK(write_file(p, m->tok_config, strlen(m->tok_config)) == 0, "cannot write %s", p);
+        free(p);
+    }
+    if (m->vocab_txt) {
+        static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\nd\ne\n";
+        p = fmt_alloc("%s/vocab.txt", dir);
+        CHECK(write_file(p, vocab, sizeof vocab - 1) == 0, "cannot write %s", p);
+        free(p);
+    }
+    size_t len;
+    unsigned char *img = fx_safetensors(m, &len);
+    p = fmt_alloc("%s/model.safetensors", dir);
+    CHECK(write_file(p, img, len) == 0, "cannot write %s", p);
+    free(p);
+    free(img);
+    return dir;
+}
+
+/*
+ * Import a hand-built checkpoint into TMP/out/model.yaml and load it.
+ * Returns the YAML text (caller frees) or NULL; *g_ok tells whether `m_out`
+ * holds a loaded model.
+ */
+static char *fx_import_load(const fx_model *fx, model *m_out, int *loaded) {
+    *loaded = 0;
+    char *tmp = temp_dir_make();
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp) return NULL;
+    char *dir = fx_write(fx, tmp, "hf");
+    char *outdir = fmt_alloc("%s/out", tmp);
+    mkdir(outdir, 0777);
+    char *out = fmt_alloc("%s/model.yaml", outdir);
+    diag d;
+    diag_init(&d);
+    char *text = NULL;
+    int rc = hf_import_run(dir, out, &d);
+    CHECK(rc == 0, "import failed: %s", d.text);
+    if (rc == 0) {
+        text = check_read_file(out, NULL);
+        CHECK(text != NULL, "cannot read %s", out);
+        CHECK(text && has_line(text, "weights: ../hf/model.safetensors"), "weights path is not ../hf/model.safetensors");
+        diag_init(&d);
+        rc = model_load(m_out, out, &d);
+        CHECK(rc == 0, "the imported YAML does not load: %s", d.text);
+        *loaded = rc == 0;
+    }
+    free(dir);
+    free(outdir);
+    free(out);
+    temp_dir_remove(tmp);
+    return text;
+}
+
+/* The import must fail, say every needle, and leave the output dir empty. */
+static void fx_expect_error(const fx_model *fx, const char *const *needles) {
+    char *tmp = temp_dir_make();
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp) return;
+    char *dir = fx_write(fx, tmp, "hf");
+    char *outdir = fmt_alloc("%s/out", tmp);
+    mkdir(outdir, 0777);
+    char *out = fmt_alloc("%s/model.yaml", outdir);
+    diag d;
+    diag_init(&d);
+    int rc = hf_import_run(dir, out, &d);
+    CHECK(rc != 0, "import succeeded, expected an error");
+    CHECK(d.code == DIAG_CODE_INPUT, "diag code %d, expected DIAG_CODE_INPUT", (int)d.code);
+    for (const char *const *n = needles; *n; n++) CHECK(strstr(d.text, *n), "message lacks '%s': %s", *n, d.text);
+    CHECK(!path_exists(out), "%s exists after a failed import", out);
+    CHECK(dir_count(outdir) == 0, "the output directory is not empty after a failed import");
+    free(dir);
+    free(outdir);
+    free(out);
+    temp_dir_remove(tmp);
+}
+
+/* ------------------------------------------------------------ good inputs */
+
+static void case_handbuilt_ok(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    if (loaded) {
+        int nscale = 0, nact = 0;
+        for (int i = 0; i < m.graph.count; i++) {
+            const ir_node *n = &m.graph.nodes[i];
+            if (n->op == IR_OP_SCALE) {
+                nscale++;
+                CHECK(n->scale == 0.5f, "scale %.9g, expected 0.5 (1/sqrt(4))", (double)n->scale);
+            }
+            if (n->op == IR_OP_LAYER_NORM) CHECK(n->eps == 1e-12f, "eps %.9g", (double)n->eps);
+            if (n->op == IR_OP_ACTIVATION && n->act != IR_ACT_TANH) {
+                nact++;
+                CHECK(n->act == IR_ACT_GELU_ERF, "activation %s", ir_act_name(n->act));
+            }
+        }
+        CHECK(nscale == 1 && nact == 1, "%d scales, %d activations", nscale, nact);
+        CHECK(graph_output(&m.graph, "pooler_output") != NULL, "no pooler_output");
+        CHECK(!m.graph.has_tokenizer, "tokenizer section without vocab.txt");
+        CHECK(m.graph.max_seq_len == 6, "max_seq_len %lld", (long long)m.graph.max_seq_len);
+        model_free(&m);
+    }
+    CHECK(text && has_line(text, "dims: {H: 8, NH: 2, HD: 4}"), "dims line missing");
+    CHECK(text && !strstr(text, "tokenizer:"), "tokenizer section without vocab.txt");
+    free(text);
+    fx_free(&fx);
+}
+
+/* Paths relative to the YAML's own directory, however deep. */
+static void case_relative_paths(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 0, "F32");
+    fx.vocab_txt = 1;
+    char *tmp = temp_dir_make();
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp) {
+        fx_free(&fx);
+        return;
+    }
+    char *parent = fmt_alloc("%s/models", tmp);
+    mkdir(parent, 0777);
+    char *dir = fx_write(&fx, parent, "ckpt");
+    char *a = fmt_alloc("%s/x", tmp), *b = fmt_alloc("%s/x/y", tmp);
+    mkdir(a, 0777);
+    mkdir(b, 0777);
+    struct { char *out; const char *weights; const char *vocab; } cases[] = {
+        {fmt_alloc("%s/x/y/m.yaml", tmp), "weights: ../../models/ckpt/model.safetensors",
+         "  vocab: ../../models/ckpt/vocab.txt"},
+        {fmt_alloc("%s/models/m.yaml", tmp), "weights: ckpt/model.safetensors", "  vocab: ckpt/vocab.txt"},
+        {fmt_alloc("%s/models/ckpt/m.yaml", tmp), "weights: model.safetensors", "  vocab: vocab.txt"},
+        /* A trailing slash and a "." component in HF_DIR change nothing. */
+        {fmt_alloc("%s/x/m.yaml", tmp), "weights: ../models/ckpt/model.safetensors", "  vocab: ../models/ckpt/vocab.txt"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *hf = i == 3 ? fmt_alloc("%s/./ckpt/", parent) : fmt_alloc("%s", dir);
+        diag d;
+        diag_init(&d);
+        int rc = hf_import_run(hf, cases[i].out, &d);
+        CHECK(rc == 0, "import to %s failed: %s", cases[i].out, d.text);
+        char *text = rc == 0 ? check_read_file(cases[i].out, NULL) : NULL;
+        CHECK(text && has_line(text, cases[i].weights), "%s lacks '%s'", cases[i].out, cases[i].weights);
+        CHECK(text && has_line(text, cases[i].vocab), "%s lacks '%s'", cases[i].out, cases[i].vocab);
+        CHECK(text && strstr(text, "# generated by bertc import from ckpt\nbertc: 1\nname: ckpt\n"),
+              "%s: header does not name 'ckpt'", cases[i].out);
+        if (rc == 0) {
+            model m;
+            diag_init(&d);
+            rc = model_load(&m, cases[i].out, &d);
+            CHECK(rc == 0, "%s does not load: %s", cases[i].out, d.text);
+            if (rc == 0) model_free(&m);
+        }
+        free(text);
+        free(hf);
+        free(cases[i].out);
+    }
+    free(a);
+    free(b);
+    free(dir);
+    free(parent);
+    temp_dir_remove(tmp);
+    fx_free(&fx);
+}
+
+static void case_tokenizer_config(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 0, "F32");
+    fx.vocab_txt = 1;
+    fx.tok_config =
+        "{\"tokenizer_class\": \"BertTokenizerFast\", \"do_lower_case\": false, \"strip_accents\": null,\n"
+        " \"model_max_length\": 1000000000000000019884624838656,\n"
+        " \"unk_token\": {\"__type\": \"AddedToken\", \"content\": \"[UNK]\", \"lstrip\": false},\n"
+        " \"sep_token\": \"[SEP]\", \"mask_token\": \"<m\\\"a\\\\sk>\", \"pad_token\": null}\n";
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    if (loaded) {
+        const ir_tokenizer *t = &m.graph.tokenizer;
+        CHECK(m.graph.has_tokenizer, "no tokenizer section");
+        CHECK(t->do_lower_case == 0, "do_lower_case %d", t->do_lower_case);
+        CHECK(t->strip_accents == -1, "strip_accents %d", t->strip_accents);
+        CHECK(t->tokenize_chinese_chars == -1, "tokenize_chinese_chars %d", t->tokenize_chinese_chars);
+        CHECK(t->model_max_length == 0, "model_max_length %lld (1e30 means unlimited)", (long long)t->model_max_length);
+        CHECK(t->unk_token && !strcmp(t->unk_token, "[UNK]"), "unk_token '%s'", t->unk_token ? t->unk_token : "");
+        CHECK(t->sep_token && !strcmp(t->sep_token, "[SEP]"), "sep_token");
+        CHECK(t->mask_token && !strcmp(t->mask_token, "<m\"a\\sk>"), "mask_token '%s'",
+              t->mask_token ? t->mask_token : "");
+        CHECK(!t->cls_token && !t->pad_token, "cls/pad tokens invented");
+        model_free(&m);
+    }
+    CHECK(text && has_line(text, "  strip_accents: null"), "no 'strip_accents: null' line");
+    CHECK(text && !strstr(text, "model_max_length"), "model_max_length emitted for 1e30");
+    CHECK(text && !strstr(text, "tokenize_chinese_chars"), "tokenize_chinese_chars emitted though absent");
+    free(text);
+
+    /* A plain integer model_max_length is kept. */
+    fx.tok_config = "{\"model_max_length\": 512, \"do_lower_case\": true, \"tokenize_chinese_chars\": false}";
+    text = fx_import_load(&fx, &m, &loaded);
+    if (loaded) {
+        CHECK(m.graph.tokenizer.model_max_length == 512, "model_max_length %lld",
+              (long long)m.graph.tokenizer.model_max_length);
+        CHECK(m.graph.tokenizer.do_lower_case == 1 && m.graph.tokenizer.tokenize_chinese_chars == 0, "flags");
+        CHECK(m.graph.tokenizer.strip_accents == -1, "strip_accents %d", m.graph.tokenizer.strip_accents);
+        model_free(&m);
+    }
+    CHECK(text && !strstr(text, "strip_accents"), "strip_accents emitted though absent");
+    free(text);
+    fx_free(&fx);
+}
+
+/* bert. prefix, gamma/beta, half precision, extra tensors, partial pooler. */
+static void case_prefixed_legacy(void) {
+    fx_model fx;
+    fx_init(&fx, "bert.", 1, 0, "F16");
+    fx_add(&fx, "F32", 2, 10, 8, "cls.predictions.decoder.weight");
+    fx_add(&fx, "I64", 2, 1, 6, "bert.embeddings.position_ids");
+    fx_add(&fx, "F16", 2, 8, 8, "bert.pooler.dense.weight");   /* no bias: no pooler */
+    fx_find(&fx, "bert.encoder.layer.0.output.dense.bias")->dtype = "BF16";
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    if (loaded) {
+        int gamma = 0, w16 = 0, wbf = 0, nw = 0;
+        for (int i = 0; i < m.graph.count; i++) {
+            const ir_node *n = &m.graph.nodes[i];
+            if (n->op != IR_OP_WEIGHT) continue;
+            nw++;
+            CHECK(starts_with(n->weight, "bert."), "weight '%s' without prefix", n->weight);
+            CHECK(!strstr(n->weight, "pooler") && !strstr(n->weight, "cls."), "weight '%s' used", n->weight);
+            if (ends_with(n->weight, ".gamma")) gamma++;
+            if (n->dtype == IR_DTYPE_F16) w16++;
+            if (n->dtype == IR_DTYPE_BF16) wbf++;
+        }
+        CHECK(nw == 21, "%d weight nodes, expected 21", nw);
+        CHECK(gamma == 3, "%d gamma weights, expected 3", gamma);
+        CHECK(w16 == 20 && wbf == 1, "%d F16 and %d BF16 weights, expected 20 and 1", w16, wbf);
+        CHECK(!graph_output(&m.graph, "pooler_output"), "pooler_output without pooler bias");
+        model_free(&m);
+    }
+    free(text);
+    fx_free(&fx);
+}
+
+/* Which hidden_act spellings map to which activation. */
+static void case_activations(void) {
+    struct { const char *line; ir_act act; } cases[] = {
+        {"  \"hidden_act\": \"gelu_new\",\n", IR_ACT_GELU_TANH},
+        {"  \"hidden_act\": \"gelu_pytorch_tanh\",\n", IR_ACT_GELU_TANH},
+        {"  \"hidden_act\": \"gelu_fast\",\n", IR_ACT_GELU_TANH},
+        {"  \"hidden_act\": \"gelu_python\",\n", IR_ACT_GELU_ERF},
+        {"  \"hidden_act\": \"relu\",\n", IR_ACT_RELU},
+        {"", IR_ACT_GELU_ERF},   /* absent: transformers' default "gelu" */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fx_model fx;
+        fx_init(&fx, "", 0, 0, "F32");
+        fx_config_edit(&fx, "  \"hidden_act\": \"gelu\",\n", cases[i].line);
+        /* Defaults for the other optional fields too. */
+        if (!*cases[i].line) {
+            fx_config_edit(&fx, "  \"layer_norm_eps\": 1e-12,\n", "");
+            fx_config_edit(&fx, "  \"type_vocab_size\": 2,\n", "");
+        }
+        model m;
+        int loaded;
+        char *text = fx_import_load(&fx, &m, &loaded);
+        if (loaded) {
+            int seen = 0;
+            for (int k = 0; k < m.graph.count; k++) {
+                const ir_node *n = &m.graph.nodes[k];
+                if (n->op == IR_OP_ACTIVATION) {
+                    seen++;
+                    CHECK(n->act == cases[i].act, "case %zu: activation %s, expected %s", i, ir_act_name(n->act),
+                          ir_act_name(cases[i].act));
+                }
+                if (n->op == IR_OP_LAYER_NORM) CHECK(n->eps == 1e-12f, "case %zu: eps %.9g", i, (double)n->eps);
+            }
+            CHECK(seen == 1, "case %zu: %d activations", i, seen);
+            model_free(&m);
+        }
+        free(text);
+        fx_free(&fx);
+    }
+}
+
+/* Floats in their shortest exact form: eps 1e-5 and a 1/sqrt(20) scale. */
+static void case_numbers(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 0, "F32");
+    fx_config_edit(&fx, "\"num_attention_heads\": 2", "\"num_attention_heads\": 1");   /* head_dim 8 */
+    fx_config_edit(&fx, "1e-12", "1e-05");
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    if (loaded) {
+        for (int k = 0; k < m.graph.count; k++) {
+            const ir_node *n = &m.graph.nodes[k];
+            if (n->op == IR_OP_LAYER_NORM) CHECK(n->eps == 1e-5f, "eps %.9g", (double)n->eps);
+            if (n->op == IR_OP_SCALE)
+                CHECK(n->scale == (float)(1.0 / sqrt(8.0)), "scale %.9g, expected %.9g", (double)n->scale,
+                      1.0 / sqrt(8.0));
+        }
+        model_free(&m);
+    }
+    CHECK(text && strstr(text, "eps: 1e-05}"), "eps not written as 1e-05");
+    CHECK(text && has_line(text, "dims: {H: 8, NH: 1, HD: 8}"), "dims line");
+    free(text);
+    fx_free(&fx);
+}
+
+/* ------------------------------------------------------------ bad inputs */
+
+static void expect_config_error(const char *old, const char *repl, const char *const *needles) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_config_edit(&fx, old, repl);
+    fx_expect_error(&fx, needles);
+    fx_free(&fx);
+}
+
+static void case_error_model_type(void) {
+    expect_config_error("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"",
+                        (const char *const[]){"config.json", "model_type", "roberta", NULL});
+}
+
+static void case_error_hidden_act(void) {
+    expect_config_error("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"swish\"",
+                        (const char *const[]){"config.json", "hidden_act", "swish", NULL});
+    expect_config_error("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"quick_gelu\"",
+                        (const char *const[]){"hidden_act", "quick_gelu", NULL});
+}
+
+static void case_error_heads(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_config_edit(&fx, "\"hidden_size\": 8", "\"hidden_size\": 96");
+    fx_config_edit(&fx, "\"num_attention_heads\": 2", "\"num_attention_heads\": 5");
+    fx_expect_error(&fx, (const char *const[]){"config.json", "hidden_size 96", "num_attention_heads 5", NULL});
+    fx_free(&fx);
+}
+
+static void case_error_missing_field(void) {
+    expect_config_error("  \"num_hidden_layers\": 1,\n", "",
+                        (const char *const[]){"config.json", "num_hidden_layers", "missing", NULL});
+    expect_config_error("  \"model_type\": \"bert\",\n", "", (const char *const[]){"model_type", NULL});
+}
+
+static void case_error_position_embedding(void) {
+    expect_config_error("  \"model_type\"", "  \"position_embedding_type\": \"relative_key\",\n  \"model_type\"",
+                        (const char *const[]){"config.json", "position_embedding_type", "relative_key", NULL});
+}
+
+static void case_error_other_fields(void) {
+    expect_config_error("  \"model_type\"", "  \"is_decoder\": true,\n  \"model_type\"",
+                        (const char *const[]){"is_decoder", "true", NULL});
+    expect_config_error("  \"model_type\"", "  \"add_cross_attention\": true,\n  \"model_type\"",
+                        (const char *const[]){"add_cross_attention", "true", NULL});
+    expect_config_error("  \"model_type\"", "  \"chunk_size_feed_forward\": 64,\n  \"model_type\"",
+                        (const char *const[]){"chunk_size_feed_forward", "64", NULL});
+    expect_config_error("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": -1e-12",
+                        (const char *const[]){"layer_norm_eps", "-1e-12", NULL});
+    expect_config_error("\"vocab_size\": 10", "\"vocab_size\": 0", (const char *const[]){"vocab_size", "0", NULL});
+    expect_config_error("\"intermediate_size\": 12", "\"intermediate_size\": \"twelve\"",
+                        (const char *const[]){"intermediate_size", "twelve", NULL});
+    expect_config_error("\"num_hidden_layers\": 1", "\"num_hidden_layers\": 1.5",
+                        (const char *const[]){"num_hidden_layers", "1.5", NULL});
+    expect_config_error("{", "{ \"broken\": ,", (const char *const[]){"config.json", NULL});
+}
+
+static void case_error_missing_tensor(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_remove(&fx, "encoder.layer.0.attention.self.key.bias");
+    fx_expect_error(&fx, (const char *const[]){"model.safetensors", "encoder.layer.0.attention.self.key.bias", "[8]",
+                                               NULL});
+    fx_free(&fx);
+    /* No word embeddings under either spelling: not a BERT checkpoint. */
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_remove(&fx, "embeddings.word_embeddings.weight");
+    fx_expect_error(&fx, (const char *const[]){"embeddings.word_embeddings.weight", NULL});
+    fx_free(&fx);
+    /* Legacy names are all or nothing per checkpoint. */
+    fx_init(&fx, "bert.", 1, 0, "F32");
+    snprintf(fx_find(&fx, "bert.encoder.layer.0.output.LayerNorm.gamma")->name, sizeof fx.t[0].name,
+             "bert.encoder.layer.0.output.LayerNorm.weight");
+    fx_expect_error(&fx, (const char *const[]){"bert.encoder.layer.0.output.LayerNorm.gamma", NULL});
+    fx_free(&fx);
+}
+
+static void case_error_tensor_shape(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_find(&fx, "encoder.layer.0.intermediate.dense.weight")->shape[1] = 7;
+    fx_expect_error(&fx, (const char *const[]){"encoder.layer.0.intermediate.dense.weight", "[12, 7]", "[12, 8]", NULL});
+    fx_free(&fx);
+    /* The config decides the shapes: a 7-row position table for 6 positions. */
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_find(&fx, "embeddings.position_embeddings.weight")->shape[0] = 7;
+    fx_expect_error(&fx, (const char *const[]){"embeddings.position_embeddings.weight", "[7, 8]", "[6, 8]", NULL});
+    fx_free(&fx);
+    /* A pooler is optional, but a present one must fit. */
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_find(&fx, "pooler.dense.bias")->shape[0] = 9;
+    fx_expect_error(&fx, (const char *const[]){"pooler.dense.bias", "[9]", "[8]", NULL});
+    fx_free(&fx);
+}
+
+static void case_error_tensor_dtype(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_find(&fx, "embeddings.word_embeddings.weight")->dtype = "I64";
+    fx_expect_error(&fx, (const char *const[]){"embeddings.word_embeddings.weight", "I64", NULL});
+    fx_free(&fx);
+}
+
+static void case_error_missing_files(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    free(fx.config);
+    fx.config = NULL;
+    fx_expect_error(&fx, (const char *const[]){"config.json", NULL});
+    fx_free(&fx);
+
+    /* A directory that does not exist. */
+    char *tmp = temp_dir_make();
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp) return;
+    char *missing = fmt_alloc("%s/no-such-model", tmp);
+    char *out = fmt_alloc("%s/m.yaml", tmp);
+    diag d;
+    diag_init(&d);
+    CHECK(hf_import_run(missing, out, &d) != 0, "import of a missing directory succeeded");
+    CHECK(strstr(d.text, missing) != NULL, "message lacks the directory: %s", d.text);
+    CHECK(!path_exists(out), "%s exists after a failed import", out);
+    /* An output directory that does not exist. */
+    fx_init(&fx, "", 0, 1, "F32");
+    char *dir = fx_write(&fx, tmp, "hf");
+    char *bad_out = fmt_alloc("%s/no-such-dir/m.yaml", tmp);
+    diag_init(&d);
+    CHECK(hf_import_run(dir, bad_out, &d) != 0, "import into a missing directory succeeded");
+    CHECK(strstr(d.text, "no-such-dir") != NULL, "message lacks the directory: %s", d.text);
+    CHECK(dir_count(tmp) == 1, "failed imports left files in %s", tmp);
+    fx_free(&fx);
+    free(dir);
+    free(bad_out);
+    free(missing);
+    free(out);
+    temp_dir_remove(tmp);
+}
+
+static void case_error_tokenizer_class(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx.vocab_txt = 1;
+    fx.tok_config = "{\"do_lower_case\": true,\n \"tokenizer_class\": \"RobertaTokenizer\"}";
+    fx_expect_error(&fx, (const char *const[]){"tokenizer_config.json", "tokenizer_class", "RobertaTokenizer", NULL});
+    fx.tok_config = "{\"do_lower_case\": \"yes\"}";
+    fx_expect_error(&fx, (const char *const[]){"tokenizer_config.json", "do_lower_case", "yes", NULL});
+    fx.tok_config = "{\"unk_token\": 7}";
+    fx_expect_error(&fx, (const char *const[]){"unk_token", "7", NULL});
+    fx_free(&fx);
+}
+
+/* A failed import leaves an existing output as it was. */
+static void case_error_keeps_old_output(void) {
+    char *tmp = temp_dir_make();
+    CHECK(tmp != NULL, "cannot make a temp dir");
+    if (!tmp) return;
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx_config_edit(&fx, "\"bert\"", "\"distilbert\"");
+    char *dir = fx_write(&fx, tmp, "hf");
+    char *out = fmt_alloc("%s/m.yaml", tmp);
+    CHECK(write_file(out, "old\n", 4) == 0, "cannot write %s", out);
+    diag d;
+    diag_init(&d);
+    CHECK(hf_import_run(dir, out, &d) != 0, "import succeeded");
+    char *text = check_read_file(out, NULL);
+    CHECK(text && !strcmp(text, "old\n"), "the old output was changed");
+    CHECK(!dir_has_temp(tmp), "a temporary file was left behind");
+    free(text);
+    free(out);
+    free(dir);
+    fx_free(&fx);
+    temp_dir_remove(tmp);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(case_fixtures_present);
+    for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "case_fixture_%s", FIXTURES[i]);
+        g_variant = FIXTURES[i];
+        check_case_run(name, case_fixture);
+    }
+    CHECK_CASE(case_models_tiny_bert);
+    CHECK_CASE(case_models_minilm);
+    CHECK_CASE(case_handbuilt_ok);
+    CHECK_CASE(case_relative_paths);
+    CHECK_CASE(case_tokenizer_config);
+    CHECK_CASE(case_prefixed_legacy);
+    CHECK_CASE(case_activations);
+    CHECK_CASE(case_numbers);
+    CHECK_CASE(case_error_model_type);
+    CHECK_CASE(case_error_hidden_act);
+    CHECK_CASE(case_error_heads);
+    CHECK_CASE(case_error_missing_field);
+    CHECK_CASE(case_error_position_embedding);
+    CHECK_CASE(case_error_other_fields);
+    CHECK_CASE(case_error_missing_tensor);
+    CHECK_CASE(case_error_tensor_shape);
+    CHECK_CASE(case_error_tensor_dtype);
+    CHECK_CASE(case_error_missing_files);
+    CHECK_CASE(case_error_tokenizer_class);
+    CHECK_CASE(case_error_keeps_old_output);
+    return check_summary();
+}
