@@ -14,7 +14,7 @@ VERSION   := 0.1.0
 WARN      := -std=c11 -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 SAN       ?=
-CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -MMD -MP
+CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -MMD -MP
 ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lm -lpthread
 
@@ -22,13 +22,18 @@ COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
 COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
 
+# The runtime library (plan reader, runtime); the compiler links it too.
+RUNTIME_SRCS  := $(wildcard runtime/*.c)
+RUNTIME_OBJS  := $(RUNTIME_SRCS:%.c=$(BUILD)/%.o)
+RUNTIME_LIB   := $(BUILD)/libbertc_runtime.a
+
 TEST_SUPPORT  := $(wildcard tests/support/*.c) tests/check.c
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test sanitize fixtures demo clean
-.SECONDARY:
+.SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o)
 all: $(BUILD)/bertc
 
 $(BUILD)/%.o: %.c
@@ -39,10 +44,14 @@ $(COMPILER_LIB): $(COMPILER_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bertc: $(BUILD)/compiler/main.o $(COMPILER_LIB)
+$(RUNTIME_LIB): $(RUNTIME_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bertc: $(BUILD)/compiler/main.o $(COMPILER_LIB) $(RUNTIME_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB)
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support

@@ -491,13 +491,23 @@ static int ir_infer_reshape(const ir_infer_ctx *c, ir_node *n) {
 
 static int ir_infer_transpose(const ir_infer_ctx *c, ir_node *n) {
     const ir_node *x = ir_src(c, n, 0);
+    char bx[96], bp[96];
     if (ir_check_min_ndim(c, n, 0, 1)) return -1;
+    /* The loader leaves the length of `perm` in ndim. */
+    if (n->ndim != x->ndim) {
+        int64_t perm[IR_MAX_DIMS];
+        int np = n->ndim < 0 ? 0 : n->ndim > IR_MAX_DIMS ? IR_MAX_DIMS : n->ndim;
+        for (int d = 0; d < np; d++) perm[d] = n->perm[d];
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "perm %s has %d entr%s but x '%s' is %s (expected %d)",
+                             IR_NODE_ARGS(n), ir_dims_str(perm, np, bp, sizeof bp), n->ndim,
+                             n->ndim == 1 ? "y" : "ies", x->name, ir_shape_str(x, bx, sizeof bx),
+                             x->ndim);
+    }
     int seen[IR_MAX_DIMS] = {0}, ok = 1;
     for (int d = 0; d < x->ndim; d++) {
         if (n->perm[d] < 0 || n->perm[d] >= x->ndim || seen[n->perm[d]]++) ok = 0;
     }
     if (!ok) {
-        char bx[96], bp[96];
         int64_t perm[IR_MAX_DIMS];
         for (int d = 0; d < x->ndim; d++) perm[d] = n->perm[d];
         return IR_INFER_FAIL(c, n, IR_NODE_FMT "perm %s is not a permutation of 0..%d (x '%s' is %s)",

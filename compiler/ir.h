@@ -72,7 +72,7 @@ typedef struct ir_node {
     int nsrc;
     ir_dtype dtype;
     int ndim;
-    int64_t shape[IR_MAX_DIMS];  /* IR_DIM_SEQ marks S */
+    int64_t shape[IR_MAX_DIMS];  /* IR_DIM_SEQ marks S; RESHAPE: the target, set before infer */
 
     /* Parameters; each op reads only its own. */
     char *weight;                /* WEIGHT: tensor name in the weights file */
@@ -81,7 +81,7 @@ typedef struct ir_node {
     float eps;                   /* LAYER_NORM */
     float scale;                 /* SCALE */
     ir_act act;                  /* ACTIVATION */
-    int perm[IR_MAX_DIMS];       /* TRANSPOSE */
+    int perm[IR_MAX_DIMS];       /* TRANSPOSE; before infer, ndim holds perm's length */
     int transpose_b;             /* BATCHED_MATMUL */
     int axis;                    /* SLICE */
     int64_t start, len;          /* SLICE */

@@ -72,6 +72,11 @@ static void t_set_shape(ir_node *n, int ndim, const int64_t *dims) {
     for (int d = 0; d < ndim; d++) n->shape[d] = dims[d];
 }
 
+static void t_set_perm(ir_node *n, int len, const int *perm) {
+    n->ndim = len;  /* the loader leaves the perm's length in ndim */
+    for (int d = 0; d < len; d++) n->perm[d] = perm[d];
+}
+
 static int t_shape_is(const ir_node *n, int ndim, const int64_t *dims) {
     if (n->ndim != ndim) return 0;
     for (int d = 0; d < ndim; d++)
@@ -150,7 +155,7 @@ static void test_infer_attention(void) {
     int qr = t_op(&g, IR_OP_RESHAPE, "q_r", q, -1, -1);
     t_set_shape(&g.nodes[qr], 3, (int64_t[]){S, NH, HD});
     int qh = t_op(&g, IR_OP_TRANSPOSE, "q_h", qr, -1, -1);
-    memcpy(g.nodes[qh].perm, (int[]){1, 0, 2}, 3 * sizeof(int));
+    t_set_perm(&g.nodes[qh], 3, (int[]){1, 0, 2});
     int sc = t_op(&g, IR_OP_BATCHED_MATMUL, "scores", qh, qh, -1);
     g.nodes[sc].transpose_b = 1;
     int ss = t_op(&g, IR_OP_SCALE, "scores_s", sc, -1, -1);
@@ -159,7 +164,7 @@ static void test_infer_attention(void) {
     int pr = t_op(&g, IR_OP_SOFTMAX, "probs", sm, -1, -1);
     int cx = t_op(&g, IR_OP_BATCHED_MATMUL, "ctx_h", pr, qh, -1);
     int ct = t_op(&g, IR_OP_TRANSPOSE, "ctx_t", cx, -1, -1);
-    memcpy(g.nodes[ct].perm, (int[]){1, 0, 2}, 3 * sizeof(int));
+    t_set_perm(&g.nodes[ct], 3, (int[]){1, 0, 2});
     int c2 = t_op(&g, IR_OP_RESHAPE, "ctx", ct, -1, -1);
     t_set_shape(&g.nodes[c2], 2, (int64_t[]){S, H});
     int ac = t_op(&g, IR_OP_ACTIVATION, "act", c2, -1, -1);
@@ -216,7 +221,7 @@ static void test_infer_shapes_misc(void) {
     int r4 = t_op(&g, IR_OP_RESHAPE, "r4", bmm, -1, -1);
     t_set_shape(&g.nodes[r4], 4, (int64_t[]){B, 1, M, N2});
     int tr4 = t_op(&g, IR_OP_TRANSPOSE, "tr4", r4, -1, -1);
-    memcpy(g.nodes[tr4].perm, (int[]){3, 1, 0, 2}, 4 * sizeof(int));
+    t_set_perm(&g.nodes[tr4], 4, (int[]){3, 1, 0, 2});
     diag d;
     CHECK(t_infer(&g, &d) == 0, "infer failed: %s", d.text);
     CHECK_SHAPE(&g, y, IR_DTYPE_F32, S, N);
@@ -238,7 +243,7 @@ static void test_infer_int_movement(void) {
     int r = t_op(&g, IR_OP_RESHAPE, "r", ids, -1, -1);
     t_set_shape(&g.nodes[r], 2, (int64_t[]){1, S});
     int t = t_op(&g, IR_OP_TRANSPOSE, "t", r, -1, -1);
-    memcpy(g.nodes[t].perm, (int[]){1, 0}, 2 * sizeof(int));
+    t_set_perm(&g.nodes[t], 2, (int[]){1, 0});
     int sl = t_op(&g, IR_OP_SLICE, "sl", t, -1, -1);
     g.nodes[sl].axis = 0;
     g.nodes[sl].start = check_rng_range(0, 1000);
@@ -437,7 +442,7 @@ static void test_error_arange(void) {
     t_base b;
     t_base_init(&b);
     int t = t_op(&b.g, IR_OP_TRANSPOSE, "t", b.x, -1, -1);
-    memcpy(b.g.nodes[t].perm, (int[]){1, 0}, 2 * sizeof(int));
+    t_set_perm(&b.g.nodes[t], 2, (int[]){1, 0});
     int a = t_op(&b.g, IR_OP_ARANGE, "pos", t, -1, -1);
     char want[96];
     snprintf(want, sizeof want, "like 't' is [%lld, S] (expected [S, ...])", (long long)b.H);
@@ -587,15 +592,24 @@ static void test_error_transpose(void) {
     t_base_init(&b);
     int t = t_op(&b.g, IR_OP_TRANSPOSE, "t", b.x, -1, -1);
     int dup = (int)check_rng_range(0, 1);
-    memcpy(b.g.nodes[t].perm, (int[]){dup, dup}, 2 * sizeof(int));
-    char want[64];
+    t_set_perm(&b.g.nodes[t], 2, (int[]){dup, dup});
+    char want[128];
     snprintf(want, sizeof want, "perm [%d, %d] is not a permutation of 0..1", dup, dup);
+    t_expect_error(&b.g, t, want);
+    ir_graph_free(&b.g);
+
+    /* A perm of the wrong length (the loader keeps its length in ndim). */
+    t_base_init(&b);
+    t = t_op(&b.g, IR_OP_TRANSPOSE, "t3", b.x, -1, -1);
+    t_set_perm(&b.g.nodes[t], 3, (int[]){1, 0, 2});
+    snprintf(want, sizeof want, "perm [1, 0, 2] has 3 entries but x 'x' is [S, %lld] (expected 2)",
+             (long long)b.H);
     t_expect_error(&b.g, t, want);
     ir_graph_free(&b.g);
 
     t_base_init(&b);
     t = t_op(&b.g, IR_OP_TRANSPOSE, "t2", b.x, -1, -1);
-    memcpy(b.g.nodes[t].perm, (int[]){0, 2}, 2 * sizeof(int));
+    t_set_perm(&b.g.nodes[t], 2, (int[]){0, 2});
     t_expect_error(&b.g, t, "perm [0, 2] is not a permutation");
     ir_graph_free(&b.g);
 }
@@ -645,7 +659,7 @@ static void test_error_mask(void) {
 
     t_base_init(&b);
     int t = t_op(&b.g, IR_OP_TRANSPOSE, "xt", b.x, -1, -1);
-    memcpy(b.g.nodes[t].perm, (int[]){1, 0}, 2 * sizeof(int));
+    t_set_perm(&b.g.nodes[t], 2, (int[]){1, 0});
     m = t_op(&b.g, IR_OP_MASK, "m2", t, t, -1);  /* float mask */
     t_expect_error(&b.g, m, "mask 'xt' is float32 (expected int32)");
     ir_graph_free(&b.g);
