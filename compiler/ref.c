@@ -27,6 +27,16 @@
  * The request is checked before anything runs (length, required inputs);
  * ids are checked by the gather that uses them, where the error can name
  * the tensor, the position, the value and the table's size.
+ *
+ * The fused ops (LINEAR, ATTENTION, ADD_LN, EMBED_LN, CONCAT, CONST) are
+ * here too, and each is written as the unfused chain it replaces run in one
+ * place: the same row helpers (dot products, LayerNorm, softmax, the mask
+ * addition), the same double accumulators, and a float32 rounding exactly
+ * where the unfused graph stores an intermediate tensor.  So a fused graph
+ * reproduces the unfused one bit for bit, and a pass that changes a result
+ * at all is a pass with a bug — which is how the pass tests judge them.
+ * ref_eval_static() runs one op on compile-time operands, which is all
+ * constant folding needs.
  */
 #include "ref.h"
 
@@ -230,32 +240,45 @@ static int ref_op_arange(ref_ctx *c, int i) {
     return 0;
 }
 
-static int ref_op_gather(ref_ctx *c, int i) {
-    const ir_node *n = &c->g->nodes[i];
-    const ir_node *table = &c->g->nodes[n->src[0]], *index = &c->g->nodes[n->src[1]];
-    int64_t rows = table->shape[0], dim = table->shape[1];
+/* Every id of source `index_src` of node n must be a row of the table in
+ * source `table_src`. */
+static int ref_check_ids(ref_ctx *c, const ir_node *n, int table_src, int index_src) {
+    const ir_node *table = &c->g->nodes[n->src[table_src]], *index = &c->g->nodes[n->src[index_src]];
+    int64_t rows = table->shape[0];
     int64_t count = ir_dim_bind(index->shape[0], c->seq);
-    const int32_t *ids = ref_src_i32(c, n, 1);
+    const int32_t *ids = ref_src_i32(c, n, index_src);
     for (int64_t k = 0; k < count; k++)
         if (ids[k] < 0 || ids[k] >= rows)
-            return ref_fail_node(c, n, "gather '%s': %s[%lld] = %d is out of range (table '%s' has %lld rows)",
-                                 n->name, index->name, (long long)k, (int)ids[k],
+            return ref_fail_node(c, n, "%s '%s': %s[%lld] = %d is out of range (table '%s' has %lld rows)",
+                                 ir_op_name(n->op), n->name, index->name, (long long)k, (int)ids[k],
                                  table->op == IR_OP_WEIGHT && table->weight ? table->weight
                                                                             : table->name,
                                  (long long)rows);
+    return 0;
+}
+
+/* Row `row` of the table node `t` into dst[dim]: from its float32 buffer if
+ * it has one, else straight from the weights file. */
+static void ref_table_row(const ref_ctx *c, int t, int64_t row, int64_t dim, float *dst) {
+    const float *tab = c->buf[t];
+    if (tab) {
+        memcpy(dst, tab + row * dim, (size_t)dim * sizeof *dst);
+        return;
+    }
+    const st_tensor *st = c->tensor[t];
+    for (int64_t j = 0; j < dim; j++) dst[j] = st_tensor_get_f32(st, row * dim + j);
+}
+
+static int ref_op_gather(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const ir_node *table = &c->g->nodes[n->src[0]], *index = &c->g->nodes[n->src[1]];
+    int64_t dim = table->shape[1];
+    int64_t count = ir_dim_bind(index->shape[0], c->seq);
+    const int32_t *ids = ref_src_i32(c, n, 1);
+    if (ref_check_ids(c, n, 0, 1)) return -1;
     float *out = ref_alloc(c, i);
     if (!out) return -1;
-    const float *tab = c->buf[n->src[0]];
-    const st_tensor *t = c->tensor[n->src[0]];
-    for (int64_t k = 0; k < count; k++) {
-        if (tab) {
-            memcpy(out + k * dim, tab + (int64_t)ids[k] * dim, (size_t)dim * sizeof *out);
-        } else {
-            /* An unmaterialised weight: read just this row from the file. */
-            for (int64_t j = 0; j < dim; j++)
-                out[k * dim + j] = st_tensor_get_f32(t, (int64_t)ids[k] * dim + j);
-        }
-    }
+    for (int64_t k = 0; k < count; k++) ref_table_row(c, n->src[0], ids[k], dim, out + k * dim);
     return 0;
 }
 
@@ -281,6 +304,22 @@ static int ref_op_bias_add(ref_ctx *c, int i) {
     return 0;
 }
 
+/* One row of LayerNorm; layer_norm, add_ln and embed_ln all come here. */
+static void ref_ln_row(const float *xr, int64_t cols, const float *gamma, const float *beta,
+                       float eps, float *out) {
+    double sum = 0.0;
+    for (int64_t k = 0; k < cols; k++) sum += xr[k];
+    double mean = sum / (double)cols;
+    /* Two passes: the variance of centred values, never E[x²] − mean². */
+    double sq = 0.0;
+    for (int64_t k = 0; k < cols; k++) {
+        double dev = xr[k] - mean;
+        sq += dev * dev;
+    }
+    double sd = sqrt(sq / (double)cols + (double)eps);
+    for (int64_t k = 0; k < cols; k++) out[k] = (float)((xr[k] - mean) / sd * gamma[k] + beta[k]);
+}
+
 static int ref_op_layer_norm(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const float *x = ref_src_f32(c, n, 0);
@@ -289,21 +328,7 @@ static int ref_op_layer_norm(ref_ctx *c, int i) {
     ref_rows(c, i, &rows, &cols);
     float *out = ref_alloc(c, i);
     if (!out) return -1;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols;
-        double sum = 0.0;
-        for (int64_t k = 0; k < cols; k++) sum += xr[k];
-        double mean = sum / (double)cols;
-        /* Two passes: the variance of centred values, never E[x²] − mean². */
-        double sq = 0.0;
-        for (int64_t k = 0; k < cols; k++) {
-            double dev = xr[k] - mean;
-            sq += dev * dev;
-        }
-        double sd = sqrt(sq / (double)cols + (double)n->eps);
-        for (int64_t k = 0; k < cols; k++)
-            out[r * cols + k] = (float)((xr[k] - mean) / sd * gamma[k] + beta[k]);
-    }
+    for (int64_t r = 0; r < rows; r++) ref_ln_row(x + r * cols, cols, gamma, beta, n->eps, out + r * cols);
     return 0;
 }
 
@@ -420,13 +445,15 @@ static int ref_op_activation(ref_ctx *c, int i) {
     return 0;
 }
 
+static float ref_scale_value(float x, float by) { return (float)((double)x * (double)by); }
+
 static int ref_op_scale(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const float *x = ref_src_f32(c, n, 0);
     int64_t numel = ref_numel(c, i);
     float *out = ref_alloc(c, i);
     if (!out) return -1;
-    for (int64_t k = 0; k < numel; k++) out[k] = (float)((double)x[k] * (double)n->scale);
+    for (int64_t k = 0; k < numel; k++) out[k] = ref_scale_value(x[k], n->scale);
     return 0;
 }
 
@@ -480,6 +507,11 @@ static int ref_op_transpose(ref_ctx *c, int i) {
  * every masked entry of a row is the same number — which is what makes an
  * all-masked row a uniform softmax, as in transformers.
  */
+static float ref_mask_value(float x, int32_t m) {
+    float add = (1.0f - (float)m) * -FLT_MAX;
+    return x + add;
+}
+
 static int ref_op_mask(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const float *x = ref_src_f32(c, n, 0);
@@ -489,11 +521,22 @@ static int ref_op_mask(ref_ctx *c, int i) {
     float *out = ref_alloc(c, i);
     if (!out) return -1;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t k = 0; k < cols; k++) {
-            float add = (1.0f - (float)m[k]) * -FLT_MAX;
-            out[r * cols + k] = x[r * cols + k] + add;
-        }
+        for (int64_t k = 0; k < cols; k++) out[r * cols + k] = ref_mask_value(x[r * cols + k], m[k]);
     return 0;
+}
+
+/* One softmax row in place-safe form (xr and out may be the same); e is
+ * scratch of cols doubles. */
+static void ref_softmax_row(const float *xr, int64_t cols, double *e, float *out) {
+    float max = xr[0];
+    for (int64_t k = 1; k < cols; k++)
+        if (xr[k] > max) max = xr[k];
+    double sum = 0.0;
+    for (int64_t k = 0; k < cols; k++) {
+        e[k] = exp((double)xr[k] - (double)max);
+        sum += e[k];
+    }
+    for (int64_t k = 0; k < cols; k++) out[k] = (float)(e[k] / sum);
 }
 
 static int ref_op_softmax(ref_ctx *c, int i) {
@@ -505,18 +548,7 @@ static int ref_op_softmax(ref_ctx *c, int i) {
     if (!out) return -1;
     double *e = malloc((size_t)(cols ? cols : 1) * sizeof *e);
     if (!e) return ref_fail_oom(c, n, cols * (int64_t)sizeof *e);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols;
-        float max = xr[0];
-        for (int64_t k = 1; k < cols; k++)
-            if (xr[k] > max) max = xr[k];
-        double sum = 0.0;
-        for (int64_t k = 0; k < cols; k++) {
-            e[k] = exp((double)xr[k] - (double)max);
-            sum += e[k];
-        }
-        for (int64_t k = 0; k < cols; k++) out[r * cols + k] = (float)(e[k] / sum);
-    }
+    for (int64_t r = 0; r < rows; r++) ref_softmax_row(x + r * cols, cols, e, out + r * cols);
     free(e);
     return 0;
 }
@@ -545,12 +577,190 @@ static int ref_op_slice(ref_ctx *c, int i) {
     return 0;
 }
 
+/* ---- fused and compile-time ops ------------------------------------------ */
+
+static int ref_op_const(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    if (!n->data)
+        return diag_set(c->d, DIAG_CODE_INTERNAL, "ref: const '%s' has no values", n->name);
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    memcpy(out, n->data, (size_t)ref_numel(c, i) * sizeof *out);
+    return 0;
+}
+
+static int ref_op_concat(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    int64_t shape[IR_MAX_DIMS];
+    ref_bind_shape(n, c->seq, shape);
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < n->axis; d++) outer *= shape[d];
+    for (int d = n->axis + 1; d < n->ndim; d++) inner *= shape[d];
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    int64_t row = shape[n->axis] * inner, at = 0;
+    for (int s = 0; s < n->nsrc; s++) {
+        int64_t ps[IR_MAX_DIMS];
+        ref_bind_shape(&c->g->nodes[n->src[s]], c->seq, ps);
+        int64_t part = ps[n->axis] * inner;
+        const float *x = ref_src_f32(c, n, s);
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(out + o * row + at, x + o * part, (size_t)part * sizeof *out);
+        at += part;
+    }
+    return 0;
+}
+
+/*
+ * The GEMM and then its epilogue, element by element with the unfused
+ * chain's roundings: the product is rounded to float (matmul's result),
+ * the bias added in float (bias_add), the residual added in float (add;
+ * float addition commutes exactly, so operand order does not matter), the
+ * activation computed in double and rounded (activation).
+ */
+static int ref_op_linear(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const ir_node *x = &c->g->nodes[n->src[0]], *w = &c->g->nodes[n->src[1]];
+    int64_t M = ir_dim_bind(x->shape[0], c->seq), K = ir_dim_bind(x->shape[1], c->seq);
+    int64_t N = ir_dim_bind(w->shape[0], c->seq);
+    const float *bias = n->has_bias ? ref_src_f32(c, n, 2) : NULL;
+    const float *res = n->has_residual ? ref_src_f32(c, n, 2 + !!n->has_bias) : NULL;
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    ref_gemm_nt(ref_src_f32(c, n, 0), ref_src_f32(c, n, 1), out, M, N, K);
+    if (!bias && !res && !n->has_act) return 0;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < N; k++) {
+            float t = out[m * N + k];
+            if (bias) t = t + bias[k];
+            if (res) t = t + res[m * N + k];
+            if (n->has_act) t = (float)ref_activation(n->act, t);
+            out[m * N + k] = t;
+        }
+    return 0;
+}
+
+/*
+ * Per head and query row, the unfused chain in one pass over the keys:
+ * scores rounded to float as batched_matmul stores them, then scale, then
+ * the mask addition, the softmax row, and the probabilities times v summed
+ * over keys in key order in double (batched_matmul without transpose_b);
+ * the result lands at columns [h·D, (h+1)·D) of its row, which is what the
+ * transpose [1, 0, 2] and the reshape to [S, heads·D] did.
+ */
+static int ref_op_attention(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    int64_t sq[IR_MAX_DIMS], sk[IR_MAX_DIMS], sv[IR_MAX_DIMS];
+    ref_bind_shape(&c->g->nodes[n->src[0]], c->seq, sq);
+    ref_bind_shape(&c->g->nodes[n->src[1]], c->seq, sk);
+    ref_bind_shape(&c->g->nodes[n->src[2]], c->seq, sv);
+    int64_t rows = sq[0], keys = sk[0], H = n->heads, D = n->head_dim, width = H * D;
+    const float *q = ref_src_f32(c, n, 0), *k = ref_src_f32(c, n, 1), *v = ref_src_f32(c, n, 2);
+    const int32_t *mask = n->nsrc > 3 ? ref_src_i32(c, n, 3) : NULL;
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    size_t nk = (size_t)(keys ? keys : 1);
+    float *scores = malloc(nk * sizeof *scores);
+    double *e = malloc(nk * sizeof *e), *acc = malloc((size_t)(D ? D : 1) * sizeof *acc);
+    if (!scores || !e || !acc) {
+        free(scores);
+        free(e);
+        free(acc);
+        return ref_fail_oom(c, n, (int64_t)(nk * (sizeof *scores + sizeof *e)));
+    }
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t s = 0; s < rows; s++) {
+            const float *qr = q + s * sq[1] + n->q_off + h * D;
+            for (int64_t t = 0; t < keys; t++) {
+                float sc = (float)ref_dot(qr, k + t * sk[1] + n->k_off + h * D, D);
+                if (n->scale != 1.0f) sc = ref_scale_value(sc, n->scale);
+                if (mask) sc = ref_mask_value(sc, mask[t]);
+                scores[t] = sc;
+            }
+            ref_softmax_row(scores, keys, e, scores);
+            for (int64_t d = 0; d < D; d++) acc[d] = 0.0;
+            for (int64_t t = 0; t < keys; t++) {
+                double p = scores[t];
+                const float *vr = v + t * sv[1] + n->v_off + h * D;
+                for (int64_t d = 0; d < D; d++) acc[d] += p * vr[d];
+            }
+            for (int64_t d = 0; d < D; d++) out[s * width + h * D + d] = (float)acc[d];
+        }
+    free(scores);
+    free(e);
+    free(acc);
+    return 0;
+}
+
+/* ((x + bias) + residual) in float, as bias_add and add store it, then the
+ * LayerNorm row. */
+static int ref_op_add_ln(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const float *x = ref_src_f32(c, n, 0);
+    const float *gamma = ref_src_f32(c, n, 1), *beta = ref_src_f32(c, n, 2);
+    const float *res = n->has_residual ? ref_src_f32(c, n, 3) : NULL;
+    const float *bias = n->has_bias ? ref_src_f32(c, n, 3 + !!n->has_residual) : NULL;
+    int64_t rows, cols;
+    ref_rows(c, i, &rows, &cols);
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    float *t = malloc((size_t)(cols ? cols : 1) * sizeof *t);
+    if (!t) return ref_fail_oom(c, n, cols * (int64_t)sizeof *t);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < cols; k++) {
+            float v = x[r * cols + k];
+            if (bias) v = v + bias[k];
+            if (res) v = v + res[r * cols + k];
+            t[k] = v;
+        }
+        ref_ln_row(t, cols, gamma, beta, n->eps, out + r * cols);
+    }
+    free(t);
+    return 0;
+}
+
+/* The gathered rows summed left to right in float (((g0 + g1) + g2), the
+ * order pass_fuse_embed_ln lists the gathers in), then the LayerNorm row. */
+static int ref_op_embed_ln(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const float *gamma = ref_src_f32(c, n, 0), *beta = ref_src_f32(c, n, 1);
+    int64_t rows, cols;
+    ref_rows(c, i, &rows, &cols);
+    for (int g = 0; g < n->ngathers; g++)
+        if (ref_check_ids(c, n, 2 + 2 * g, 3 + 2 * g)) return -1;
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    float *t = malloc((size_t)(cols ? cols : 1) * 2 * sizeof *t);
+    if (!t) return ref_fail_oom(c, n, cols * 2 * (int64_t)sizeof *t);
+    float *row = t + cols;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int g = 0; g < n->ngathers; g++) {
+            const int32_t *ids = ref_src_i32(c, n, 3 + 2 * g);
+            ref_table_row(c, n->src[2 + 2 * g], ids[r], cols, g ? row : t);
+            if (g)
+                for (int64_t k = 0; k < cols; k++) t[k] = t[k] + row[k];
+        }
+        ref_ln_row(t, cols, gamma, beta, n->eps, out + r * cols);
+    }
+    free(t);
+    return 0;
+}
+
+/* Sources read row by row from the weights file rather than widened whole:
+ * gather's table and embed_ln's tables (the word table is the largest
+ * weight and a request touches S of its rows). */
+static int ref_src_is_table(const ir_node *n, int s) {
+    if (n->op == IR_OP_GATHER) return s == 0;
+    if (n->op == IR_OP_EMBED_LN) return s >= 2 && s % 2 == 0;
+    return 0;
+}
+
 static int ref_run_node(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     /* Sources first: weights are widened on first use (gather excepted, it
      * reads its table rows from the file). */
     for (int s = 0; s < n->nsrc; s++) {
-        if (n->op == IR_OP_GATHER && s == 0) continue;
+        if (ref_src_is_table(n, s)) continue;
         if (ref_materialize(c, n->src[s])) return -1;
     }
     switch (n->op) {
@@ -570,6 +780,12 @@ static int ref_run_node(ref_ctx *c, int i) {
     case IR_OP_MASK: return ref_op_mask(c, i);
     case IR_OP_SOFTMAX: return ref_op_softmax(c, i);
     case IR_OP_SLICE: return ref_op_slice(c, i);
+    case IR_OP_CONST: return ref_op_const(c, i);
+    case IR_OP_CONCAT: return ref_op_concat(c, i);
+    case IR_OP_LINEAR: return ref_op_linear(c, i);
+    case IR_OP_ATTENTION: return ref_op_attention(c, i);
+    case IR_OP_ADD_LN: return ref_op_add_ln(c, i);
+    case IR_OP_EMBED_LN: return ref_op_embed_ln(c, i);
     default:
         return ref_fail_node(c, n, "node '%s': the reference executor does not know op %d",
                              n->name, (int)n->op);
@@ -691,5 +907,58 @@ done:
     free(c.tensor);
     free(c.last_use);
     if (rc) ref_result_free(res);
+    return rc;
+}
+
+/* ---- compile-time evaluation -------------------------------------------- */
+
+int ref_eval_static(const ir_graph *g, const st_file *weights, int node, float **data, diag *d) {
+    *data = NULL;
+    if (node < 0 || node >= g->count)
+        return diag_set(d, DIAG_CODE_INTERNAL, "ref: node %d does not exist", node);
+    const ir_node *n = &g->nodes[node];
+    if (n->dtype == IR_DTYPE_I32)
+        return diag_set(d, DIAG_CODE_INTERNAL, "ref: %s '%s' is int32, not a compile-time float tensor",
+                        ir_op_name(n->op), n->name);
+    for (int k = 0; k < n->ndim; k++)
+        if (n->shape[k] == IR_DIM_SEQ)
+            return diag_set(d, DIAG_CODE_INTERNAL, "ref: %s '%s' depends on S", ir_op_name(n->op),
+                            n->name);
+    for (int s = 0; s < n->nsrc; s++) {
+        int j = n->src[s];
+        if (j < 0 || j >= node || (g->nodes[j].op != IR_OP_WEIGHT && g->nodes[j].op != IR_OP_CONST))
+            return diag_set(d, DIAG_CODE_INTERNAL,
+                            "ref: %s '%s' reads something other than a weight or a constant",
+                            ir_op_name(n->op), n->name);
+    }
+    if (n->op == IR_OP_INPUT)
+        return diag_set(d, DIAG_CODE_INTERNAL, "ref: input '%s' has no compile-time value", n->name);
+    ref_request req = {.len = 1};
+    ref_ctx c = {.g = g, .weights = weights, .req = &req, .seq = 1, .d = d};
+    c.buf = calloc((size_t)g->count, sizeof *c.buf);
+    c.tensor = calloc((size_t)g->count, sizeof *c.tensor);
+    int rc = -1;
+    if (!c.buf || !c.tensor) {
+        diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int s = 0; s < n->nsrc; s++) {
+        int j = n->src[s];
+        if (c.buf[j] || c.tensor[j]) continue;  /* the same source twice */
+        if (g->nodes[j].op == IR_OP_WEIGHT ? ref_bind_weight(&c, j) : ref_op_const(&c, j)) goto done;
+    }
+    if (n->op == IR_OP_WEIGHT) {
+        if (ref_bind_weight(&c, node) || ref_materialize(&c, node)) goto done;
+    } else if (ref_run_node(&c, node)) {
+        goto done;
+    }
+    *data = c.buf[node];
+    c.buf[node] = NULL;
+    rc = 0;
+done:
+    if (c.buf)
+        for (int i = 0; i < g->count; i++) free(c.buf[i]);
+    free(c.buf);
+    free(c.tensor);
     return rc;
 }

@@ -41,4 +41,13 @@ int ref_run(const ir_graph *g, const st_file *weights, const ref_request *req,
 void ref_result_free(ref_result *res);
 const ref_tensor *ref_result_find(const ref_result *res, const char *name);
 
+/*
+ * Compile-time evaluation of one node whose sources are all WEIGHT or CONST
+ * nodes (or which is itself a WEIGHT), with the executor's own op code:
+ * *data receives a malloc'd float32 array of the node's elements.  This is
+ * what constant folding (pass_fold_constants) runs.  The node must not
+ * depend on S.
+ */
+int ref_eval_static(const ir_graph *g, const st_file *weights, int node, float **data, diag *d);
+
 #endif

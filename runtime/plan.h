@@ -32,6 +32,9 @@ typedef struct plan_kernel {
     char *entry;                     /* extern "C" name */
     char *source;                    /* the generated text (starts with its template comment) */
     kernel_spec spec;
+    int nargs;                       /* pointer arguments of the entry point, 1..8: the compiler
+                                        sets kernel_arg_count(spec.kind); every launch of the
+                                        kernel passes exactly this many */
 } plan_kernel;
 
 typedef struct plan_kernel_stats {
@@ -89,17 +92,28 @@ typedef struct plan {
     plan_tokenizer tokenizer;
 
     /* reader state */
-    void *map;
+    void *map;                       /* the file's bytes; NULL on the writer side */
     size_t map_size;
+    int map_heap;                    /* map is a private heap copy (plan_read_memory), not an mmap */
     int owns_weights;                /* writer side: weights malloc'd */
 } plan;
 
 void plan_init(plan *p);
+/*
+ * Release everything and re-initialise.  A read plan unmaps (or frees) its
+ * bytes; a writer-side plan (map NULL) frees its strings, tables, image
+ * data, and the weights if owns_weights.
+ */
 void plan_free(plan *p);
 
 /* Serialise deterministically (same plan → same bytes); atomic temp+rename. */
 int plan_write(const plan *p, const char *path, diag *d);
-/* Map and validate; on failure the message names the offset and the field. */
+/*
+ * Map and validate; on failure the message names the offset and the field.
+ * p need not be initialised; on failure it is left empty (plan_init'd).
+ * plan_read_memory copies buf (256-aligned, like a mapping), so the caller
+ * may free buf at once; `name` stands for the file in messages.
+ */
 int plan_read(plan *p, const char *path, diag *d);
 int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, diag *d);
 

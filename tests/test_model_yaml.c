@@ -289,7 +289,7 @@ static void test_top_level_errors(void) {
     expect_edit_error("max_seq_len: 16\n", "max_seq_len: 0\n", "0\ndims", "max_seq_len must be between 1");
     expect_edit_error("name: t\n", "", "bertc", "missing required key 'name'");
     expect_edit_error("dims: {H: 8, NH: 2, HD: 4}\n", "dims: {S: 8}\n", "S: 8", "'S' is the sequence length");
-    expect_edit_error("dims: {H: 8, NH: 2, HD: 4}\n", "dims: {H: -8}\n", "-8", "a dims value must be between 1");
+    expect_edit_error("dims: {H: 8, NH: 2, HD: 4}\n", "dims: {H: -8}\n", "-8}", "a dims value must be between 1");
 }
 
 static void test_input_output_errors(void) {
@@ -377,7 +377,7 @@ static void test_repeat_errors(void) {
     const char *ops_ok = "    ops:\n      - {op: matmul, out: \"h{i+1}\", x: \"h{i}\", weight: w8}\n";
     char *body;
     body = format("  - repeat: 0\n%s", ops_ok);
-    expect_edit_error("  - {op: matmul, out: y, x: n, weight: w}\n", body, "0\n", "repeat (the number of iterations) must be between 1");
+    expect_edit_error("  - {op: matmul, out: y, x: n, weight: w}\n", body, "0\n    ops", "repeat (the number of iterations) must be between 1");
     free(body);
     expect_edit_error("  - {op: matmul, out: y, x: n, weight: w}\n",
                       "  - repeat: 2\n    ops:\n      - {op: matmul, out: \"h{j}\", x: n, weight: w8}\n",

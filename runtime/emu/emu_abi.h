@@ -1,0 +1,97 @@
+/*
+ * emu_abi — the binary contract between the emulator (C, in the host
+ * library) and a kernel image (C++, compiled from generated CUDA text with
+ * cuda_prelude.h force-included, loaded with dlopen).
+ *
+ * The image never links against the host: everything it needs from the
+ * emulator arrives through pointers in these structs, so an image is an
+ * ordinary shared object with no undefined emulator symbols, and the host
+ * library can be static.  The image exports one `bertc_emu_kernel`
+ * descriptor per kernel (`<entry>__emu`); the host runs its `thunk` once
+ * per CUDA thread, each on its own fiber.
+ *
+ * Finding "the current CUDA thread" is the hottest path (every threadIdx,
+ * every __syncthreads).  Instead of thread-local storage (a __tls_get_addr
+ * call per access inside a dlopened object) the emulator places each
+ * fiber's stack in an aligned window of BERTC_EMU_STACK_SPAN bytes and
+ * keeps the thread record in the top BERTC_EMU_THREAD_SLOT bytes of that
+ * window; kernel code finds it by masking its own stack pointer.  That is
+ * two instructions, needs no global state, and stays correct when several
+ * OS threads launch kernels at once.  The window is, from low to high: a
+ * PROT_NONE guard page, the stack (growing down), the thread record.
+ *
+ * Everything here is plain C so both sides read the same layout.
+ */
+#ifndef BERTC_EMU_ABI_H
+#define BERTC_EMU_ABI_H
+
+#define BERTC_EMU_ABI_VERSION 1u
+#define BERTC_EMU_STACK_SPAN 65536u     /* power of two; window per fiber */
+#define BERTC_EMU_THREAD_SLOT 512u      /* top of the window: the thread record */
+#define BERTC_EMU_GUARD 4096u           /* bottom of the window: guard page */
+
+/* Warp operations routed to the host (the shuffle variants differ only in
+ * the source lane, which the prelude computes). */
+typedef enum bertc_emu_warp_op {
+    BERTC_EMU_WARP_SYNC,
+    BERTC_EMU_WARP_SHFL,
+    BERTC_EMU_WARP_BALLOT,
+    BERTC_EMU_WARP_ANY,
+    BERTC_EMU_WARP_ALL,
+} bertc_emu_warp_op;
+
+/* Value a shuffle returns when it reads a lane that does not take part. */
+#define BERTC_EMU_WARP_POISON 0xffffffffffffffffull
+
+/* The image was compiled with BERTC_EMU_SANITIZE (__shared__ is plain
+ * static, so launches of it must not overlap). */
+#define BERTC_EMU_KERNEL_SANITIZED 1u
+
+typedef struct bertc_emu_u3 {
+    unsigned x, y, z;
+} bertc_emu_u3;
+
+typedef struct bertc_emu_launch bertc_emu_launch;
+typedef struct bertc_emu_thread bertc_emu_thread;
+
+/* Per CUDA thread; lives in the top slot of the fiber's stack window. */
+struct bertc_emu_thread {
+    bertc_emu_launch *launch;
+    bertc_emu_u3 tid;             /* threadIdx */
+    unsigned linear;              /* x + y*bx + z*bx*by */
+    unsigned lane, warp;          /* linear % 32, linear / 32 */
+    unsigned long long result;    /* warp-op result, written by the host */
+};
+
+/* Host services; `self` is the calling thread's record. */
+typedef struct bertc_emu_ops {
+    unsigned abi_version;
+    void (*sync_threads)(bertc_emu_thread *self, const char *file, int line);
+    unsigned long long (*warp)(bertc_emu_thread *self, int op, unsigned mask,
+                               unsigned long long value, int src_lane,
+                               const char *file, int line);
+    /* Kernel fault (__trap, bad intrinsic argument); never returns. */
+    void (*trap)(bertc_emu_thread *self, const char *what, const char *file, int line);
+} bertc_emu_ops;
+
+/* Per launch and block; the host updates the block fields between blocks. */
+struct bertc_emu_launch {
+    const bertc_emu_ops *ops;
+    bertc_emu_u3 block_idx, block_dim, grid_dim;
+    void *dyn_smem;               /* dynamic shared memory of the block (16-aligned) */
+    unsigned dyn_smem_bytes;
+};
+
+/* Exported by the image as `<entry>__emu`. */
+typedef struct bertc_emu_kernel {
+    unsigned abi_version;
+    unsigned nargs;
+    const char *name;             /* the kernel's entry name */
+    const unsigned *arg_sizes;    /* nargs sizes in bytes */
+    unsigned flags;               /* BERTC_EMU_KERNEL_* */
+    /* Runs the kernel body for the calling fiber; args[i] points to the
+     * value of argument i (CUDA's kernelParams convention). */
+    void (*thunk)(void **args);
+} bertc_emu_kernel;
+
+#endif

@@ -1,0 +1,731 @@
+/*
+ * emu_sched — fibers, barriers, warp exchanges and schedules: how the
+ * emulated device runs a grid.
+ *
+ * Every CUDA thread of a block is a fiber with its own 64 KiB stack window
+ * (emu_abi.h: guard page, stack, thread record); blocks run one after
+ * another on the launching OS thread, each reusing the same fibers.  A
+ * fiber runs until it must wait — at __syncthreads, at a warp intrinsic
+ * whose other lanes have not arrived, or because it returned — and then
+ * the *schedule* picks the next runnable fiber and switches to it directly
+ * (fiber to fiber: one context switch per wait, not two via a scheduler
+ * loop).  The main context is entered only when the block is done or has
+ * failed.
+ *
+ * __syncthreads is a counting barrier over the *live* threads: the last
+ * arrival releases the others, and a thread that returns lowers the count
+ * (releasing the barrier if everybody else is already there), as on Volta
+ * and later GPUs.  Threads that reach __syncthreads at different source
+ * lines fail the launch ("divergent barrier"): CUDA calls that undefined,
+ * and it is the bug the test suites must catch.
+ *
+ * A warp intrinsic is an exchange among the lanes of its mask (restricted
+ * to lanes that exist; a partial last warp is normal).  Each lane publishes
+ * its value, source lane and mask in its own record and waits; the lane
+ * that completes the set computes every participant's result (the value of
+ * its source lane, or the ballot) into that participant's record and
+ * releases them.  Results live per lane, so a fast lane that moves on to
+ * the next exchange cannot overwrite what a slow one has yet to read.
+ * Lanes that disagree on the mask or on the intrinsic, a mask naming a lane
+ * that has exited, or a lane exiting while others wait for it, fail the
+ * launch.
+ *
+ * When no fiber is runnable but some are live, the block is deadlocked: the
+ * launch stops and the diagnostic lists who waits where.
+ *
+ * Schedules (emu.h) only choose among runnable fibers, so they never change
+ * what a correct kernel computes; they change which races show.
+ *
+ * Stacks are reserved with MAP_NORESERVE (only touched pages cost memory)
+ * and pooled across launches.  Under AddressSanitizer every switch is
+ * announced with __sanitizer_start/finish_switch_fiber, and stacks that a
+ * failed launch abandoned are unpoisoned before reuse.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "emu_internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+/* emu_switch.S */
+__attribute__((visibility("hidden"))) void emu_ctx_swap(void **save_sp, void *load_sp);
+__attribute__((visibility("hidden"))) void emu_ctx_start(void);
+
+#define EMU_WORDS (EMU_MAX_BLOCK_THREADS / 64u)
+#define EMU_MAX_WARPS (EMU_MAX_BLOCK_THREADS / 32u)
+#define EMU_STACK_BYTES (BERTC_EMU_STACK_SPAN - BERTC_EMU_GUARD - BERTC_EMU_THREAD_SLOT)
+#define EMU_MXCSR_DEFAULT 0x1f80ull     /* round to nearest, all exceptions masked, no FTZ/DAZ */
+#define EMU_X87CW_DEFAULT 0x037full
+
+typedef enum emu_fiber_state {
+    EMU_FIBER_RUNNABLE,
+    EMU_FIBER_AT_BARRIER,
+    EMU_FIBER_AT_WARP,
+    EMU_FIBER_EXITED,
+} emu_fiber_state;
+
+typedef struct emu_run emu_run;
+
+/* One CUDA thread; lives in the thread slot at the top of its stack window. */
+typedef struct emu_fiber {
+    bertc_emu_thread abi;          /* first: the part kernel code sees */
+    emu_run *run;
+    void *sp;                      /* saved stack pointer while switched out */
+    unsigned index;                /* linear thread index in the block */
+    emu_fiber_state state;
+    int wop;                       /* warp op waited in (bertc_emu_warp_op) */
+    unsigned wtarget;              /* lanes of that exchange */
+    int wsrc;
+    unsigned long long wvalue;
+    const char *wfile;             /* where it waits */
+    int wline;
+    void *asan_fake;
+} emu_fiber;
+
+_Static_assert(sizeof(emu_fiber) <= BERTC_EMU_THREAD_SLOT, "thread record larger than its slot");
+_Static_assert((BERTC_EMU_STACK_SPAN & (BERTC_EMU_STACK_SPAN - 1u)) == 0, "span must be a power of two");
+
+/* A reusable set of stack windows. */
+typedef struct emu_stacks {
+    struct emu_stacks *next;
+    void *map;
+    size_t map_len;
+    char *base;                    /* first window, aligned to BERTC_EMU_STACK_SPAN */
+    unsigned count;
+} emu_stacks;
+
+struct emu_run {
+    bertc_emu_launch launch;       /* what kernel code reads (ops, indices) */
+    emu_kernel *kernel;
+    void **args;
+    emu_schedule sched;
+    uint64_t rng;
+    unsigned nthreads, nwarps;
+    emu_stacks *stacks;
+    uint64_t runnable[EMU_WORDS];
+    unsigned live;                 /* threads that have not returned */
+    unsigned arrived;              /* at the current __syncthreads */
+    const char *bar_file;
+    int bar_line;
+    uint32_t warp_waiting[EMU_MAX_WARPS];
+    uint32_t warp_exited[EMU_MAX_WARPS];
+    uint32_t warp_exists[EMU_MAX_WARPS];
+    void *main_sp;
+    emu_status status;
+    char msg[3072];
+    uint64_t switches;
+    void *main_fake;
+    const void *main_lo;
+    size_t main_size;
+    const void *from_lo;
+    size_t from_size;
+};
+
+static _Thread_local emu_launch_stats emu_stats_last;
+
+/* ------------------------------------------------------------ stack pool */
+
+static pthread_mutex_t emu_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static emu_stacks *emu_pool;
+
+static emu_stacks *emu_stacks_new(unsigned count) {
+    size_t span = BERTC_EMU_STACK_SPAN;
+    size_t len = ((size_t)count + 1u) * span;
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return NULL;
+    emu_stacks *s = malloc(sizeof *s);
+    if (!s) {
+        munmap(map, len);
+        return NULL;
+    }
+    s->next = NULL;
+    s->map = map;
+    s->map_len = len;
+    s->base = (char *)(((uintptr_t)map + span - 1u) & ~(uintptr_t)(span - 1u));
+    s->count = count;
+    for (unsigned i = 0; i < count; i++) {
+        if (mprotect(s->base + (size_t)i * span, BERTC_EMU_GUARD, PROT_NONE) != 0) {
+            munmap(map, len);
+            free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+static emu_stacks *emu_stacks_get(unsigned n) {
+    pthread_mutex_lock(&emu_pool_lock);
+    for (emu_stacks **pp = &emu_pool; *pp; pp = &(*pp)->next) {
+        if ((*pp)->count >= n) {
+            emu_stacks *s = *pp;
+            *pp = s->next;
+            pthread_mutex_unlock(&emu_pool_lock);
+            return s;
+        }
+    }
+    pthread_mutex_unlock(&emu_pool_lock);
+    return emu_stacks_new(n <= 256u ? 256u : EMU_MAX_BLOCK_THREADS);
+}
+
+static void emu_stacks_put(emu_stacks *s) {
+    pthread_mutex_lock(&emu_pool_lock);
+    s->next = emu_pool;
+    emu_pool = s;
+    pthread_mutex_unlock(&emu_pool_lock);
+}
+
+static inline emu_fiber *emu_fiber_at(const emu_run *r, unsigned i) {
+    return (emu_fiber *)(r->stacks->base + (size_t)i * BERTC_EMU_STACK_SPAN + BERTC_EMU_STACK_SPAN -
+                         BERTC_EMU_THREAD_SLOT);
+}
+
+static inline char *emu_fiber_stack_lo(const emu_run *r, unsigned i) {
+    return r->stacks->base + (size_t)i * BERTC_EMU_STACK_SPAN + BERTC_EMU_GUARD;
+}
+
+/* ------------------------------------------------------------ switching */
+
+static inline void emu_switch(emu_run *r, void **save_sp, void **fake_save, void *to_sp,
+                              const void *to_lo, size_t to_size) {
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(fake_save, to_lo, to_size);
+#else
+    (void)to_lo;
+    (void)to_size;
+#endif
+    r->switches++;
+    emu_ctx_swap(save_sp, to_sp);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(fake_save ? *fake_save : NULL, &r->from_lo, &r->from_size);
+#else
+    (void)fake_save;
+#endif
+}
+
+static void emu_to_fiber(emu_run *r, emu_fiber *from, emu_fiber *to, int dying) {
+    emu_switch(r, &from->sp, dying ? NULL : &from->asan_fake, to->sp, emu_fiber_stack_lo(r, to->index),
+               EMU_STACK_BYTES);
+}
+
+__attribute__((noreturn)) static void emu_to_main(emu_run *r, emu_fiber *from) {
+    emu_switch(r, &from->sp, NULL, r->main_sp, r->main_lo, r->main_size);
+    abort(); /* the main context never resumes a fiber that left this way */
+}
+
+/* ------------------------------------------------------------ runnable set */
+
+static inline void emu_set_runnable(emu_run *r, unsigned i) { r->runnable[i >> 6] |= 1ull << (i & 63u); }
+static inline void emu_clear_runnable(emu_run *r, unsigned i) { r->runnable[i >> 6] &= ~(1ull << (i & 63u)); }
+static inline uint32_t emu_warp_runnable(const emu_run *r, unsigned w) {
+    return (uint32_t)(r->runnable[w >> 1] >> ((w & 1u) * 32u));
+}
+
+/* First runnable index >= from, or -1. */
+static int emu_next_runnable(const emu_run *r, unsigned from) {
+    unsigned words = (r->nthreads + 63u) / 64u;
+    for (unsigned w = from >> 6; w < words; w++) {
+        uint64_t m = r->runnable[w];
+        if (w == from >> 6) m &= ~0ull << (from & 63u);
+        if (m) return (int)(w * 64u + (unsigned)__builtin_ctzll(m));
+    }
+    return -1;
+}
+
+static uint64_t emu_rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The schedule's choice after thread `cur` (-1 at block start); -1 if none. */
+static int emu_pick(emu_run *r, int cur) {
+    switch (r->sched) {
+    case EMU_SCHEDULE_WARP_GREEDY:
+    case EMU_SCHEDULE_WARP_GREEDY_REVERSE: {
+        int forward = r->sched == EMU_SCHEDULE_WARP_GREEDY;
+        unsigned nw = r->nwarps, base;
+        if (cur >= 0) {
+            unsigned w = (unsigned)cur >> 5, lane = (unsigned)cur & 31u;
+            uint32_t m = emu_warp_runnable(r, w);
+            if (m) {
+                uint32_t after = lane == 31u ? 0u : m & (~0u << (lane + 1u));
+                return (int)(w * 32u + (unsigned)__builtin_ctz(after ? after : m));
+            }
+            base = forward ? (w + 1u) % nw : (w + nw - 1u) % nw;
+        } else {
+            base = forward ? 0u : nw - 1u;
+        }
+        for (unsigned k = 0; k < nw; k++) {
+            unsigned w = forward ? (base + k) % nw : (base + nw - k) % nw;
+            uint32_t m = emu_warp_runnable(r, w);
+            if (m) return (int)(w * 32u + (unsigned)__builtin_ctz(m));
+        }
+        return -1;
+    }
+    case EMU_SCHEDULE_RANDOM: {
+        unsigned words = (r->nthreads + 63u) / 64u, count = 0;
+        for (unsigned w = 0; w < words; w++) count += (unsigned)__builtin_popcountll(r->runnable[w]);
+        if (count == 0) return -1;
+        unsigned k = (unsigned)(emu_rng_next(&r->rng) % count);
+        for (unsigned w = 0; w < words; w++) {
+            uint64_t m = r->runnable[w];
+            unsigned c = (unsigned)__builtin_popcountll(m);
+            if (k >= c) {
+                k -= c;
+                continue;
+            }
+            while (k--) m &= m - 1u;
+            return (int)(w * 64u + (unsigned)__builtin_ctzll(m));
+        }
+        return -1;
+    }
+    case EMU_SCHEDULE_ROUND_ROBIN:
+    default: {
+        unsigned start = cur < 0 ? 0u : (unsigned)cur + 1u;
+        int i = start < r->nthreads ? emu_next_runnable(r, start) : -1;
+        if (i < 0 && start > 0) i = emu_next_runnable(r, 0);
+        return i;
+    }
+    }
+}
+
+/* ------------------------------------------------------------ failures */
+
+static const char *emu_warp_op_name(int op) {
+    switch (op) {
+    case BERTC_EMU_WARP_SYNC: return "__syncwarp";
+    case BERTC_EMU_WARP_SHFL: return "a __shfl*_sync";
+    case BERTC_EMU_WARP_BALLOT: return "__ballot_sync";
+    case BERTC_EMU_WARP_ANY: return "__any_sync";
+    case BERTC_EMU_WARP_ALL: return "__all_sync";
+    default: return "an unknown warp op";
+    }
+}
+
+/* Records the launch's first failure, then abandons the block: control goes
+ * back to the main context and no fiber of this block runs again. */
+__attribute__((noreturn, format(printf, 4, 5))) static void emu_fail(emu_run *r, emu_fiber *f,
+                                                                    emu_status st, const char *fmt, ...) {
+    if (r->status == EMU_STATUS_OK) {
+        r->status = st;
+        const bertc_emu_u3 *b = &r->launch.block_idx;
+        int n = snprintf(r->msg, sizeof r->msg, "kernel %s, block (%u,%u,%u), thread (%u,%u,%u): ",
+                         r->kernel->desc->name, b->x, b->y, b->z, f->abi.tid.x, f->abi.tid.y, f->abi.tid.z);
+        if (n > 0 && (size_t)n < sizeof r->msg) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(r->msg + n, sizeof r->msg - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    emu_to_main(r, f);
+}
+
+static int emu_same_site(const char *fa, int la, const char *fb, int lb) {
+    return la == lb && (fa == fb || (fa && fb && strcmp(fa, fb) == 0));
+}
+
+/* ------------------------------------------------------------ scheduling */
+
+/* Switches to the schedule's next fiber (possibly `f` itself, which then
+ * just continues).  With nothing runnable the block is over: finished if no
+ * thread is live, deadlocked otherwise. */
+static void emu_schedule_next(emu_run *r, emu_fiber *f, int dying) {
+    int next = emu_pick(r, (int)f->index);
+    if (next < 0) {
+        if (r->live != 0 && r->status == EMU_STATUS_OK) r->status = EMU_STATUS_DEADLOCK;
+        emu_to_main(r, f);
+    }
+    emu_fiber *to = emu_fiber_at(r, (unsigned)next);
+    if (to == f) return;
+    emu_to_fiber(r, f, to, dying);
+}
+
+static void emu_release_barrier(emu_run *r) {
+    for (unsigned i = 0; i < r->nthreads; i++) {
+        emu_fiber *g = emu_fiber_at(r, i);
+        if (g->state == EMU_FIBER_AT_BARRIER) {
+            g->state = EMU_FIBER_RUNNABLE;
+            emu_set_runnable(r, i);
+        }
+    }
+    r->arrived = 0;
+}
+
+__attribute__((noreturn)) static void emu_fiber_exit(emu_run *r, emu_fiber *f) {
+    unsigned w = f->abi.warp, bit = 1u << f->abi.lane;
+    f->state = EMU_FIBER_EXITED;
+    emu_clear_runnable(r, f->index);
+    r->live--;
+    r->warp_exited[w] |= bit;
+    for (uint32_t waiting = r->warp_waiting[w]; waiting; waiting &= waiting - 1u) {
+        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(waiting));
+        if (g->wtarget & bit)
+            emu_fail(r, f, EMU_STATUS_FAULT,
+                     "returned while thread (%u,%u,%u) waits for it in %s at %s:%d (mask 0x%08x)",
+                     g->abi.tid.x, g->abi.tid.y, g->abi.tid.z, emu_warp_op_name(g->wop), g->wfile, g->wline,
+                     g->wtarget);
+    }
+    if (r->arrived != 0 && r->arrived == r->live) emu_release_barrier(r);
+    emu_schedule_next(r, f, 1);
+    abort(); /* nothing runnable and nothing live: emu_schedule_next went to main */
+}
+
+/* First code of every fiber (entered from emu_ctx_start). */
+static void emu_fiber_main(emu_fiber *f) {
+    emu_run *r = f->run;
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &r->from_lo, &r->from_size);
+    if (!r->main_lo) {
+        r->main_lo = r->from_lo;
+        r->main_size = r->from_size;
+    }
+#endif
+    r->kernel->desc->thunk(r->args);
+    emu_fiber_exit(r, f);
+}
+
+/* ------------------------------------------------------------ host services (bertc_emu_ops) */
+
+static void emu_op_sync_threads(bertc_emu_thread *self, const char *file, int line) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_run *r = f->run;
+    if (r->arrived == 0) {
+        r->bar_file = file;
+        r->bar_line = line;
+    } else if (!emu_same_site(file, line, r->bar_file, r->bar_line)) {
+        emu_fiber *g = NULL;
+        for (unsigned i = 0; i < r->nthreads && !g; i++)
+            if (emu_fiber_at(r, i)->state == EMU_FIBER_AT_BARRIER) g = emu_fiber_at(r, i);
+        emu_fail(r, f, EMU_STATUS_FAULT,
+                 "divergent __syncthreads: reached at %s:%d while thread (%u,%u,%u) waits at %s:%d",
+                 file, line, g ? g->abi.tid.x : 0u, g ? g->abi.tid.y : 0u, g ? g->abi.tid.z : 0u,
+                 r->bar_file, r->bar_line);
+    }
+    f->state = EMU_FIBER_AT_BARRIER;
+    f->wfile = file;
+    f->wline = line;
+    emu_clear_runnable(r, f->index);
+    if (++r->arrived == r->live) emu_release_barrier(r);
+    emu_schedule_next(r, f, 0);
+}
+
+static void emu_warp_complete(emu_run *r, unsigned w, uint32_t target, int op) {
+    unsigned base = w * 32u;
+    unsigned long long ballot = 0;
+    if (op != BERTC_EMU_WARP_SHFL)
+        for (uint32_t m = target; m; m &= m - 1u) {
+            unsigned j = (unsigned)__builtin_ctz(m);
+            if (emu_fiber_at(r, base + j)->wvalue) ballot |= 1ull << j;
+        }
+    for (uint32_t m = target; m; m &= m - 1u) {
+        unsigned j = (unsigned)__builtin_ctz(m);
+        emu_fiber *g = emu_fiber_at(r, base + j);
+        switch (op) {
+        case BERTC_EMU_WARP_SHFL: {
+            int s = g->wsrc;
+            g->abi.result = (s >= 0 && s < 32 && ((target >> s) & 1u)) ? emu_fiber_at(r, base + (unsigned)s)->wvalue
+                                                                       : BERTC_EMU_WARP_POISON;
+            break;
+        }
+        case BERTC_EMU_WARP_BALLOT: g->abi.result = ballot; break;
+        case BERTC_EMU_WARP_ANY: g->abi.result = ballot != 0; break;
+        case BERTC_EMU_WARP_ALL: g->abi.result = ballot == target; break;
+        default: g->abi.result = 0; break;
+        }
+    }
+    for (uint32_t m = target; m; m &= m - 1u) {
+        unsigned i = base + (unsigned)__builtin_ctz(m);
+        emu_fiber *g = emu_fiber_at(r, i);
+        if (g->state == EMU_FIBER_AT_WARP) {
+            g->state = EMU_FIBER_RUNNABLE;
+            emu_set_runnable(r, i);
+        }
+    }
+}
+
+static unsigned long long emu_op_warp(bertc_emu_thread *self, int op, unsigned mask, unsigned long long value,
+                                      int src, const char *file, int line) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_run *r = f->run;
+    unsigned w = self->warp, bit = 1u << self->lane;
+    if (op < BERTC_EMU_WARP_SYNC || op > BERTC_EMU_WARP_ALL)
+        emu_fail(r, f, EMU_STATUS_FAULT, "unknown warp op %d at %s:%d", op, file, line);
+    if (!(mask & bit))
+        emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d with mask 0x%08x that does not name its own lane %u",
+                 emu_warp_op_name(op), file, line, mask, self->lane);
+    uint32_t target = mask & r->warp_exists[w];
+    if (target & r->warp_exited[w])
+        emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d with mask 0x%08x naming lanes that have returned (0x%08x)",
+                 emu_warp_op_name(op), file, line, mask, target & r->warp_exited[w]);
+    uint32_t waiting = r->warp_waiting[w];
+    uint32_t peers = waiting & target;
+    if (peers) {
+        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(peers));
+        if (g->wtarget != target || g->wop != op)
+            emu_fail(r, f, EMU_STATUS_FAULT,
+                     "%s at %s:%d (lanes 0x%08x) while lane %u waits in %s at %s:%d (lanes 0x%08x): "
+                     "lanes of one exchange must use the same intrinsic and mask",
+                     emu_warp_op_name(op), file, line, target, g->abi.lane, emu_warp_op_name(g->wop), g->wfile,
+                     g->wline, g->wtarget);
+    }
+    for (uint32_t others = waiting & ~target; others; others &= others - 1u) {
+        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(others));
+        if (g->wtarget & bit)
+            emu_fail(r, f, EMU_STATUS_FAULT,
+                     "%s at %s:%d (lanes 0x%08x) while lane %u waits for this lane in %s at %s:%d "
+                     "(lanes 0x%08x): the masks disagree",
+                     emu_warp_op_name(op), file, line, target, g->abi.lane, emu_warp_op_name(g->wop), g->wfile,
+                     g->wline, g->wtarget);
+    }
+    f->wop = op;
+    f->wtarget = target;
+    f->wvalue = value;
+    f->wsrc = src;
+    f->wfile = file;
+    f->wline = line;
+    if (((waiting | bit) & target) == target) {
+        /* the last lane completes the exchange, then yields like the others
+         * (round-robin then runs warps in lock step, as a GPU would) */
+        r->warp_waiting[w] = waiting & ~target;
+        emu_warp_complete(r, w, target, op);
+    } else {
+        r->warp_waiting[w] = waiting | bit;
+        f->state = EMU_FIBER_AT_WARP;
+        emu_clear_runnable(r, f->index);
+    }
+    emu_schedule_next(r, f, 0);
+    return self->result;
+}
+
+static void emu_op_trap(bertc_emu_thread *self, const char *what, const char *file, int line) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_fail(f->run, f, EMU_STATUS_FAULT, "%s at %s:%d", what, file, line);
+}
+
+static const bertc_emu_ops emu_ops = {
+    .abi_version = BERTC_EMU_ABI_VERSION,
+    .sync_threads = emu_op_sync_threads,
+    .warp = emu_op_warp,
+    .trap = emu_op_trap,
+};
+
+/* ------------------------------------------------------------ blocks */
+
+static void emu_fiber_init(emu_run *r, unsigned i) {
+    emu_fiber *f = emu_fiber_at(r, i);
+    const bertc_emu_u3 *bd = &r->launch.block_dim;
+    f->abi.launch = &r->launch;
+    f->abi.tid.x = i % bd->x;
+    f->abi.tid.y = (i / bd->x) % bd->y;
+    f->abi.tid.z = i / (bd->x * bd->y);
+    f->abi.linear = i;
+    f->abi.lane = i & 31u;
+    f->abi.warp = i >> 5;
+    f->abi.result = 0;
+    f->run = r;
+    f->index = i;
+    f->state = EMU_FIBER_RUNNABLE;
+    f->wop = 0;
+    f->wtarget = 0;
+    f->wfile = NULL;
+    f->wline = 0;
+    f->asan_fake = NULL;
+    /* A stack that looks switched-away-from (emu_switch.S): return address
+     * emu_ctx_start, r12 = the fiber, r13 = emu_fiber_main. */
+    uint64_t *sp = (uint64_t *)(void *)f;
+    *--sp = 0;
+    *--sp = (uint64_t)(uintptr_t)emu_ctx_start;
+    *--sp = 0;                                   /* rbp */
+    *--sp = 0;                                   /* rbx */
+    *--sp = (uint64_t)(uintptr_t)f;              /* r12 */
+    *--sp = (uint64_t)(uintptr_t)emu_fiber_main; /* r13 */
+    *--sp = 0;                                   /* r14 */
+    *--sp = 0;                                   /* r15 */
+    *--sp = (EMU_X87CW_DEFAULT << 32) | EMU_MXCSR_DEFAULT;
+    f->sp = sp;
+}
+
+static emu_status emu_run_block(emu_run *r) {
+    for (unsigned i = 0; i < r->nthreads; i++) emu_fiber_init(r, i);
+    memset(r->runnable, 0, sizeof r->runnable);
+    for (unsigned i = 0; i < r->nthreads; i++) emu_set_runnable(r, i);
+    r->live = r->nthreads;
+    r->arrived = 0;
+    memset(r->warp_waiting, 0, sizeof r->warp_waiting);
+    memset(r->warp_exited, 0, sizeof r->warp_exited);
+    if (r->launch.dyn_smem_bytes) memset(r->launch.dyn_smem, 0xff, r->launch.dyn_smem_bytes);
+    emu_fiber *first = emu_fiber_at(r, (unsigned)emu_pick(r, -1));
+    emu_switch(r, &r->main_sp, &r->main_fake, first->sp, emu_fiber_stack_lo(r, first->index), EMU_STACK_BYTES);
+    return r->status;
+}
+
+static void emu_describe_deadlock(emu_run *r) {
+    const bertc_emu_u3 *b = &r->launch.block_idx;
+    size_t cap = sizeof r->msg, n = 0;
+    int k = snprintf(r->msg, cap, "kernel %s deadlocked in block (%u,%u,%u): %u of %u threads are live, none can proceed",
+                     r->kernel->desc->name, b->x, b->y, b->z, r->live, r->nthreads);
+    n = k > 0 ? (size_t)k : 0;
+    if (r->arrived && n < cap) {
+        emu_fiber *g = NULL;
+        for (unsigned i = 0; i < r->nthreads && !g; i++)
+            if (emu_fiber_at(r, i)->state == EMU_FIBER_AT_BARRIER) g = emu_fiber_at(r, i);
+        k = snprintf(r->msg + n, cap - n, "; %u wait at __syncthreads %s:%d (e.g. thread (%u,%u,%u))", r->arrived,
+                     r->bar_file, r->bar_line, g ? g->abi.tid.x : 0u, g ? g->abi.tid.y : 0u, g ? g->abi.tid.z : 0u);
+        n += k > 0 ? (size_t)k : 0;
+    }
+    for (unsigned w = 0; w < r->nwarps && n < cap; w++) {
+        uint32_t waiting = r->warp_waiting[w];
+        if (!waiting) continue;
+        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(waiting));
+        uint32_t missing = g->wtarget & ~waiting;
+        k = snprintf(r->msg + n, cap - n, "; warp %u: lanes 0x%08x wait in %s at %s:%d for lanes 0x%08x", w, waiting,
+                     emu_warp_op_name(g->wop), g->wfile, g->wline, missing);
+        n += k > 0 ? (size_t)k : 0;
+    }
+}
+
+/* ------------------------------------------------------------ launch */
+
+emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                             unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed, diag *d) {
+    const char *name = k->desc->name;
+    if (!grid || !block) {
+        diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: grid or block is NULL", name);
+        return EMU_STATUS_INVALID;
+    }
+    if (block[0] == 0 || block[1] == 0 || block[2] == 0 || block[0] > 1024u || block[1] > 1024u || block[2] > 64u ||
+        (uint64_t)block[0] * block[1] * block[2] > EMU_MAX_BLOCK_THREADS)
+    {
+        diag_set(d, DIAG_CODE_INTERNAL,
+                 "emulated launch of %s: block (%u,%u,%u) is invalid (each >= 1, x,y <= 1024, z <= 64, "
+                 "at most 1024 threads)",
+                 name, block[0], block[1], block[2]);
+        return EMU_STATUS_INVALID;
+    }
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[0] > 0x7fffffffu || grid[1] > 65535u ||
+        grid[2] > 65535u)
+    {
+        diag_set(d, DIAG_CODE_INTERNAL,
+                 "emulated launch of %s: grid (%u,%u,%u) is invalid (each >= 1, x < 2^31, y,z <= 65535)", name,
+                 grid[0], grid[1], grid[2]);
+        return EMU_STATUS_INVALID;
+    }
+    if (shared_bytes > k->max_dynamic_smem) {
+        diag_set(d, DIAG_CODE_INTERNAL,
+                 "emulated launch of %s: %u bytes of dynamic shared memory exceed the kernel's limit of %u "
+                 "(raise it with emu_kernel_set_max_dynamic_smem, as cuFuncSetAttribute)",
+                 name, shared_bytes, k->max_dynamic_smem);
+        return EMU_STATUS_INVALID;
+    }
+    if ((unsigned)sched >= EMU_SCHEDULE_COUNT) {
+        diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: unknown schedule %d", name, (int)sched);
+        return EMU_STATUS_INVALID;
+    }
+    for (unsigned i = 0; i < k->desc->nargs; i++)
+        if (!args || !args[i]) {
+            diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: argument %u of %u is missing", name, i,
+                     k->desc->nargs);
+            return EMU_STATUS_INVALID;
+        }
+
+    unsigned n = block[0] * block[1] * block[2];
+    emu_run *r = calloc(1, sizeof *r);
+    size_t smem_alloc = ((size_t)shared_bytes + 63u) & ~(size_t)63u;
+    void *smem = aligned_alloc(64, smem_alloc ? smem_alloc : 64u);
+    emu_stacks *stacks = emu_stacks_get(n);
+    if (!r || !smem || !stacks) {
+        free(r);
+        free(smem);
+        if (stacks) emu_stacks_put(stacks);
+        diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: out of memory", name);
+        return EMU_STATUS_NO_MEMORY;
+    }
+    r->launch.ops = &emu_ops;
+    r->launch.block_dim = (bertc_emu_u3){block[0], block[1], block[2]};
+    r->launch.grid_dim = (bertc_emu_u3){grid[0], grid[1], grid[2]};
+    r->launch.dyn_smem = smem;
+    r->launch.dyn_smem_bytes = shared_bytes;
+    r->kernel = k;
+    r->args = args;
+    r->sched = sched;
+    r->rng = seed ^ 0x5eed0bad5eed0badull;
+    r->nthreads = n;
+    r->nwarps = (n + 31u) / 32u;
+    r->stacks = stacks;
+    for (unsigned w = 0; w < r->nwarps; w++) {
+        unsigned lanes = n - w * 32u;
+        r->warp_exists[w] = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
+    }
+
+    int serial = (k->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
+    if (serial) pthread_mutex_lock(&k->image->launch_lock);
+    emu_status st = EMU_STATUS_OK;
+    uint64_t blocks = 0;
+    for (unsigned z = 0; z < grid[2] && st == EMU_STATUS_OK; z++)
+        for (unsigned y = 0; y < grid[1] && st == EMU_STATUS_OK; y++)
+            for (unsigned x = 0; x < grid[0] && st == EMU_STATUS_OK; x++) {
+                r->launch.block_idx = (bertc_emu_u3){x, y, z};
+                st = emu_run_block(r);
+                blocks++;
+            }
+    if (serial) pthread_mutex_unlock(&k->image->launch_lock);
+
+    if (st != EMU_STATUS_OK) {
+        if (st == EMU_STATUS_DEADLOCK) emu_describe_deadlock(r);
+        diag_set(d, DIAG_CODE_INTERNAL, "%s", r->msg);
+#ifdef EMU_ASAN
+        /* fibers abandoned mid-call leave poisoned frames behind */
+        for (unsigned i = 0; i < n; i++) __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), EMU_STACK_BYTES);
+#endif
+    }
+    emu_stats_last.blocks = blocks;
+    emu_stats_last.threads = n;
+    emu_stats_last.switches = r->switches;
+    emu_stacks_put(stacks);
+    free(smem);
+    free(r);
+    return st;
+}
+
+void emu_last_launch_stats(emu_launch_stats *out) { *out = emu_stats_last; }
+
+const char *emu_schedule_name(emu_schedule s) {
+    switch (s) {
+    case EMU_SCHEDULE_ROUND_ROBIN: return "round-robin";
+    case EMU_SCHEDULE_WARP_GREEDY: return "warp-greedy";
+    case EMU_SCHEDULE_WARP_GREEDY_REVERSE: return "warp-greedy-reverse";
+    case EMU_SCHEDULE_RANDOM: return "random";
+    default: return "unknown";
+    }
+}
+
+const char *emu_status_name(emu_status s) {
+    switch (s) {
+    case EMU_STATUS_OK: return "ok";
+    case EMU_STATUS_INVALID: return "invalid";
+    case EMU_STATUS_NOT_FOUND: return "not-found";
+    case EMU_STATUS_BUILD: return "build";
+    case EMU_STATUS_LOAD: return "load";
+    case EMU_STATUS_DEADLOCK: return "deadlock";
+    case EMU_STATUS_FAULT: return "fault";
+    case EMU_STATUS_NO_MEMORY: return "no-memory";
+    default: return "unknown";
+    }
+}
