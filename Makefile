@@ -22,6 +22,15 @@ COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
 COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
 
+# ---- kernel templates and NVRTC, variables (rules: the block "kernel templates, rules").
+# kernels_templates/*.cuh are embedded into the compiler library as
+# $(BUILD)/gen/kernel_templates.c by tools/embed_text, so bertc needs no
+# side files at run time; kbuild links NVRTC from the CUDA toolkit.
+KERNEL_TEMPLATES := kernels_templates/bertc_device.cuh $(filter-out kernels_templates/bertc_device.cuh,$(sort $(wildcard kernels_templates/*.cuh)))
+COMPILER_OBJS += $(BUILD)/gen/kernel_templates.o
+LDLIBS += -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
+# ---- end of the kernel templates variables
+
 # The runtime library (plan reader, runtime); the compiler links it too.
 RUNTIME_SRCS  := $(wildcard runtime/*.c)
 RUNTIME_OBJS  := $(RUNTIME_SRCS:%.c=$(BUILD)/%.o)
@@ -33,7 +42,7 @@ TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test sanitize fixtures demo clean
-.SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o)
+.SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc
 
 $(BUILD)/%.o: %.c
@@ -55,6 +64,21 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNT
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
+
+# ---- kernel templates, rules (see the variables block above)
+$(BUILD)/tools/embed_text: tools/embed_text.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
+
+$(BUILD)/gen/kernel_templates.c: $(BUILD)/tools/embed_text $(KERNEL_TEMPLATES)
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/embed_text $@ $(KERNEL_TEMPLATES)
+
+$(BUILD)/gen/kernel_templates.o: $(BUILD)/gen/kernel_templates.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/compiler/kbuild.o: ALL_CFLAGS += -isystem $(CUDA_HOME)/include -DBERTC_CUDA_HOME=\"$(CUDA_HOME)\"
+# ---- end of the kernel templates rules
 
 # ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
 # Tests named tests/test_emu_*.c link libbertc_emu.a (and dlopen images).

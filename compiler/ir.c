@@ -386,8 +386,9 @@ static const char *ir_operand_key(const ir_node *n, int i) {
     }
 }
 
-/* Number of sources node n must have; -1 for an unknown op.  CONCAT takes
- * any number from 1 to IR_MAX_SRCS (its own nsrc). */
+/* Number of sources node n must have; -1 for an unknown op, -2 for an
+ * EMBED_LN whose gather count is out of range.  CONCAT takes any number
+ * from 1 to IR_MAX_SRCS (its own nsrc). */
 static int ir_node_arity(const ir_node *n) {
     switch (n->op) {
     case IR_OP_CONST: return 0;
@@ -397,9 +398,6 @@ static int ir_node_arity(const ir_node *n) {
     case IR_OP_ADD_LN: return 3 + !!n->has_residual + !!n->has_bias;
     case IR_OP_EMBED_LN:
         return n->ngathers >= 1 && n->ngathers <= IR_MAX_GATHERS ? 2 + 2 * n->ngathers : -2;
-    default: break;
-    }
-    switch (n->op) {
     case IR_OP_INPUT:
     case IR_OP_WEIGHT: return 0;
     case IR_OP_ARANGE:

@@ -3,6 +3,9 @@
  * library's stages, so this file reads as the product's table of contents:
  *
  *   import   Hugging Face directory  -> hf_import  -> model YAML
+ *   compile  model YAML -> model_load -> passes_run -> lower_bucket (per
+ *            bucket) -> kernel_source -> kbuild_compile (per arch) -> plan_write
+ *   inspect  plan -> plan_read -> text or JSON
  *   run      model YAML -> model_load -> ref_run  -> .npy / stdout
  *
  * Conventions (docs/cli.md): results on stdout or in files, messages on
@@ -18,9 +21,17 @@
 #include "diag.h"
 #include "fileutil.h"
 #include "hf_import.h"
+#include "kbuild.h"
+#include "kernels.h"
+#include "lower.h"
 #include "model.h"
 #include "npy.h"
+#include "passes.h"
+#include "plan.h"
 #include "ref.h"
+
+#include <time.h>
+#include <unistd.h>
 
 #ifndef BERTC_VERSION
 #define BERTC_VERSION "dev"
@@ -31,6 +42,8 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  import HF_DIR -o MODEL.yaml     Hugging Face BERT checkpoint -> graph description\n"
+    "  compile MODEL.yaml -o PLAN      fuse, generate and compile kernels, write a plan\n"
+    "  inspect PLAN                    buckets, steps, launches, FLOPs, bytes, kernels\n"
     "  run MODEL.yaml --device ref ... run a request through the reference executor\n"
     "\n"
     "options:\n"
@@ -235,6 +248,499 @@ done:
     return rc;
 }
 
+
+static const char USAGE_COMPILE[] =
+    "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
+    "                     [--precision fp16|bf16|fp32] [-j N] [-v]\n"
+    "\n"
+    "Fuses the graph, lowers it per sequence-length bucket to generated\n"
+    "kernels and cuBLASLt GEMMs, compiles the kernels with NVRTC for each\n"
+    "architecture (CUBIN, plus PTX of the lowest for newer GPUs) and writes\n"
+    "one self-contained plan (docs/plan-format.md).\n"
+    "\n"
+    "  --arch LIST       comma-separated, default sm_75,sm_80,sm_86,sm_89,sm_90\n"
+    "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
+    "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
+    "  --precision P     storage precision of weights and activations (default fp16)\n"
+    "  -j N              architectures compiled at once (default: the number of cores)\n"
+    "  -v                print what each fusion pass did\n";
+
+static const char USAGE_INSPECT[] =
+    "usage: bertc inspect PLAN [--json] [--source KERNEL]\n"
+    "\n"
+    "Prints the plan's buckets (per bucket the ordered steps, launches per\n"
+    "request, FLOPs and minimum HBM bytes per step and summed), per arch the\n"
+    "kernel images with registers/spills/shared memory, weight and arena\n"
+    "bytes. --json prints the same as JSON; --source prints the generated\n"
+    "source of one kernel (by entry name or index).\n";
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static int parse_precision(const char *s, ir_dtype *out) {
+    if (!strcmp(s, "fp16")) *out = IR_DTYPE_F16;
+    else if (!strcmp(s, "bf16")) *out = IR_DTYPE_BF16;
+    else if (!strcmp(s, "fp32")) *out = IR_DTYPE_F32;
+    else return -1;
+    return 0;
+}
+
+static const char *precision_name(ir_dtype t) {
+    return t == IR_DTYPE_F16 ? "fp16" : t == IR_DTYPE_BF16 ? "bf16" : t == IR_DTYPE_F32 ? "fp32" : "?";
+}
+
+/* Split a comma list into at most cap items (pointers into a copy). */
+static int split_list(char *copy, char **items, int cap) {
+    int n = 0;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == cap) return -1;
+        items[n++] = tok;
+    }
+    return n;
+}
+
+#define MAX_BUCKETS 64
+
+static int choose_buckets(const char *list, int64_t max_seq, int *buckets, int *nb, diag *d) {
+    static const int defaults[] = {32, 64, 128, 256, 384, 512};
+    *nb = 0;
+    if (!list) {
+        for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+            if (defaults[i] <= max_seq) buckets[(*nb)++] = defaults[i];
+        /* Serve every length up to max_seq_len: add it (rounded down to 8) as the last bucket. */
+        int top = (int)(max_seq / 8 * 8);
+        if (top >= 8 && (*nb == 0 || buckets[*nb - 1] < top) && top <= 512) buckets[(*nb)++] = top;
+        if (*nb == 0) return diag_set(d, DIAG_CODE_INPUT, "max_seq_len %lld is below the smallest bucket (8)", (long long)max_seq);
+        return 0;
+    }
+    char *copy = dup_str(list);
+    char *items[MAX_BUCKETS];
+    int n = copy ? split_list(copy, items, MAX_BUCKETS) : -1;
+    if (n <= 0) {
+        free(copy);
+        return diag_set(d, DIAG_CODE_USAGE, "--buckets: expected a comma-separated list of at most %d lengths", MAX_BUCKETS);
+    }
+    for (int i = 0; i < n; i++) {
+        char *end;
+        long v = strtol(items[i], &end, 10);
+        if (end == items[i] || *end || v < 8 || v % 8) {
+            diag_set(d, DIAG_CODE_USAGE, "--buckets: '%s' is not a positive multiple of 8", items[i]);
+            free(copy);
+            return -1;
+        }
+        if (v > max_seq) {
+            diag_set(d, DIAG_CODE_USAGE, "--buckets: %ld is above the model's max_seq_len %lld", v, (long long)max_seq);
+            free(copy);
+            return -1;
+        }
+        if (*nb && v <= buckets[*nb - 1]) {
+            diag_set(d, DIAG_CODE_USAGE, "--buckets: %ld does not follow %d (expected ascending, distinct)", v,
+                     buckets[*nb - 1]);
+            free(copy);
+            return -1;
+        }
+        buckets[(*nb)++] = (int)v;
+    }
+    free(copy);
+    return 0;
+}
+
+static int read_vocab(plan_tokenizer *t, const ir_graph *g, diag *d) {
+    const ir_tokenizer *s = &g->tokenizer;
+    size_t len;
+    t->vocab = file_read_all(s->vocab_path, &len, (size_t)64 << 20, d);
+    if (!t->vocab) return -1;
+    t->vocab_len = len;
+    t->present = 1;
+    t->do_lower_case = s->do_lower_case;
+    t->strip_accents = s->strip_accents;
+    t->tokenize_chinese_chars = s->tokenize_chinese_chars;
+    t->model_max_length = s->model_max_length;
+    t->unk_token = dup_str(s->unk_token);
+    t->cls_token = dup_str(s->cls_token);
+    t->sep_token = dup_str(s->sep_token);
+    t->pad_token = dup_str(s->pad_token);
+    t->mask_token = dup_str(s->mask_token);
+    return 0;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    const char *yaml = NULL, *out = NULL, *arch_list = NULL, *bucket_list = NULL, *prec = "fp16";
+    int jobs = 0, verbose = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        if (is_help(a)) { fputs(USAGE_COMPILE, stdout); return 0; }
+        if (!strcmp(a, "-o")) slot = &out;
+        else if (!strcmp(a, "--arch")) slot = &arch_list;
+        else if (!strcmp(a, "--buckets")) slot = &bucket_list;
+        else if (!strcmp(a, "--precision")) slot = &prec;
+        else if (!strcmp(a, "-v")) { verbose = 1; continue; }
+        else if (!strcmp(a, "-j")) {
+            if (++i >= argc) return usage_error(USAGE_COMPILE, "%s needs a value", a);
+            char *end;
+            long v = strtol(argv[i], &end, 10);
+            if (end == argv[i] || *end || v < 1 || v > 256)
+                return usage_error(USAGE_COMPILE, "-j: '%s' is not a job count (1..256)", argv[i]);
+            jobs = (int)v;
+            continue;
+        } else if (a[0] == '-' && a[1]) return usage_error(USAGE_COMPILE, "compile: unknown option '%s'", a);
+        else if (!yaml) { yaml = a; continue; }
+        else return usage_error(USAGE_COMPILE, "compile: unexpected argument '%s'", a);
+        if (++i >= argc) return usage_error(USAGE_COMPILE, "%s needs a value", a);
+        *slot = argv[i];
+    }
+    if (!yaml) return usage_error(USAGE_COMPILE, "compile: missing MODEL.yaml%s", "");
+    if (!out) return usage_error(USAGE_COMPILE, "compile: missing -o PLAN%s", "");
+    ir_dtype precision;
+    if (parse_precision(prec, &precision))
+        return usage_error(USAGE_COMPILE, "--precision: '%s' is not one of fp16, bf16, fp32", prec);
+
+    /* Architectures. */
+    char *arch_copy = NULL;
+    const char *archs[KBUILD_MAX_ARCHS];
+    int narchs = 0;
+    if (arch_list) {
+        arch_copy = dup_str(arch_list);
+        char *items[KBUILD_MAX_ARCHS];
+        int n = arch_copy ? split_list(arch_copy, items, KBUILD_MAX_ARCHS) : -1;
+        if (n <= 0) { free(arch_copy); return usage_error(USAGE_COMPILE, "--arch: expected a comma-separated list%s", ""); }
+        for (int i = 0; i < n; i++) {
+            if (!kbuild_arch_supported(items[i])) {
+                fprintf(stderr, "bertc: error: --arch: unknown architecture '%s' (supported: %s)\n", items[i],
+                        kbuild_supported_archs());
+                free(arch_copy);
+                return DIAG_CODE_USAGE;
+            }
+            for (int k = 0; k < narchs; k++)
+                if (!strcmp(archs[k], items[i])) {
+                    fprintf(stderr, "bertc: error: --arch: '%s' is listed twice\n", items[i]);
+                    free(arch_copy);
+                    return DIAG_CODE_USAGE;
+                }
+            archs[narchs++] = items[i];
+        }
+    } else {
+        for (int i = 0; i < kbuild_default_arch_count; i++) archs[narchs++] = kbuild_default_archs[i];
+    }
+    if (jobs == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        jobs = n > 0 ? (int)n : 1;
+    }
+
+    diag d;
+    diag_init(&d);
+    model m;
+    memset(&m, 0, sizeof m);
+    lower_weights w;
+    memset(&w, 0, sizeof w);
+    lower_kernels k;
+    lower_kernels_init(&k);
+    kbuild_result kr;
+    memset(&kr, 0, sizeof kr);
+    kbuild_unit *units = NULL;
+    plan p;
+    plan_init(&p);
+    int rc = 0, buckets[MAX_BUCKETS], nb = 0;
+    double t0 = now_seconds(), t_load, t_fuse, t_lower, t_kernels, t_write;
+
+    if (model_load(&m, yaml, &d)) goto fail;
+    t_load = now_seconds();
+    if (choose_buckets(bucket_list, m.graph.max_seq_len, buckets, &nb, &d)) goto fail;
+    passes_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (passes_run(&m.graph, &m.weights, &rep, &d)) goto fail;
+    if (verbose) passes_report_write(&rep, stderr);
+    t_fuse = now_seconds();
+    lower_info info;
+    if (lower_info_get(&m.graph, &info, &d)) goto fail;
+    if (lower_weights_build(&m.graph, &m.weights, precision, &w, &d)) goto fail;
+    p.buckets = calloc((size_t)nb, sizeof *p.buckets);
+    if (!p.buckets) { diag_set(&d, DIAG_CODE_INTERNAL, "out of memory"); goto fail; }
+    for (int b = 0; b < nb; b++) {
+        if (lower_bucket(&m.graph, &w, precision, buckets[b], &k, &p.buckets[b], &d)) goto fail;
+        p.nbuckets++;
+        if (p.buckets[b].arena_bytes > p.arena_bytes) p.arena_bytes = p.buckets[b].arena_bytes;
+    }
+    t_lower = now_seconds();
+    fprintf(stderr, "bertc: %s: %d bucket%s, %d distinct kernels, compiling for %d architecture%s with NVRTC\n",
+            yaml, nb, nb == 1 ? "" : "s", k.count, narchs, narchs == 1 ? "" : "s");
+
+    units = calloc((size_t)k.count + 1, sizeof *units);
+    if (!units) { diag_set(&d, DIAG_CODE_INTERNAL, "out of memory"); goto fail; }
+    for (int i = 0; i < k.count; i++) {
+        units[i].text = k.sources[i];
+        units[i].entry = k.entries[i];
+    }
+    kbuild_options ko;
+    memset(&ko, 0, sizeof ko);
+    ko.jobs = jobs;
+    if (kbuild_compile(units, k.count, archs, narchs, &ko, &kr, &d)) goto fail;
+    t_kernels = now_seconds();
+
+    /* Assemble the plan (it takes ownership of everything it points to). */
+    p.model_name = dup_str(m.graph.name);
+    char producer[64];
+    snprintf(producer, sizeof producer, "bertc %s", BERTC_VERSION);
+    p.producer = dup_str(producer);
+    p.precision = precision;
+    p.max_seq_len = m.graph.max_seq_len;
+    p.hidden = info.hidden;
+    p.vocab_size = info.vocab_size;
+    p.type_vocab_size = info.type_vocab_size;
+    p.has_token_type_ids = info.uses_token_types;
+    p.has_attention_mask = info.uses_mask;
+    for (int i = 0; i < m.graph.count; i++) {
+        const ir_node *n = &m.graph.nodes[i];
+        if (n->op != IR_OP_INPUT) continue;
+        if (!strcmp(n->name, "token_type_ids")) p.token_type_default = n->default_value;
+        if (!strcmp(n->name, "attention_mask")) p.attention_mask_default = n->default_value;
+    }
+    if (!p.has_attention_mask) p.attention_mask_default = 1;
+    p.weights = w.blob;
+    p.weights_size = w.size;
+    p.owns_weights = 1;
+    w.blob = NULL;
+    p.kernels = calloc((size_t)k.count + 1, sizeof *p.kernels);
+    p.images = calloc((size_t)kr.nimages + 1, sizeof *p.images);
+    if (!p.model_name || !p.producer || !p.kernels || !p.images) {
+        diag_set(&d, DIAG_CODE_INTERNAL, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < k.count; i++) {
+        p.kernels[i].entry = k.entries[i];
+        p.kernels[i].source = k.sources[i];
+        p.kernels[i].spec = k.specs[i];
+        p.kernels[i].nargs = kernel_arg_count(k.specs[i].kind);
+        k.entries[i] = k.sources[i] = NULL;
+        p.nkernels++;
+    }
+    for (int i = 0; i < kr.nimages; i++) {
+        kbuild_image *ki = &kr.images[i];
+        plan_image *pi = &p.images[p.nimages];
+        snprintf(pi->arch, sizeof pi->arch, "%s", ki->arch);
+        pi->kind = ki->is_ptx ? PLAN_IMAGE_PTX : PLAN_IMAGE_CUBIN;
+        pi->data = ki->data;
+        pi->size = ki->size;
+        ki->data = NULL;
+        pi->stats = calloc((size_t)p.nkernels + 1, sizeof *pi->stats);
+        if (!pi->stats) { diag_set(&d, DIAG_CODE_INTERNAL, "out of memory"); goto fail; }
+        for (int u = 0; ki->stats && u < p.nkernels; u++) {
+            pi->stats[u].registers = ki->stats[u].registers;
+            pi->stats[u].spill_stores = ki->stats[u].spill_stores;
+            pi->stats[u].spill_loads = ki->stats[u].spill_loads;
+            pi->stats[u].shared_static = ki->stats[u].shared_static;
+        }
+        p.nimages++;
+    }
+    if (m.graph.has_tokenizer && read_vocab(&p.tokenizer, &m.graph, &d)) goto fail;
+    if (plan_write(&p, out, &d)) goto fail;
+    t_write = now_seconds();
+    fprintf(stderr,
+            "bertc: wrote %s: %s, %d bucket%s, %d kernels, %d images; %.2f s (load %.2f, fuse %.2f, lower %.2f, "
+            "nvrtc %.2f, write %.2f)\n",
+            out, precision_name(precision), p.nbuckets, p.nbuckets == 1 ? "" : "s", p.nkernels, p.nimages,
+            t_write - t0, t_load - t0, t_fuse - t_load, t_lower - t_fuse, t_kernels - t_lower, t_write - t_kernels);
+    goto done;
+fail:
+    rc = fail(&d);
+done:
+    plan_free(&p);
+    kbuild_result_free(&kr);
+    free(units);
+    lower_kernels_free(&k);
+    lower_weights_free(&w);
+    model_free(&m);
+    free(arch_copy);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- inspect */
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static const char *image_kind_name(plan_image_kind k) {
+    return k == PLAN_IMAGE_CUBIN ? "cubin" : k == PLAN_IMAGE_PTX ? "ptx" : "emu";
+}
+
+static void step_describe(const plan *p, const sched_step *s, char *buf, size_t cap) {
+    if (s->kind == SCHED_STEP_GEMM) {
+        const sched_gemm *g = &s->gemm;
+        const char *ep = g->epilogue == SCHED_EPILOGUE_BIAS ? "bias" : g->epilogue == SCHED_EPILOGUE_RELU_BIAS ? "bias+relu"
+                         : g->epilogue == SCHED_EPILOGUE_RELU ? "relu" : "none";
+        snprintf(buf, cap, "cublasLt gemm m=%lld n=%lld k=%lld epilogue=%s%s", (long long)g->m, (long long)g->n,
+                 (long long)g->k, ep, g->beta != 0 ? " +residual" : "");
+    } else {
+        const sched_launch *l = &s->launch;
+        snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry, l->dims.grid[0],
+                 l->dims.grid[1], l->dims.grid[2], l->dims.block[0] * l->dims.block[1] * l->dims.block[2],
+                 l->dims.shared_bytes);
+    }
+}
+
+static int cmd_inspect(int argc, char **argv) {
+    const char *path = NULL, *source = NULL;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) { fputs(USAGE_INSPECT, stdout); return 0; }
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--source")) {
+            if (++i >= argc) return usage_error(USAGE_INSPECT, "%s needs a kernel name", "--source");
+            source = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) return usage_error(USAGE_INSPECT, "inspect: unknown option '%s'", argv[i]);
+        else if (!path) path = argv[i];
+        else return usage_error(USAGE_INSPECT, "inspect: unexpected argument '%s'", argv[i]);
+    }
+    if (!path) return usage_error(USAGE_INSPECT, "inspect: missing PLAN%s", "");
+    diag d;
+    diag_init(&d);
+    plan p;
+    plan_init(&p);
+    if (plan_read(&p, path, &d)) return fail(&d);
+    if (source) {
+        int found = -1;
+        char *end;
+        long idx = strtol(source, &end, 10);
+        if (*source && !*end && idx >= 0 && idx < p.nkernels) found = (int)idx;
+        for (int i = 0; found < 0 && i < p.nkernels; i++)
+            if (!strcmp(p.kernels[i].entry, source)) found = i;
+        if (found < 0) {
+            fprintf(stderr, "bertc: error: %s: no kernel '%s' (the plan has %d; see bertc inspect %s)\n", path, source,
+                    p.nkernels, path);
+            plan_free(&p);
+            return DIAG_CODE_INPUT;
+        }
+        fputs(p.kernels[found].source, stdout);
+        plan_free(&p);
+        return 0;
+    }
+    if (json) {
+        printf("{\"format_version\": %d, \"producer\": ", PLAN_FORMAT_VERSION);
+        json_str(stdout, p.producer);
+        printf(", \"model\": ");
+        json_str(stdout, p.model_name);
+        printf(", \"precision\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n", precision_name(p.precision),
+               (long long)p.max_seq_len, (long long)p.hidden);
+        printf(" \"archs\": [");
+        int first = 1;
+        for (int i = 0; i < p.nimages; i++) {
+            if (p.images[i].kind != PLAN_IMAGE_CUBIN) continue;
+            printf("%s", first ? "" : ", ");
+            json_str(stdout, p.images[i].arch);
+            first = 0;
+        }
+        printf("],\n \"images\": [");
+        for (int i = 0; i < p.nimages; i++) {
+            const plan_image *im = &p.images[i];
+            printf("%s{\"arch\": ", i ? ", " : "");
+            json_str(stdout, im->arch);
+            printf(", \"kind\": \"%s\", \"bytes\": %zu, \"kernels\": [", image_kind_name(im->kind), im->size);
+            for (int kx = 0; kx < p.nkernels; kx++)
+                printf("%s{\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"shared_static\": %d}",
+                       kx ? ", " : "", im->stats[kx].registers, im->stats[kx].spill_stores, im->stats[kx].spill_loads,
+                       im->stats[kx].shared_static);
+            printf("]}");
+        }
+        printf("],\n \"weights_bytes\": %llu, \"arena_bytes\": %llu,\n \"kernels\": [",
+               (unsigned long long)p.weights_size, (unsigned long long)p.arena_bytes);
+        for (int kx = 0; kx < p.nkernels; kx++) {
+            printf("%s{\"entry\": ", kx ? ", " : "");
+            json_str(stdout, p.kernels[kx].entry);
+            printf(", \"template\": \"%s\"}", kernel_kind_name(p.kernels[kx].spec.kind));
+        }
+        printf("],\n \"buckets\": [");
+        for (int b = 0; b < p.nbuckets; b++) {
+            const sched_bucket *bk = &p.buckets[b];
+            double flops = 0, bytes = 0;
+            for (int s = 0; s < bk->nsteps; s++) {
+                flops += bk->steps[s].flops;
+                bytes += (double)bk->steps[s].min_hbm_bytes;
+            }
+            printf("%s\n  {\"seq_len\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
+                   "\"arena_bytes\": %llu, \"steps\": [",
+                   b ? "," : "", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes);
+            for (int s = 0; s < bk->nsteps; s++) {
+                const sched_step *st = &bk->steps[s];
+                printf("%s\n   {\"name\": ", s ? "," : "");
+                json_str(stdout, st->name);
+                printf(", \"kind\": \"%s\", ", st->kind == SCHED_STEP_GEMM ? "gemm" : "kernel");
+                if (st->kind == SCHED_STEP_KERNEL) {
+                    printf("\"kernel\": ");
+                    json_str(stdout, p.kernels[st->launch.kernel].entry);
+                    printf(", ");
+                }
+                printf("\"flops\": %.0f, \"min_hbm_bytes\": %llu}", st->flops, (unsigned long long)st->min_hbm_bytes);
+            }
+            printf("]}");
+        }
+        printf("]}\n");
+        plan_free(&p);
+        return 0;
+    }
+    printf("plan %s: format %d, %s\n", path, PLAN_FORMAT_VERSION, p.producer);
+    printf("model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld\n", p.model_name,
+           precision_name(p.precision), (long long)p.hidden, (long long)p.max_seq_len, (long long)p.vocab_size);
+    printf("weights %llu bytes, arena %llu bytes (largest bucket)\n", (unsigned long long)p.weights_size,
+           (unsigned long long)p.arena_bytes);
+    printf("\nimages:\n");
+    for (int i = 0; i < p.nimages; i++) {
+        const plan_image *im = &p.images[i];
+        printf("  %-11s %-5s %8zu bytes\n", im->arch, image_kind_name(im->kind), im->size);
+    }
+    printf("\nkernels (registers/spill bytes/static smem per CUBIN arch):\n");
+    for (int kx = 0; kx < p.nkernels; kx++) {
+        printf("  [%d] %s\n      ", kx, p.kernels[kx].entry);
+        for (int i = 0; i < p.nimages; i++) {
+            const plan_image *im = &p.images[i];
+            if (im->kind != PLAN_IMAGE_CUBIN) continue;
+            const plan_kernel_stats *st = &im->stats[kx];
+            printf(" %s %d/%d/%d", im->arch, st->registers, st->spill_stores + st->spill_loads, st->shared_static);
+        }
+        printf("\n");
+    }
+    for (int b = 0; b < p.nbuckets; b++) {
+        const sched_bucket *bk = &p.buckets[b];
+        double flops = 0, bytes = 0;
+        int gemms = 0;
+        for (int s = 0; s < bk->nsteps; s++) {
+            flops += bk->steps[s].flops;
+            bytes += (double)bk->steps[s].min_hbm_bytes;
+            gemms += bk->steps[s].kind == SCHED_STEP_GEMM;
+        }
+        printf("\nbucket %d: %d launches per request (%d kernels, %d cuBLASLt GEMMs), %.3f GFLOP, %.3f MB minimum HBM "
+               "traffic, arena %llu bytes\n",
+               bk->seq_len, bk->nsteps, bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
+               (unsigned long long)bk->arena_bytes);
+        for (int s = 0; s < bk->nsteps; s++) {
+            char desc[256];
+            step_describe(&p, &bk->steps[s], desc, sizeof desc);
+            printf("  %3d %-28s %10.3f MFLOP %9.3f MB  %s\n", s, bk->steps[s].name, bk->steps[s].flops * 1e-6,
+                   (double)bk->steps[s].min_hbm_bytes * 1e-6, desc);
+        }
+    }
+    plan_free(&p);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
@@ -243,6 +749,8 @@ int main(int argc, char **argv) {
     if (is_help(cmd)) { fputs(USAGE, stdout); return 0; }
     if (!strcmp(cmd, "--version")) { printf("bertc %s\n", BERTC_VERSION); return 0; }
     if (!strcmp(cmd, "import")) return cmd_import(argc - 2, argv + 2);
+    if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     return usage_error(USAGE, "unknown command '%s'", cmd);
 }

@@ -3,7 +3,7 @@
  *
  * Patterns, from each layer_norm(x, gamma, beta):
  *
- *     layer_norm(add(a, b))                 -> ADD_LN(x = a, residual = b)
+ *     layer_norm(add(a, b))                 -> ADD_LN(x = a, residual = b) (a the later one)
  *     layer_norm(add(bias_add(y, c), b))    -> ADD_LN(x = y, residual = b, bias = c)
  *     layer_norm(add(a, bias_add(y, c)))    -> ADD_LN(x = y, residual = a, bias = c)
  *     layer_norm(bias_add(y, c))            -> ADD_LN(x = y, bias = c)
@@ -12,7 +12,10 @@
  * ADD_LN computes LayerNorm((x + bias) + residual), which is the chain's
  * own order — (y + c) + b — and, since float addition commutes exactly,
  * also the order of add(a, bias_add(y, c)) = a + (y + c).  So every form is
- * bit-identical to the chain.  An add or bias_add is absorbed only if the
+ * bit-identical to the chain.  For a plain add the operand computed later
+ * in the graph becomes x and the earlier one the residual (in a residual
+ * block, the skip connection is the older tensor), so the fused node does
+ * not depend on how the YAML ordered the add's operands.  An add or bias_add is absorbed only if the
  * node above reads it alone and it is not an output; otherwise ADD_LN reads
  * it as its x.  A plain layer_norm becomes an ADD_LN too, so the lowering
  * has one LayerNorm op.
@@ -54,8 +57,11 @@ static void pass_add_ln_fuse_one(ir_graph *g, pass_uses *u, int ln) {
             x = g->nodes[b].src[0];
             res = a;
         } else {
-            x = a;
-            res = b;
+            /* x is the operand computed last (the new value), the residual
+             * the older one (the skip connection): the sum commutes, and
+             * this way add(h, y) and add(y, h) fuse to the same node. */
+            x = a > b ? a : b;
+            res = a > b ? b : a;
         }
     } else if (xn->op == IR_OP_BIAS_ADD && pass_single_use(u, x) && !u->taken[x]) {
         absorbed[nabs++] = x;

@@ -82,6 +82,24 @@ static const char core_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_vote)\n"
     "\n"
+    "struct trio { float a; int b; unsigned short c; };\n"
+    "extern \"C\" __global__ void k_gather(int *ok, const float *in) {\n"
+    "    unsigned t = threadIdx.x, lane = t % 32, base = t - lane;\n"
+    "    trio mine = {in[t], (int)t * 3, (unsigned short)(t + 7)};\n"
+    "    trio all[32];\n"
+    "    unsigned mask = lane < 16 ? 0x0000ffffu : 0xffff0000u;\n"
+    "    bertc_emu_warp_allgather(mask, &mine, all, (unsigned)sizeof(trio));\n"
+    "    int good = 1;\n"
+    "    for (unsigned i = 0; i < 32; i++) {\n"
+    "        bool part = ((mask >> i) & 1u) != 0;\n"
+    "        if (part) good &= all[i].a == in[base + i] && all[i].b == (int)(base + i) * 3 &&\n"
+    "                          all[i].c == (unsigned short)(base + i + 7);\n"
+    "        else good &= all[i].b == -1 && all[i].c == 0xffff;\n"
+    "    }\n"
+    "    ok[t] = good;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_gather)\n"
+    "\n"
     "extern \"C\" __global__ void k_atomics(int *hist, float *fsum, int *imax, int *casmax,\n"
     "                                      unsigned long long *usum, const int *in, const int *n,\n"
     "                                      const int *nbins) {\n"
@@ -495,6 +513,26 @@ static void test_votes(void) {
                 CHECK(all[t] == (want == 0xffffffffu), "%s: all[%d]", emu_schedule_name(all_scheds[k]), t);
             }
         }
+    }
+}
+
+/* The emulator's all-gather (two half-warp exchanges per warp). */
+static void test_warp_allgather(void) {
+    NEED_IMAGE();
+    enum { T = 64 };
+    static float in[T];
+    static int ok[T];
+    for (int i = 0; i < T; i++) in[i] = rnd_float();
+    for (int k = 0; k < NSCHED; k++) {
+        int *po = ok;
+        const float *pi = in;
+        void *args[] = {&po, &pi};
+        diag d;
+        diag_init(&d);
+        memset(ok, 0, sizeof ok);
+        emu_status st = launch("k_gather", 1, T, 0, args, all_scheds[k], &d);
+        CHECK(st == EMU_STATUS_OK, "%s: %s", emu_schedule_name(all_scheds[k]), d.text);
+        for (int t = 0; t < T; t++) CHECK(ok[t] == 1, "%s: thread %d saw wrong data", emu_schedule_name(all_scheds[k]), t);
     }
 }
 
@@ -1157,6 +1195,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_warp_shuffles);
     CHECK_CASE(test_partial_warp);
     CHECK_CASE(test_votes);
+    CHECK_CASE(test_warp_allgather);
     CHECK_CASE(test_atomics);
     CHECK_CASE(test_dims_and_scalars);
     CHECK_CASE(test_half_to_float_exhaustive);

@@ -224,7 +224,17 @@ static inline void syncwarp(const char *file, int line, unsigned mask = 0xffffff
     warp(BERTC_EMU_WARP_SYNC, mask, 0, 0, file, line);
 }
 
+static inline void allgather(const char *file, int line, unsigned mask, const void *mine, void *all, unsigned bytes) {
+    bertc_emu_gather g = {mine, all, bytes};
+    warp(BERTC_EMU_WARP_GATHER, mask, (unsigned long long)(uintptr_t)&g, 0, file, line);
+}
+
 } /* namespace bertc_emu */
+
+/* Emulator-only (under BERTC_EMU): every lane's `bytes` at `mine` land at
+ * all + lane * bytes, in one exchange; for CPU versions of fragment helpers. */
+#define bertc_emu_warp_allgather(mask, mine, all, bytes) \
+    ::bertc_emu::allgather(__FILE__, __LINE__, (mask), (mine), (all), (bytes))
 
 #define __shfl_sync(...) ::bertc_emu::shfl_idx(__FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_up_sync(...) ::bertc_emu::shfl_up(__FILE__, __LINE__, __VA_ARGS__)

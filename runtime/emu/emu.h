@@ -30,9 +30,13 @@
  *                EMU_SCHEDULE_WARP_GREEDY, seed, &d);
  *     emu_image_free(im);
  *
- * Kernel text must end each kernel with BERTC_KERNEL_EXPORT(entry) and use
- * BERTC_DYNAMIC_SMEM(type, name) for dynamic shared memory.  "Device
- * memory" is host memory: pointers are passed as they are.
+ * Kernel text must end each kernel with BERTC_KERNEL_EXPORT(entry), use
+ * BERTC_DYNAMIC_SMEM(type, name) for dynamic shared memory, include nothing
+ * but cuda_fp16.h / cuda_bf16.h (as NVRTC text), and keep inline assembly
+ * out of kernel bodies.  Each unit of an image is wrapped in its own inline
+ * namespace, so units may define same-named helpers with different bodies;
+ * `extern "C"` entry names must be unique per image.  "Device memory" is
+ * host memory: pointers are passed as they are.
  *
  * Environment: BERTC_EMU_INCLUDE overrides the directory holding
  * cuda_prelude.h (default: this source directory, fixed at build time);

@@ -38,7 +38,18 @@ typedef enum bertc_emu_warp_op {
     BERTC_EMU_WARP_BALLOT,
     BERTC_EMU_WARP_ANY,
     BERTC_EMU_WARP_ALL,
+    BERTC_EMU_WARP_GATHER,   /* value: a bertc_emu_gather *; one exchange, many bytes */
 } bertc_emu_warp_op;
+
+/* An all-gather: each lane's `bytes` at `mine` land at all + lane * bytes in
+ * every participant's `all` (lanes outside the exchange: 0xff bytes).  The
+ * copies happen while every participant waits, so `mine` may be on the
+ * lane's stack.  For CPU versions of fragment helpers (mma, ldmatrix). */
+typedef struct bertc_emu_gather {
+    const void *mine;
+    void *all;                    /* 32 * bytes */
+    unsigned bytes;
+} bertc_emu_gather;
 
 /* Value a shuffle returns when it reads a lane that does not take part. */
 #define BERTC_EMU_WARP_POISON 0xffffffffffffffffull

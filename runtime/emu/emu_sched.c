@@ -15,7 +15,10 @@
  * __syncthreads is a counting barrier over the *live* threads: the last
  * arrival releases the others, and a thread that returns lowers the count
  * (releasing the barrier if everybody else is already there), as on Volta
- * and later GPUs.  Threads that reach __syncthreads at different source
+ * and later GPUs.  The releasing thread then yields like everyone else, so
+ * under round-robin every thread finishes one phase before any starts the
+ * next (lock step, like a GPU; which is exactly why round-robin alone hides
+ * races and the other schedules exist).  Threads that reach __syncthreads at different source
  * lines fail the launch ("divergent barrier"): CUDA calls that undefined,
  * and it is the bug the test suites must catch.
  *
@@ -23,8 +26,8 @@
  * to lanes that exist; a partial last warp is normal).  Each lane publishes
  * its value, source lane and mask in its own record and waits; the lane
  * that completes the set computes every participant's result (the value of
- * its source lane, or the ballot) into that participant's record and
- * releases them.  Results live per lane, so a fast lane that moves on to
+ * its source lane, or the ballot) into that participant's record, releases
+ * them and yields.  Results live per lane, so a fast lane that moves on to
  * the next exchange cannot overwrite what a slow one has yet to read.
  * Lanes that disagree on the mask or on the intrinsic, a mask naming a lane
  * that has exited, or a lane exiting while others wait for it, fail the
@@ -314,6 +317,7 @@ static const char *emu_warp_op_name(int op) {
     case BERTC_EMU_WARP_BALLOT: return "__ballot_sync";
     case BERTC_EMU_WARP_ANY: return "__any_sync";
     case BERTC_EMU_WARP_ALL: return "__all_sync";
+    case BERTC_EMU_WARP_GATHER: return "bertc_emu_warp_allgather";
     default: return "an unknown warp op";
     }
 }
@@ -429,7 +433,21 @@ static void emu_op_sync_threads(bertc_emu_thread *self, const char *file, int li
 static void emu_warp_complete(emu_run *r, unsigned w, uint32_t target, int op) {
     unsigned base = w * 32u;
     unsigned long long ballot = 0;
-    if (op != BERTC_EMU_WARP_SHFL)
+    if (op == BERTC_EMU_WARP_GATHER) {
+        for (uint32_t m = target; m; m &= m - 1u) {
+            emu_fiber *g = emu_fiber_at(r, base + (unsigned)__builtin_ctz(m));
+            const bertc_emu_gather *req = (const bertc_emu_gather *)(uintptr_t)g->wvalue;
+            for (unsigned i = 0; i < 32u; i++) {
+                unsigned char *dst = (unsigned char *)req->all + (size_t)i * req->bytes;
+                if ((target >> i) & 1u) {
+                    const bertc_emu_gather *src = (const bertc_emu_gather *)(uintptr_t)emu_fiber_at(r, base + i)->wvalue;
+                    memcpy(dst, src->mine, req->bytes);
+                } else {
+                    memset(dst, 0xff, req->bytes);
+                }
+            }
+        }
+    } else if (op != BERTC_EMU_WARP_SHFL)
         for (uint32_t m = target; m; m &= m - 1u) {
             unsigned j = (unsigned)__builtin_ctz(m);
             if (emu_fiber_at(r, base + j)->wvalue) ballot |= 1ull << j;
@@ -465,7 +483,7 @@ static unsigned long long emu_op_warp(bertc_emu_thread *self, int op, unsigned m
     emu_fiber *f = (emu_fiber *)self;
     emu_run *r = f->run;
     unsigned w = self->warp, bit = 1u << self->lane;
-    if (op < BERTC_EMU_WARP_SYNC || op > BERTC_EMU_WARP_ALL)
+    if (op < BERTC_EMU_WARP_SYNC || op > BERTC_EMU_WARP_GATHER)
         emu_fail(r, f, EMU_STATUS_FAULT, "unknown warp op %d at %s:%d", op, file, line);
     if (!(mask & bit))
         emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d with mask 0x%08x that does not name its own lane %u",
@@ -478,6 +496,11 @@ static unsigned long long emu_op_warp(bertc_emu_thread *self, int op, unsigned m
     uint32_t peers = waiting & target;
     if (peers) {
         emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(peers));
+        if (op == BERTC_EMU_WARP_GATHER && g->wop == op &&
+            ((const bertc_emu_gather *)(uintptr_t)g->wvalue)->bytes != ((const bertc_emu_gather *)(uintptr_t)value)->bytes)
+            emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d: lanes gather different sizes (%u and %u bytes)",
+                     emu_warp_op_name(op), file, line, ((const bertc_emu_gather *)(uintptr_t)value)->bytes,
+                     ((const bertc_emu_gather *)(uintptr_t)g->wvalue)->bytes);
         if (g->wtarget != target || g->wop != op)
             emu_fail(r, f, EMU_STATUS_FAULT,
                      "%s at %s:%d (lanes 0x%08x) while lane %u waits in %s at %s:%d (lanes 0x%08x): "

@@ -1,0 +1,473 @@
+/*
+ * bertc_device.cuh — the device helpers every generated kernel is built on.
+ *
+ * One text, two compilers.  Each generated kernel is compiled by NVRTC for
+ * every GPU architecture and by g++ for the emulated device (BERTC_EMU
+ * defined, runtime/emu/cuda_prelude.h force-included).  So nothing here or
+ * in the templates may need more than both sides offer: no <math.h> (the
+ * float-min constant is spelt through __int_as_float), no identifier that
+ * the prelude maps by macro (exp, log, round, abs, fma, ...), no inline
+ * assembly in a kernel body.  The few instructions C++ cannot say (mma.sync,
+ * cp.async) live in named helpers below, each with a GPU body (one asm
+ * statement) and a portable body used by the emulator, which rebuilds the
+ * tensor-core fragments with warp shuffles so that the very indexing the
+ * GPU path relies on is what the emulator checks.
+ *
+ * Values travel as float.  Storage is float, __half or __nv_bfloat16
+ * (`T` everywhere); loads widen to float, stores round once
+ * (round-to-nearest-even), and every sum is a float sum.  Vector loads move
+ * up to 16 bytes as raw 32-bit words and unpack them here, which gives
+ * single 128-bit memory instructions on the GPU whatever T is; the lower
+ * indexed 16-bit element is the low half of a word on both devices.
+ * Callers choose the vector width at generation time from the sizes and
+ * leading dimensions, and every base pointer handed to a kernel must be
+ * 16-byte aligned (the runtime's arena and the plan's weight blob are).
+ *
+ * The guard makes the header safe to repeat: a plan's kernels are
+ * concatenated into one NVRTC program per architecture, and each kernel's
+ * text carries the header.
+ */
+#ifndef BERTC_DEVICE_CUH
+#define BERTC_DEVICE_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+/* The emulator defines both to hook kernels and shared memory; on the GPU
+ * an export is nothing and dynamic shared memory is the usual extern array. */
+#ifndef BERTC_KERNEL_EXPORT
+#define BERTC_KERNEL_EXPORT(entry)
+#endif
+#ifndef BERTC_DYNAMIC_SMEM
+#define BERTC_DYNAMIC_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
+#define BERTC_INLINE __device__ __forceinline__
+#define BERTC_FULL_MASK 0xffffffffu
+/* -FLT_MAX: what Hugging Face adds to a masked score (torch.finfo(float32).min). */
+#define BERTC_FLT_LOWEST __int_as_float((int)0xff7fffffu)
+
+/* Tensor cores (mma.sync m16n8k16, cp.async) from sm_80; the emulator runs
+ * the same path through the portable helpers. */
+#if defined(BERTC_EMU) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
+#define BERTC_HAS_MMA16816 1
+#else
+#define BERTC_HAS_MMA16816 0
+#endif
+
+/* ------------------------------------------------------------ scalar conversions */
+
+template <typename T> struct bertc_type;
+
+template <> struct bertc_type<float> {
+    static constexpr bool IS_HALF = false;
+    static BERTC_INLINE float to_float(float v) { return v; }
+    static BERTC_INLINE float from_float(float v) { return v; }
+};
+
+template <> struct bertc_type<__half> {
+    static constexpr bool IS_HALF = true;
+    static BERTC_INLINE float to_float(__half v) { return __half2float(v); }
+    static BERTC_INLINE __half from_float(float v) { return __float2half_rn(v); }
+    static BERTC_INLINE float bits_to_float(unsigned b) {
+        return __half2float(__ushort_as_half((unsigned short)(b & 0xffffu)));
+    }
+    static BERTC_INLINE unsigned float_to_bits(float v) {
+        return (unsigned)__half_as_ushort(__float2half_rn(v));
+    }
+};
+
+template <> struct bertc_type<__nv_bfloat16> {
+    static constexpr bool IS_HALF = false;
+    static BERTC_INLINE float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static BERTC_INLINE __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+    static BERTC_INLINE float bits_to_float(unsigned b) { return __uint_as_float((b & 0xffffu) << 16); }
+    static BERTC_INLINE unsigned float_to_bits(float v) {
+        return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(v));
+    }
+};
+
+template <typename T> BERTC_INLINE float bertc_to_float(T v) { return bertc_type<T>::to_float(v); }
+template <typename T> BERTC_INLINE T bertc_from_float(float v) { return bertc_type<T>::from_float(v); }
+
+/* ------------------------------------------------------------ words <-> floats */
+
+/* Element i of N elements of T packed little-endian into 32-bit words. */
+template <typename T, int N> BERTC_INLINE void bertc_words_to_float(const unsigned *w, float *out) {
+    if constexpr (sizeof(T) == 4) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) out[i] = __uint_as_float(w[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) out[i] = bertc_type<T>::bits_to_float(w[i / 2] >> (16 * (i & 1)));
+    }
+}
+
+template <typename T, int N> BERTC_INLINE void bertc_float_to_words(const float *in, unsigned *w) {
+    if constexpr (sizeof(T) == 4) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = __float_as_uint(in[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i)
+            w[i] = bertc_type<T>::float_to_bits(in[2 * i]) | (bertc_type<T>::float_to_bits(in[2 * i + 1]) << 16);
+    }
+}
+
+/* ------------------------------------------------------------ vector loads and stores */
+
+/*
+ * N elements of T at p (aligned to N * sizeof(T) when that is 4, 8 or 16
+ * bytes) widened to float.  Any other width goes element by element.
+ */
+template <typename T, int N> BERTC_INLINE void bertc_load_vec(const T *p, float *out) {
+    constexpr int B = N * (int)sizeof(T);
+    if constexpr (B == 16) {
+        const uint4 r = *reinterpret_cast<const uint4 *>(p);
+        const unsigned w[4] = {r.x, r.y, r.z, r.w};
+        bertc_words_to_float<T, N>(w, out);
+    } else if constexpr (B == 8) {
+        const uint2 r = *reinterpret_cast<const uint2 *>(p);
+        const unsigned w[2] = {r.x, r.y};
+        bertc_words_to_float<T, N>(w, out);
+    } else if constexpr (B == 4) {
+        const unsigned w[1] = {*reinterpret_cast<const unsigned *>(p)};
+        bertc_words_to_float<T, N>(w, out);
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) out[i] = bertc_to_float(p[i]);
+    }
+}
+
+/* The store twin of bertc_load_vec: rounds each value once to T. */
+template <typename T, int N> BERTC_INLINE void bertc_store_vec(T *p, const float *in) {
+    constexpr int B = N * (int)sizeof(T);
+    if constexpr (B == 16) {
+        unsigned w[4];
+        bertc_float_to_words<T, N>(in, w);
+        *reinterpret_cast<uint4 *>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (B == 8) {
+        unsigned w[2];
+        bertc_float_to_words<T, N>(in, w);
+        *reinterpret_cast<uint2 *>(p) = make_uint2(w[0], w[1]);
+    } else if constexpr (B == 4) {
+        unsigned w[1];
+        bertc_float_to_words<T, N>(in, w);
+        *reinterpret_cast<unsigned *>(p) = w[0];
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) p[i] = bertc_from_float<T>(in[i]);
+    }
+}
+
+/*
+ * Copies N elements from global to shared memory without widening.  The
+ * global side is read as one vector; the shared side is written in 32-bit
+ * words (or elements, below 4 bytes), so a destination row may be padded
+ * to an odd number of words to keep lanes off each other's banks.
+ */
+template <typename T, int N> BERTC_INLINE void bertc_copy_to_smem(T *dst, const T *src) {
+    constexpr int B = N * (int)sizeof(T);
+    if constexpr (B == 16) {
+        const uint4 r = *reinterpret_cast<const uint4 *>(src);
+        unsigned *d = reinterpret_cast<unsigned *>(dst);
+        d[0] = r.x;
+        d[1] = r.y;
+        d[2] = r.z;
+        d[3] = r.w;
+    } else if constexpr (B == 8) {
+        const uint2 r = *reinterpret_cast<const uint2 *>(src);
+        unsigned *d = reinterpret_cast<unsigned *>(dst);
+        d[0] = r.x;
+        d[1] = r.y;
+    } else if constexpr (B == 4) {
+        *reinterpret_cast<unsigned *>(dst) = *reinterpret_cast<const unsigned *>(src);
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) dst[i] = src[i];
+    }
+}
+
+/* Two adjacent elements as float2: one 32-bit load for 16-bit types, two
+ * scalar loads for float (p need only be element-aligned then). */
+template <typename T> BERTC_INLINE float2 bertc_load2(const T *p) {
+    if constexpr (sizeof(T) == 4) {
+        return make_float2(bertc_to_float(p[0]), bertc_to_float(p[1]));
+    } else {
+        const unsigned w = *reinterpret_cast<const unsigned *>(p);
+        return make_float2(bertc_type<T>::bits_to_float(w), bertc_type<T>::bits_to_float(w >> 16));
+    }
+}
+
+/* The same from a pointer aligned to 2 * sizeof(T): one 64-bit load for float. */
+template <typename T> BERTC_INLINE float2 bertc_load2a(const T *p) {
+    if constexpr (sizeof(T) == 4) {
+        return *reinterpret_cast<const float2 *>(p);
+    } else {
+        return bertc_load2(p);
+    }
+}
+
+/* Two adjacent elements stored from floats; p aligned to 2 * sizeof(T). */
+template <typename T> BERTC_INLINE void bertc_store2(T *p, float a, float b) {
+    if constexpr (sizeof(T) == 4) {
+        *reinterpret_cast<float2 *>(p) = make_float2(a, b);
+    } else {
+        *reinterpret_cast<unsigned *>(p) = bertc_type<T>::float_to_bits(a) | (bertc_type<T>::float_to_bits(b) << 16);
+    }
+}
+
+/* Smallest power of two >= n (compile-time geometry). */
+__host__ __device__ constexpr int bertc_pow2_ceil(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
+
+/* ------------------------------------------------------------ reductions */
+
+/* Butterfly sums: every lane ends with the full warp's value. */
+BERTC_INLINE float bertc_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(BERTC_FULL_MASK, v, o);
+    return v;
+}
+
+BERTC_INLINE float bertc_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(BERTC_FULL_MASK, v, o));
+    return v;
+}
+
+/*
+ * Sum over a block of NWARPS full warps; every thread gets the result.
+ * `scratch` is NWARPS floats of shared memory; the leading barrier lets a
+ * caller reduce twice in a row with the same scratch.
+ */
+template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch) {
+    v = bertc_warp_sum(v);
+    if constexpr (NWARPS == 1) {
+        return v;
+    } else {
+        const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+        __syncthreads();
+        if (lane == 0) scratch[warp] = v;
+        __syncthreads();
+        float t = lane < NWARPS ? scratch[lane] : 0.0f;
+        return bertc_warp_sum(t);
+    }
+}
+
+/* ------------------------------------------------------------ request block */
+
+/* Layout of compiler/kernels.h: int32 len, 3 reserved words, then
+ * input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
+#define BERTC_REQ_HEADER_WORDS 4
+#define BERTC_REQ_INPUT_IDS(bucket) (BERTC_REQ_HEADER_WORDS)
+#define BERTC_REQ_TOKEN_TYPES(bucket) (BERTC_REQ_HEADER_WORDS + (bucket))
+#define BERTC_REQ_ATTENTION_MASK(bucket) (BERTC_REQ_HEADER_WORDS + 2 * (bucket))
+
+/* Real sequence length, clamped to the bucket (the runtime guarantees
+ * 1 <= len <= bucket; the clamp keeps a bad request inside the buffers). */
+template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
+    const int len = req[0];
+    return len < 0 ? 0 : (len > BUCKET ? BUCKET : len);
+}
+
+/* ------------------------------------------------------------ tensor cores */
+
+/*
+ * D += A * B for one m16n8k16 tile with float accumulators; A and B hold
+ * 16-bit T (__half or __nv_bfloat16) packed two per register, in the PTX
+ * ISA's fragment layout (g = lane / 4, t = lane % 4):
+ *   a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..]   a[2] = A[g][2t+8..]   a[3] = A[g+8][2t+8..]
+ *   b[0] = B[2t..2t+1][g]    b[1] = B[2t+8..2t+9][g]
+ *   d[0..1] = D[g][2t..2t+1] d[2..3] = D[g+8][2t..2t+1]
+ * The portable body gathers the rows of A and the columns of B it needs
+ * from the owning lanes with 64-bit shuffles and sums in float.  All 32
+ * lanes must call it together.
+ */
+template <typename T>
+BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (bertc_type<T>::IS_HALF) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+#else
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    /* Row g of A is spread over lanes 4g..4g+3 (a[0], a[2]); row g+8 over
+     * the same lanes (a[1], a[3]).  Column n of B over lanes 4n..4n+3. */
+    const unsigned long long a02 = (unsigned long long)a[0] | ((unsigned long long)a[2] << 32);
+    const unsigned long long a13 = (unsigned long long)a[1] | ((unsigned long long)a[3] << 32);
+    const unsigned long long b01 = (unsigned long long)b[0] | ((unsigned long long)b[1] << 32);
+    float arow[2][16], bcol[2][16];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const unsigned long long lo = __shfl_sync(BERTC_FULL_MASK, a02, 4 * g + s);
+        const unsigned long long hi = __shfl_sync(BERTC_FULL_MASK, a13, 4 * g + s);
+        const unsigned long long c0 = __shfl_sync(BERTC_FULL_MASK, b01, 4 * (2 * t) + s);
+        const unsigned long long c1 = __shfl_sync(BERTC_FULL_MASK, b01, 4 * (2 * t + 1) + s);
+        const unsigned wl[2] = {(unsigned)lo, (unsigned)(lo >> 32)};
+        const unsigned wh[2] = {(unsigned)hi, (unsigned)(hi >> 32)};
+        const unsigned w0[2] = {(unsigned)c0, (unsigned)(c0 >> 32)};
+        const unsigned w1[2] = {(unsigned)c1, (unsigned)(c1 >> 32)};
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            /* word `half` holds k = 2s + 8*half and 2s + 8*half + 1 */
+            const int k = 2 * s + 8 * half;
+            arow[0][k] = bertc_type<T>::bits_to_float(wl[half]);
+            arow[0][k + 1] = bertc_type<T>::bits_to_float(wl[half] >> 16);
+            arow[1][k] = bertc_type<T>::bits_to_float(wh[half]);
+            arow[1][k + 1] = bertc_type<T>::bits_to_float(wh[half] >> 16);
+            bcol[0][k] = bertc_type<T>::bits_to_float(w0[half]);
+            bcol[0][k + 1] = bertc_type<T>::bits_to_float(w0[half] >> 16);
+            bcol[1][k] = bertc_type<T>::bits_to_float(w1[half]);
+            bcol[1][k + 1] = bertc_type<T>::bits_to_float(w1[half] >> 16);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
+            d[2 * r + c] += s;
+        }
+    }
+#endif
+}
+
+/*
+ * Asynchronous 16-byte global -> shared copy (cp.async.cg, sm_80+): when
+ * `valid` is false the destination is zero-filled and nothing is read.
+ * Elsewhere it is an ordinary load and store.  Pair with
+ * bertc_cp_async_commit / bertc_cp_async_wait<N> (no-ops there).
+ */
+BERTC_INLINE void bertc_cp_async16(void *smem, const void *gmem, bool valid) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+#else
+    *reinterpret_cast<uint4 *>(smem) = valid ? *reinterpret_cast<const uint4 *>(gmem) : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+
+BERTC_INLINE void bertc_cp_async_commit() {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Waits until at most N committed groups are still in flight. */
+template <int N> BERTC_INLINE void bertc_cp_async_wait() {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/* ------------------------------------------------------------ LayerNorm of a row in registers */
+
+/*
+ * A row of H elements held by THREADS threads (a warp, or a whole block),
+ * VEC elements per vector, vector i of the row owned by thread i % THREADS
+ * (consecutive threads read consecutive 16-byte pieces: coalesced).  Values
+ * stay in registers from the first load to the store: two passes over
+ * registers (mean, then the mean of squared deviations) rather than the
+ * E[x^2] - E[x]^2 shortcut, which cancels badly and, in 16-bit storage,
+ * would not need to overflow to be wrong.
+ */
+template <int H, int VEC, int THREADS> struct bertc_row_shape {
+    static constexpr int NV = H / VEC;                          /* vectors per row */
+    static constexpr int ITEMS = (NV + THREADS - 1) / THREADS;  /* vectors per thread */
+    static constexpr bool EXACT = NV % THREADS == 0;            /* no thread idles in the last item */
+};
+
+/* Whether item i of thread `tid` lies inside the row. */
+template <int H, int VEC, int THREADS> BERTC_INLINE bool bertc_row_has(int i, int tid) {
+    typedef bertc_row_shape<H, VEC, THREADS> S;
+    return S::EXACT || i < S::ITEMS - 1 || (S::ITEMS - 1) * THREADS + tid < S::NV;
+}
+
+/*
+ * Normalises the row in v (float, [ITEMS][VEC] flattened) and stores
+ * LayerNorm(v) * gamma + beta to out_row.  `scratch`: THREADS / 32 floats
+ * of shared memory when THREADS > 32 (a block per row), unused for a warp.
+ */
+template <typename T, int H, int VEC, int THREADS>
+BERTC_INLINE void bertc_layer_norm_store(float *v, int tid, const T *__restrict__ gamma,
+                                         const T *__restrict__ beta, T *__restrict__ out_row,
+                                         float eps, float *scratch) {
+    typedef bertc_row_shape<H, VEC, THREADS> S;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S::ITEMS; ++i) {
+        if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) sum += v[i * VEC + j];
+        }
+    }
+    const float mean = bertc_block_sum<THREADS / 32>(sum, scratch) / (float)H;
+    float sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S::ITEMS; ++i) {
+        if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+                const float dev = v[i * VEC + j] - mean;
+                sq += dev * dev;
+            }
+        }
+    }
+    const float var = bertc_block_sum<THREADS / 32>(sq, scratch) / (float)H;
+    const float rstd = 1.0f / sqrtf(var + eps);
+#pragma unroll
+    for (int i = 0; i < S::ITEMS; ++i) {
+        if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
+            const int col = (i * THREADS + tid) * VEC;
+            float gm[VEC], bt[VEC], o[VEC];
+            bertc_load_vec<T, VEC>(gamma + col, gm);
+            bertc_load_vec<T, VEC>(beta + col, bt);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) o[j] = (v[i * VEC + j] - mean) * rstd * gm[j] + bt[j];
+            bertc_store_vec<T, VEC>(out_row + col, o);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ activations */
+
+#define BERTC_ACT_NONE 0
+#define BERTC_ACT_GELU_ERF 1
+#define BERTC_ACT_GELU_TANH 2
+#define BERTC_ACT_RELU 3
+#define BERTC_ACT_TANH 4
+
+/* Hugging Face's definitions, in float. */
+template <int ACT> BERTC_INLINE float bertc_activate(float x) {
+    if constexpr (ACT == BERTC_ACT_GELU_ERF) {
+        return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    } else if constexpr (ACT == BERTC_ACT_GELU_TANH) {
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    } else if constexpr (ACT == BERTC_ACT_RELU) {
+        return x < 0.0f ? 0.0f : x; /* NaN stays NaN, as torch.relu */
+    } else if constexpr (ACT == BERTC_ACT_TANH) {
+        return tanhf(x);
+    } else {
+        return x;
+    }
+}
+
+#endif /* BERTC_DEVICE_CUH */

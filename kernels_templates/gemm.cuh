@@ -1,0 +1,238 @@
+/*
+ * gemm.cuh — out[m, n] = act(sum_k x[m, k] * w[n, k] (+ bias[n]) (+ residual[m, n]))
+ * for m < len, with w in Linear layout [N, K].
+ *
+ * Both operands are K-contiguous, so one tile loader serves both: a block
+ * computes a BM x BN tile of out, walking K in steps of 64 bytes (BK = 32
+ * sixteen-bit or 16 float elements) through two shared-memory stages: while
+ * the tensor cores (or the FMA units) work on one stage the next is in
+ * flight.  A stage row is padded to 80 bytes, which keeps both the 16-byte
+ * fill and the 32-bit fragment reads free of bank conflicts (rows land 20
+ * words apart: 8 consecutive rows cover 32 distinct banks).  Rows of x at
+ * or past len, rows of w past N and columns past K are zero-filled in
+ * shared memory, so ragged edges (N = 200, K = 96, a short request) cost
+ * nothing but idle lanes, and padding rows of x are never read.
+ *
+ * Two compute paths over the same tiles, the same four warps and the same
+ * shared memory, so one launch geometry (kernel_dims) fits every arch:
+ *  - tensor cores (16-bit storage, sm_80+ and the emulator): a 2 x 2 grid
+ *    of warps, each a (BM/2) x (BN/2) tile of mma.sync m16n8k16 with float
+ *    accumulators; fragments are read from shared memory as 32-bit words in
+ *    the PTX fragment layout (bertc_mma_16816 documents it); the stage
+ *    fill uses cp.async with zero-fill.
+ *  - SIMT (float storage, and sm_75): each thread owns TM x TN outputs
+ *    spread over the tile (rows tr + i*TR, columns tc + j*TC) and sums
+ *    pairs of k in float.
+ * The epilogue adds bias and residual in float in the IR's order, applies
+ * the activation and rounds once; columns go out in pairs when the sizes
+ * allow.  Defining BERTC_GEMM_FORCE_SIMT selects the SIMT path everywhere
+ * (the emulator uses it to check that path too).
+ */
+#ifndef BERTC_GEMM_CUH
+#define BERTC_GEMM_CUH
+
+#define BERTC_GEMM_THREADS 128
+
+/* Fills one stage: ROWS rows of BK elements from src (leading dimension
+ * LDSRC) starting at row row0 and column k0; rows >= nvalid and columns
+ * >= K become zeros. */
+template <typename T, int ROWS, int BK, int BKP, int K, int LDSRC, int VEC, bool ASYNC>
+BERTC_INLINE void bertc_gemm_fill(T *__restrict__ dst, const T *__restrict__ src, int row0, int nvalid, int k0,
+                                  int tid) {
+    constexpr int CPR = BK / VEC; /* chunks per row */
+    constexpr int TOTAL = ROWS * CPR;
+#pragma unroll
+    for (int i0 = 0; i0 < TOTAL; i0 += BERTC_GEMM_THREADS) {
+        const int i = i0 + tid;
+        if (TOTAL % BERTC_GEMM_THREADS == 0 || i < TOTAL) {
+            const int r = i / CPR, c = (i - r * CPR) * VEC;
+            const int gr = row0 + r, gk = k0 + c;
+            const bool ok = gr < nvalid && gk < K; /* K % VEC == 0: a chunk is all in or all out */
+            T *d = dst + r * BKP + c;
+            const T *s = src + (ok ? (size_t)gr * LDSRC + gk : (size_t)0);
+            if constexpr (ASYNC) {
+                bertc_cp_async16(d, s, ok);
+            } else if (ok) {
+                bertc_copy_to_smem<T, VEC>(d, s);
+            } else {
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) d[j] = bertc_from_float<T>(0.0f);
+            }
+        }
+    }
+}
+
+/* Bias, residual, activation, rounding and the store of out[row][col]
+ * and out[row][col + 1] (PAIR: both in range and 2-aligned). */
+template <typename T, int N, int OLD, int RLD, bool BIAS, bool RES, int ACT, bool PAIR>
+BERTC_INLINE void bertc_gemm_store2(T *__restrict__ out, const T *__restrict__ bias, const T *__restrict__ res,
+                                    int row, int col, float v0, float v1) {
+    if constexpr (PAIR) {
+        if (col < N) {
+            if constexpr (BIAS) {
+                const float2 b = bertc_load2a(bias + col);
+                v0 += b.x;
+                v1 += b.y;
+            }
+            if constexpr (RES) {
+                const float2 r = bertc_load2a(res + (size_t)row * RLD + col);
+                v0 += r.x;
+                v1 += r.y;
+            }
+            bertc_store2<T>(out + (size_t)row * OLD + col, bertc_activate<ACT>(v0), bertc_activate<ACT>(v1));
+        }
+    } else {
+        float v[2] = {v0, v1};
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int cc = col + e;
+            if (cc < N) {
+                float a = v[e];
+                if constexpr (BIAS) a += bertc_to_float(bias[cc]);
+                if constexpr (RES) a += bertc_to_float(res[(size_t)row * RLD + cc]);
+                out[(size_t)row * OLD + cc] = bertc_from_float<T>(bertc_activate<ACT>(a));
+            }
+        }
+    }
+}
+
+template <typename T, int N, int OLD, int RLD, bool BIAS, bool RES, int ACT>
+BERTC_INLINE void bertc_gemm_store1(T *__restrict__ out, const T *__restrict__ bias, const T *__restrict__ res,
+                                    int row, int col, float a) {
+    if (col < N) {
+        if constexpr (BIAS) a += bertc_to_float(bias[col]);
+        if constexpr (RES) a += bertc_to_float(res[(size_t)row * RLD + col]);
+        out[(size_t)row * OLD + col] = bertc_from_float<T>(bertc_activate<ACT>(a));
+    }
+}
+
+template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM,
+          int BN, int VEC>
+BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
+                             const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res) {
+    constexpr int BK = 64 / (int)sizeof(T);
+    constexpr int BKP = BK + 16 / (int)sizeof(T);
+    constexpr int KTILES = (K + BK - 1) / BK;
+#ifdef BERTC_GEMM_FORCE_SIMT
+    constexpr bool MMA = false;
+#else
+    constexpr bool MMA = BERTC_HAS_MMA16816 && sizeof(T) == 2;
+#endif
+    constexpr bool ASYNC = BERTC_HAS_MMA16816 && VEC * sizeof(T) == 16;
+    constexpr bool PAIR = N % 2 == 0 && OLD % 2 == 0 && (!RES || RLD % 2 == 0);
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0, "gemm geometry");
+
+    BERTC_DYNAMIC_SMEM(unsigned char, smem);
+    T *As = reinterpret_cast<T *>(smem); /* [2][BM][BKP] */
+    T *Bs = As + 2 * BM * BKP;           /* [2][BN][BKP] */
+
+    const int len = bertc_req_len<BUCKET>(req);
+    const int n0 = (int)blockIdx.x * BN, m0 = (int)blockIdx.y * BM;
+    if (m0 >= len) return;
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+    /* tensor-core geometry: 2 x 2 warps */
+    constexpr int WTM = BM / 2, WTN = BN / 2, MI = WTM / 16, NI = WTN / 8;
+    const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+    /* SIMT geometry: TR x TC threads, TM x TN outputs each */
+    constexpr int TN = BN >= 128 ? 8 : 4, TC = BN / TN, TR = BERTC_GEMM_THREADS / TC, TM = BM / TR;
+    const int tr = tid / TC, tc = tid - (tid / TC) * TC;
+
+    float acc[MMA ? MI * NI * 4 : TM * TN];
+#pragma unroll
+    for (int i = 0; i < (MMA ? MI * NI * 4 : TM * TN); ++i) acc[i] = 0.0f;
+
+    bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As, x, m0, len, 0, tid);
+    bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs, w, n0, N, 0, tid);
+    bertc_cp_async_commit();
+
+    for (int kt = 0; kt < KTILES; ++kt) {
+        const int st = kt & 1;
+        if (kt + 1 < KTILES) {
+            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + (st ^ 1) * BM * BKP, x, m0, len, (kt + 1) * BK,
+                                                                tid);
+            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + (st ^ 1) * BN * BKP, w, n0, N, (kt + 1) * BK, tid);
+            bertc_cp_async_commit();
+            bertc_cp_async_wait<1>();
+        } else {
+            bertc_cp_async_wait<0>();
+        }
+        __syncthreads();
+        const T *A = As + st * BM * BKP;
+        const T *B = Bs + st * BN * BKP;
+        if constexpr (MMA) {
+#pragma unroll
+            for (int ks = 0; ks < BK / 16; ++ks) {
+                unsigned a[MI][4], b[NI][2];
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi) {
+                    const T *ap = A + (wm * WTM + mi * 16 + g) * BKP + ks * 16 + 2 * t;
+                    a[mi][0] = *reinterpret_cast<const unsigned *>(ap);
+                    a[mi][1] = *reinterpret_cast<const unsigned *>(ap + 8 * BKP);
+                    a[mi][2] = *reinterpret_cast<const unsigned *>(ap + 8);
+                    a[mi][3] = *reinterpret_cast<const unsigned *>(ap + 8 * BKP + 8);
+                }
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) {
+                    const T *bp = B + (wn * WTN + ni * 8 + g) * BKP + ks * 16 + 2 * t;
+                    b[ni][0] = *reinterpret_cast<const unsigned *>(bp);
+                    b[ni][1] = *reinterpret_cast<const unsigned *>(bp + 8);
+                }
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni) bertc_mma_16816<T>(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
+                }
+            }
+        } else {
+#pragma unroll 4
+            for (int kk = 0; kk < BK; kk += 2) {
+                float2 av[TM], bv[TN];
+#pragma unroll
+                for (int i = 0; i < TM; ++i) av[i] = bertc_load2(A + (tr + i * TR) * BKP + kk);
+#pragma unroll
+                for (int j = 0; j < TN; ++j) bv[j] = bertc_load2(B + (tc + j * TC) * BKP + kk);
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) {
+                        acc[i * TN + j] += av[i].x * bv[j].x;
+                        acc[i * TN + j] += av[i].y * bv[j].y;
+                    }
+                }
+            }
+        }
+        __syncthreads(); /* the stage is refilled next iteration */
+    }
+
+    if constexpr (MMA) {
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+            for (int hf = 0; hf < 2; ++hf) {
+                const int row = m0 + wm * WTM + mi * 16 + g + 8 * hf;
+                if (row < len) {
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni) {
+                        const int col = n0 + wn * WTN + ni * 8 + 2 * t;
+                        const float *v = acc + (mi * NI + ni) * 4 + 2 * hf;
+                        bertc_gemm_store2<T, N, OLD, RLD, BIAS, RES, ACT, PAIR>(out, bias, res, row, col, v[0], v[1]);
+                    }
+                }
+            }
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int row = m0 + tr + i * TR;
+            if (row < len) {
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    bertc_gemm_store1<T, N, OLD, RLD, BIAS, RES, ACT>(out, bias, res, row, n0 + tc + j * TC,
+                                                                     acc[i * TN + j]);
+            }
+        }
+    }
+}
+
+#endif /* BERTC_GEMM_CUH */

@@ -1,0 +1,104 @@
+#!/bin/sh
+# `bertc compile` and `bertc inspect` end to end: a plan for every fixture
+# (each a different activation / token types / pooler / storage dtype),
+# determinism, the JSON fields `inspect --json` promises, the per-layer
+# launch budget, the kernel source view, and bad input (no plan written).
+B=${BERTC:-build/bertc}
+BUILD=${BERTC_BUILD_DIR:-build}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+expect() {
+    name=$1 want=$2
+    shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then pass "$name"; else fail "$name" "exit $got, expected $want; stderr: $(head -c 400 "$T/err")"; fi
+}
+contains() { if grep -qF -- "$3" "$2"; then pass "$1"; else fail "$1" "'$3' not in $(head -c 300 "$2")"; fi; }
+absent() { if [ ! -e "$2" ] && ! ls "$(dirname "$2")" | grep -qF "$(basename "$2").tmp"; then pass "$1"; else fail "$1" "$2 (or a temp file) exists"; fi; }
+
+for m in tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh; do
+    expect "import-$m" 0 "$B" import "$BUILD/hf/$m" -o "$T/$m.yaml"
+done
+
+# Every fixture compiles (fp16 default archs for one, single arch for the rest to keep CI fast).
+expect compile-tiny 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/tiny.plan"
+expect compile-tiny-again 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/tiny2.plan" -j 1
+if cmp -s "$T/tiny.plan" "$T/tiny2.plan"; then pass compile-deterministic; else fail compile-deterministic "two compiles differ"; fi
+expect compile-prefixed-bf16 0 "$B" compile "$T/tiny-bert-prefixed.yaml" -o "$T/prefixed.plan" --precision bf16 --arch sm_80
+expect compile-relu-fp32 0 "$B" compile "$T/tiny-bert-relu.yaml" -o "$T/relu.plan" --precision fp32 --arch sm_90 --buckets 16,48
+expect compile-tanh 0 "$B" compile "$T/tiny-bert-tanh.yaml" -o "$T/tanh.plan" --arch sm_86
+
+expect inspect-json 0 "$B" inspect "$T/tiny.plan" --json
+cp "$T/out" "$T/tiny.json"
+if python3 - "$T/tiny.json" <<'PY' >"$T/py" 2>&1
+import json, sys
+j = json.load(open(sys.argv[1]))
+for key in ("format_version", "precision", "archs", "weights_bytes", "arena_bytes", "buckets"):
+    assert key in j, key
+assert j["precision"] == "fp16", j["precision"]
+assert j["archs"] == ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"], j["archs"]
+assert [b["seq_len"] for b in j["buckets"]] == [32, 64], [b["seq_len"] for b in j["buckets"]]
+layers = 3
+for b in j["buckets"]:
+    for key in ("seq_len", "launches", "flops", "min_hbm_bytes", "steps"):
+        assert key in b, key
+    assert b["launches"] == len(b["steps"])
+    # <= 7 per encoder layer + embedding + pooler
+    assert b["launches"] <= 7 * layers + 2, b["launches"]
+    assert abs(sum(s["flops"] for s in b["steps"]) - b["flops"]) <= 1e-6 * b["flops"] + 1
+    assert sum(s["min_hbm_bytes"] for s in b["steps"]) == b["min_hbm_bytes"]
+# the matmul FLOPs of a layer at S are at least 2*S*(4*H*H + 2*H*I)
+b = j["buckets"][0]
+S, H, I = b["seq_len"], 96, 200
+assert b["flops"] >= layers * 2 * S * (4 * H * H + 2 * H * I), b["flops"]
+# at least one image per arch plus PTX for the lowest
+kinds = sorted((im["arch"], im["kind"]) for im in j["images"])
+assert ("compute_75", "ptx") in kinds, kinds
+print("ok")
+PY
+then pass inspect-json-fields; else fail inspect-json-fields "$(tail -3 "$T/py")"; fi
+
+expect inspect-text 0 "$B" inspect "$T/relu.plan"
+contains inspect-text-bucket "$T/out" "bucket 16:"
+contains inspect-text-bucket48 "$T/out" "bucket 48:"
+contains inspect-text-gemm "$T/out" "cublasLt gemm"
+entry=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['kernels'][0]['entry'])" "$T/tiny.json")
+expect inspect-source 0 "$B" inspect "$T/tiny.plan" --source "$entry"
+if head -1 "$T/out" | grep -q '^// bertc template='; then pass inspect-source-header; else fail inspect-source-header "first line: $(head -1 "$T/out")"; fi
+contains inspect-source-entry "$T/out" "$entry"
+expect inspect-source-missing 2 "$B" inspect "$T/tiny.plan" --source nosuchkernel
+
+# Bad input: clear error, non-zero exit, no plan.
+expect bad-arch 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad1.plan" --arch sm_80,sm_31
+contains bad-arch-msg "$T/err" "sm_31"
+contains bad-arch-lists "$T/err" "sm_90"
+absent bad-arch-no-plan "$T/bad1.plan"
+expect bad-bucket-mult 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad2.plan" --buckets 32,60
+contains bad-bucket-mult-msg "$T/err" "'60' is not a positive multiple of 8"
+absent bad-bucket-mult-no-plan "$T/bad2.plan"
+expect bad-bucket-max 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad3.plan" --buckets 32,128
+contains bad-bucket-max-msg "$T/err" "above the model's max_seq_len 64"
+expect bad-precision 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad4.plan" --precision int8
+printf 'bertc: 1\nname: x\nmax_seq_len: [\n' >"$T/broken.yaml"
+expect bad-yaml 2 "$B" compile "$T/broken.yaml" -o "$T/bad5.plan"
+contains bad-yaml-pos "$T/err" "broken.yaml:4:1:"
+absent bad-yaml-no-plan "$T/bad5.plan"
+head -c 20000 "$BUILD/hf/tiny-bert/model.safetensors" >"$T/trunc.safetensors"
+sed "s|^weights: .*|weights: $T/trunc.safetensors|" "$T/tiny-bert.yaml" >"$T/trunc.yaml"
+expect bad-weights 2 "$B" compile "$T/trunc.yaml" -o "$T/bad6.plan"
+contains bad-weights-msg "$T/err" "trunc.safetensors"
+absent bad-weights-no-plan "$T/bad6.plan"
+cp "$T/tiny.plan" "$T/old.plan"
+expect bad-keeps-old 2 "$B" compile "$T/broken.yaml" -o "$T/old.plan"
+if cmp -s "$T/tiny.plan" "$T/old.plan"; then pass bad-keeps-old-plan; else fail bad-keeps-old-plan "existing plan changed"; fi
+# A corrupted plan is rejected by inspect with an offset.
+cp "$T/tiny.plan" "$T/flip.plan"
+python3 -c "
+import sys
+p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x10; open(p,'wb').write(b)" "$T/flip.plan"
+expect inspect-corrupt 2 "$B" inspect "$T/flip.plan"
+contains inspect-corrupt-msg "$T/err" "checksum"

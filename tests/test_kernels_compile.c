@@ -1,0 +1,584 @@
+/*
+ * test_kernels_compile — every generated kernel kind goes through NVRTC.
+ *
+ * The kernels' numbers are checked on the emulated device; this test
+ * checks what only the real toolchain can: that the text the generators
+ * produce for a representative spread of parameters (hidden 96..4096 and
+ * awkward 80/97, head_dim 16/20/32/64/128, buckets 32..512, each storage
+ * dtype, with and without bias and residual, each activation, N = 200 and
+ * K = 96) compiles for every default architecture, that ptxas neither
+ * spills nor exceeds the registers a launch of the reported block size
+ * can have, and that the text and names behave as kernels.h promises
+ * (first line naming the template and every parameter, names equal iff
+ * specs equal, launch dims sized for the bucket).  It also checks the
+ * compile driver itself: dedupe by content, a broken kernel's message
+ * carries NVRTC's words and the numbered source line, an unknown
+ * architecture is refused.
+ *
+ * All kernels are compiled as one program per architecture, the
+ * architectures two at a time: the test's run time is dominated by that
+ * single kbuild_compile call (printed).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "kbuild.h"
+#include "kernels.h"
+
+#define T_MAX_SPECS 64
+
+static kernel_spec t_specs[T_MAX_SPECS];
+static int t_nspecs;
+
+static kernel_spec *t_new(kernel_kind kind, ir_dtype dt, int bucket) {
+    kernel_spec *s = &t_specs[t_nspecs++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->dtype = dt;
+    s->bucket = bucket;
+    return s;
+}
+
+static void t_embed(ir_dtype dt, int bucket, int hidden, int ngathers) {
+    static const kernel_index order[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_POSITION, KERNEL_INDEX_TOKEN_TYPES};
+    static const int rows[3] = {30522, 512, 2};
+    kernel_spec *s = t_new(KERNEL_KIND_EMBED_LN, dt, bucket);
+    s->hidden = hidden;
+    s->eps = 1e-12f;
+    s->ngathers = ngathers;
+    for (int g = 0; g < ngathers; g++) {
+        s->gather_index[g] = order[g];
+        s->table_rows[g] = rows[g];
+    }
+}
+
+static void t_add_ln(ir_dtype dt, int bucket, int hidden, int bias, int res) {
+    kernel_spec *s = t_new(KERNEL_KIND_ADD_LN, dt, bucket);
+    s->hidden = hidden;
+    s->eps = 1e-5f;
+    s->has_bias = bias;
+    s->has_residual = res;
+}
+
+static void t_attention(ir_dtype dt, int bucket, int heads, int head_dim) {
+    kernel_spec *s = t_new(KERNEL_KIND_ATTENTION, dt, bucket);
+    int h = heads * head_dim;
+    s->heads = heads;
+    s->head_dim = head_dim;
+    s->scale = 1.0f / (float)head_dim;
+    s->qkv_ld = 3 * h;
+    s->q_off = 0;
+    s->k_off = h;
+    s->v_off = 2 * h;
+    s->ctx_ld = h;
+}
+
+static void t_gemm(ir_dtype dt, int bucket, int n, int k, int bias, int res, int has_act, ir_act act) {
+    kernel_spec *s = t_new(KERNEL_KIND_GEMM, dt, bucket);
+    s->n = n;
+    s->k = k;
+    s->x_ld = k;
+    s->out_ld = n;
+    s->res_ld = res ? n : 0;
+    s->has_bias = bias;
+    s->has_residual = res;
+    s->has_act = has_act;
+    s->act = act;
+}
+
+/* The representative set; the first entries of each kind are "main" configs. */
+static void t_specs_init(void) {
+    if (t_nspecs) return;
+    const ir_dtype F32 = IR_DTYPE_F32, F16 = IR_DTYPE_F16, BF16 = IR_DTYPE_BF16;
+    t_embed(F32, 128, 96, 3);
+    t_embed(F16, 128, 384, 3);
+    t_embed(BF16, 512, 768, 2);
+    t_embed(F32, 64, 1024, 1);
+    t_embed(F16, 256, 2048, 3);  /* a block per row */
+    t_embed(BF16, 32, 97, 3);    /* odd: scalar loads */
+
+    t_add_ln(F32, 128, 96, 1, 1);
+    t_add_ln(F16, 384, 384, 1, 1);
+    t_add_ln(BF16, 128, 768, 1, 1);
+    t_add_ln(F16, 512, 1024, 0, 1);
+    t_add_ln(F32, 32, 384, 1, 0);
+    t_add_ln(BF16, 64, 4096, 1, 1); /* a block per row */
+    t_add_ln(F16, 128, 80, 0, 0);
+
+    t_attention(F32, 32, 6, 16);
+    t_attention(F16, 64, 4, 20);
+    t_attention(BF16, 128, 12, 32);
+    t_attention(F16, 128, 12, 64);
+    t_attention(F16, 512, 12, 64);
+    t_attention(BF16, 256, 16, 64);
+    t_attention(F32, 384, 12, 64);
+    t_attention(F32, 512, 8, 128);
+    t_attention(F16, 512, 8, 128);
+
+    t_gemm(F16, 128, 2304, 768, 1, 0, 0, IR_ACT_GELU_ERF);   /* QKV */
+    t_gemm(F16, 128, 3072, 768, 1, 0, 1, IR_ACT_GELU_ERF);   /* FC1 + gelu */
+    t_gemm(F16, 128, 768, 3072, 1, 1, 0, IR_ACT_GELU_ERF);   /* FC2 + residual */
+    t_gemm(BF16, 512, 768, 768, 1, 1, 0, IR_ACT_GELU_ERF);
+    t_gemm(F32, 128, 1536, 384, 1, 0, 1, IR_ACT_GELU_TANH);
+    t_gemm(F32, 32, 200, 96, 1, 1, 1, IR_ACT_RELU);          /* tiny-bert FC1 sizes */
+    t_gemm(BF16, 64, 200, 96, 1, 0, 1, IR_ACT_TANH);
+    t_gemm(F16, 512, 1024, 4096, 1, 1, 1, IR_ACT_GELU_ERF);
+    t_gemm(F32, 32, 65, 97, 1, 1, 0, IR_ACT_RELU);           /* odd everything */
+    t_gemm(F16, 64, 30, 100, 0, 0, 1, IR_ACT_TANH);
+}
+
+static const char *t_first_line(const char *text, char *buf, size_t cap) {
+    const char *e = strchr(text, '\n');
+    size_t n = e ? (size_t)(e - text) : strlen(text);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Whether the space-separated token `tok` occurs in line. */
+static int t_has_token(const char *line, const char *tok) {
+    size_t n = strlen(tok);
+    for (const char *p = strstr(line, tok); p; p = strstr(p + 1, tok))
+        if ((p == line || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int t_has_kv(const char *line, const char *key, int value) {
+    char tok[96];
+    snprintf(tok, sizeof tok, "%s=%d", key, value);
+    return t_has_token(line, tok);
+}
+
+static int t_has_key(const char *line, const char *key) {
+    char tok[64];
+    snprintf(tok, sizeof tok, " %s=", key);
+    return strstr(line, tok) != NULL;
+}
+
+/* ------------------------------------------------------------ cases */
+
+static void test_kinds(void) {
+    CHECK(strcmp(kernel_kind_name(KERNEL_KIND_EMBED_LN), "embed_ln") == 0, "embed_ln name");
+    CHECK(strcmp(kernel_kind_name(KERNEL_KIND_ADD_LN), "add_ln") == 0, "add_ln name");
+    CHECK(strcmp(kernel_kind_name(KERNEL_KIND_ATTENTION), "attention") == 0, "attention name");
+    CHECK(strcmp(kernel_kind_name(KERNEL_KIND_GEMM), "gemm") == 0, "gemm name");
+    CHECK(kernel_arg_count(KERNEL_KIND_EMBED_LN) == 7, "embed_ln args %d", kernel_arg_count(KERNEL_KIND_EMBED_LN));
+    CHECK(kernel_arg_count(KERNEL_KIND_ADD_LN) == 7, "add_ln args");
+    CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 3, "attention args");
+    CHECK(kernel_arg_count(KERNEL_KIND_GEMM) == 6, "gemm args");
+    /* the entry point takes exactly kernel_arg_count pointers */
+    t_specs_init();
+    for (int i = 0; i < t_nspecs; i++) {
+        char *text, *entry;
+        diag d;
+        diag_init(&d);
+        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
+            continue;
+        }
+        const char *sig = strstr(text, entry);
+        int stars = 0;
+        for (const char *p = sig; p && *p && *p != ')'; p++) stars += *p == '*';
+        CHECK(stars == kernel_arg_count(t_specs[i].kind), "%s: %d pointer arguments", entry, stars);
+        free(text);
+        free(entry);
+    }
+}
+
+static void test_first_line(void) {
+    t_specs_init();
+    for (int i = 0; i < t_nspecs; i++) {
+        const kernel_spec *s = &t_specs[i];
+        char *text, *entry, line[1024], tok[128];
+        diag d;
+        diag_init(&d);
+        if (kernel_source(s, &text, &entry, &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
+            continue;
+        }
+        t_first_line(text, line, sizeof line);
+        snprintf(tok, sizeof tok, "template=%s", kernel_kind_name(s->kind));
+        CHECK(strncmp(line, "// ", 3) == 0, "%s: first line is not a comment: %s", entry, line);
+        CHECK(t_has_token(line, tok), "%s: first line does not name the template: %s", entry, line);
+        snprintf(tok, sizeof tok, "dtype=%s", ir_dtype_name(s->dtype));
+        CHECK(t_has_token(line, tok), "%s: dtype missing: %s", entry, line);
+        CHECK(t_has_kv(line, "bucket", s->bucket), "%s: bucket missing: %s", entry, line);
+        switch (s->kind) {
+        case KERNEL_KIND_EMBED_LN:
+        case KERNEL_KIND_ADD_LN:
+            CHECK(t_has_kv(line, "hidden", s->hidden), "%s: hidden: %s", entry, line);
+            CHECK(t_has_key(line, "eps"), "%s: eps: %s", entry, line);
+            if (s->kind == KERNEL_KIND_EMBED_LN) {
+                CHECK(t_has_kv(line, "ngathers", s->ngathers), "%s: ngathers: %s", entry, line);
+                for (int g = 0; g < s->ngathers; g++) {
+                    char key[32];
+                    snprintf(key, sizeof key, "gather_index%d", g);
+                    CHECK(t_has_key(line, key), "%s: %s: %s", entry, key, line);
+                    snprintf(key, sizeof key, "table_rows%d", g);
+                    CHECK(t_has_kv(line, key, s->table_rows[g]), "%s: %s: %s", entry, key, line);
+                }
+            } else {
+                CHECK(t_has_kv(line, "has_bias", s->has_bias), "%s: has_bias: %s", entry, line);
+                CHECK(t_has_kv(line, "has_residual", s->has_residual), "%s: has_residual: %s", entry, line);
+            }
+            break;
+        case KERNEL_KIND_ATTENTION:
+            CHECK(t_has_kv(line, "heads", s->heads) && t_has_kv(line, "head_dim", s->head_dim) &&
+                      t_has_key(line, "scale") && t_has_kv(line, "qkv_ld", s->qkv_ld) &&
+                      t_has_kv(line, "q_off", s->q_off) && t_has_kv(line, "k_off", s->k_off) &&
+                      t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld),
+                  "%s: attention parameters: %s", entry, line);
+            break;
+        case KERNEL_KIND_GEMM:
+            CHECK(t_has_kv(line, "n", s->n) && t_has_kv(line, "k", s->k) && t_has_kv(line, "x_ld", s->x_ld) &&
+                      t_has_kv(line, "out_ld", s->out_ld) && t_has_kv(line, "res_ld", s->res_ld) &&
+                      t_has_kv(line, "has_bias", s->has_bias) && t_has_kv(line, "has_residual", s->has_residual) &&
+                      t_has_kv(line, "has_act", s->has_act) && t_has_key(line, "act"),
+                  "%s: gemm parameters: %s", entry, line);
+            if (s->has_act) {
+                snprintf(tok, sizeof tok, "act=%s", ir_act_name(s->act));
+                CHECK(t_has_token(line, tok), "%s: act: %s", entry, line);
+            }
+            break;
+        default: break;
+        }
+        /* one self-contained unit: header, extern "C" entry, export */
+        CHECK(strstr(text, "#ifndef BERTC_DEVICE_CUH") != NULL, "%s: device header missing", entry);
+        snprintf(tok, sizeof tok, "BERTC_KERNEL_EXPORT(%s)", entry);
+        CHECK(strstr(text, tok) != NULL, "%s: no export line", entry);
+        CHECK(strstr(text, "extern \"C\" __global__") != NULL, "%s: no extern \"C\" entry", entry);
+        free(text);
+        free(entry);
+    }
+}
+
+static void test_names(void) {
+    t_specs_init();
+    char *texts[T_MAX_SPECS] = {0}, *entries[T_MAX_SPECS] = {0};
+    diag d;
+    diag_init(&d);
+    for (int i = 0; i < t_nspecs; i++)
+        CHECK(kernel_source(&t_specs[i], &texts[i], &entries[i], &d) == 0, "spec %d: %s", i, d.text);
+    for (int i = 0; i < t_nspecs; i++) {
+        if (!entries[i]) continue;
+        for (int j = 0; j < i; j++) {
+            if (!entries[j]) continue;
+            CHECK(strcmp(entries[i], entries[j]) != 0, "specs %d and %d share the name %s", i, j, entries[i]);
+        }
+        /* an equal spec — with fields the kind does not read changed — gives equal name and text */
+        kernel_spec s = t_specs[i];
+        if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f;
+        if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
+        if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
+        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.hidden = 17, s.eps = 0.5f;
+        char *t2, *e2;
+        if (kernel_source(&s, &t2, &e2, &d) != 0) {
+            CHECK(0, "spec %d again: %s", i, d.text);
+            continue;
+        }
+        CHECK(strcmp(e2, entries[i]) == 0, "equal specs, different names %s / %s", e2, entries[i]);
+        CHECK(strcmp(t2, texts[i]) == 0, "equal specs, different texts for %s", e2);
+        free(t2);
+        free(e2);
+        /* one relevant field changed: a different name */
+        s = t_specs[i];
+        switch (s.kind) {
+        case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
+        case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
+        case KERNEL_KIND_ATTENTION: s.scale *= 0.5f; break;
+        default: s.has_act = !s.has_act; break;
+        }
+        if (kernel_source(&s, &t2, &e2, &d) == 0) {
+            CHECK(strcmp(e2, entries[i]) != 0, "a changed spec kept the name %s", e2);
+            free(t2);
+            free(e2);
+        } else {
+            CHECK(0, "changed spec %d: %s", i, d.text);
+        }
+    }
+    for (int i = 0; i < t_nspecs; i++) {
+        free(texts[i]);
+        free(entries[i]);
+    }
+}
+
+static void test_dims(void) {
+    t_specs_init();
+    for (int i = 0; i < t_nspecs; i++) {
+        const kernel_spec *s = &t_specs[i];
+        kernel_launch_dims dm;
+        diag d;
+        diag_init(&d);
+        if (kernel_dims(s, &dm, &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
+            continue;
+        }
+        unsigned threads = dm.block[0] * dm.block[1] * dm.block[2];
+        CHECK(threads >= 32 && threads <= 1024 && threads % 32 == 0, "spec %d: block of %u threads", i, threads);
+        CHECK(dm.shared_bytes <= 48u * 1024u, "spec %d: %u bytes of dynamic shared memory need an opt-in", i,
+              dm.shared_bytes);
+        CHECK(dm.grid[0] >= 1 && dm.grid[1] >= 1 && dm.grid[2] >= 1, "spec %d: empty grid", i);
+        switch (s->kind) {
+        case KERNEL_KIND_EMBED_LN:
+        case KERNEL_KIND_ADD_LN: {
+            /* enough row owners for every row of the bucket, and not a whole block more */
+            unsigned per_block = threads == 128 && s->hidden <= 1024 ? 4 : 1;
+            CHECK(dm.grid[0] * per_block >= (unsigned)s->bucket && (dm.grid[0] - 1) * per_block < (unsigned)s->bucket,
+                  "spec %d: grid %u for bucket %d", i, dm.grid[0], s->bucket);
+            CHECK(dm.shared_bytes == 0, "spec %d: LayerNorm uses dynamic shared memory", i);
+            break;
+        }
+        case KERNEL_KIND_ATTENTION:
+            CHECK(dm.grid[0] == (unsigned)s->heads, "spec %d: grid.x %u != heads", i, dm.grid[0]);
+            CHECK(dm.grid[1] * 16 >= (unsigned)s->bucket && dm.grid[1] * 32 < (unsigned)s->bucket + 32,
+                  "spec %d: %u query tiles for bucket %d", i, dm.grid[1], s->bucket);
+            CHECK(dm.shared_bytes > 0, "spec %d: attention without shared memory", i);
+            break;
+        case KERNEL_KIND_GEMM:
+            CHECK(dm.grid[0] * 32 >= (unsigned)s->n && dm.grid[0] * 128 < (unsigned)s->n + 128,
+                  "spec %d: grid.x %u for n %d", i, dm.grid[0], s->n);
+            CHECK(dm.grid[1] * 32 >= (unsigned)s->bucket && dm.grid[1] * 64 < (unsigned)s->bucket + 64,
+                  "spec %d: grid.y %u for bucket %d", i, dm.grid[1], s->bucket);
+            break;
+        default: break;
+        }
+    }
+}
+
+static void test_invalid_specs(void) {
+    diag d;
+    char *text, *entry;
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_ATTENTION;
+    s.dtype = IR_DTYPE_F16;
+    s.bucket = 128;
+    s.heads = 4;
+    s.head_dim = 63;
+    s.scale = 0.125f;
+    s.qkv_ld = 3 * 252;
+    s.k_off = 252;
+    s.v_off = 504;
+    s.ctx_ld = 252;
+    diag_init(&d);
+    CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "head_dim 63"), "odd head_dim: %s", d.text);
+    CHECK(text == NULL && entry == NULL, "outputs not cleared on failure");
+    s.head_dim = 256;
+    diag_init(&d);
+    kernel_launch_dims dm;
+    CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "head_dim 256"), "head_dim 256: %s", d.text);
+
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_ADD_LN;
+    s.dtype = IR_DTYPE_I32;
+    s.bucket = 32;
+    s.hidden = 64;
+    diag_init(&d);
+    CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "int32"), "int32 storage: %s", d.text);
+    s.dtype = IR_DTYPE_F32;
+    s.hidden = 0;
+    diag_init(&d);
+    CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "hidden"), "hidden 0: %s", d.text);
+
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_GEMM;
+    s.dtype = IR_DTYPE_BF16;
+    s.bucket = 64;
+    s.n = 100;
+    s.k = 64;
+    s.x_ld = 32;
+    s.out_ld = 100;
+    diag_init(&d);
+    CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "x_ld 32"), "x_ld < k: %s", d.text);
+    s.kind = (kernel_kind)42;
+    diag_init(&d);
+    CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "42"), "bad kind: %s", d.text);
+}
+
+static void test_compile_all_archs(void) {
+    t_specs_init();
+    /* every spec, plus the first three again: kbuild must compile them once */
+    int n = t_nspecs + 3;
+    char *texts[T_MAX_SPECS + 3] = {0}, *entries[T_MAX_SPECS + 3] = {0};
+    kbuild_unit units[T_MAX_SPECS + 3];
+    diag d;
+    diag_init(&d);
+    for (int i = 0; i < n; i++) {
+        const kernel_spec *s = &t_specs[i < t_nspecs ? i : i - t_nspecs];
+        if (kernel_source(s, &texts[i], &entries[i], &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
+            goto out;
+        }
+        units[i].text = texts[i];
+        units[i].entry = entries[i];
+    }
+    kbuild_options opt = {0};
+    opt.jobs = 2;
+    kbuild_result r;
+    if (kbuild_compile(units, n, kbuild_default_archs, kbuild_default_arch_count, &opt, &r, &d) != 0) {
+        CHECK(0, "compile failed: %s", d.text);
+        goto out;
+    }
+    printf("    %d kernels (%d distinct), %d archs: %.1f s wall\n", n, r.ndistinct, kbuild_default_arch_count,
+           r.seconds);
+    CHECK(r.nunits == n && r.ndistinct == t_nspecs, "%d distinct of %d (expected %d)", r.ndistinct, n, t_nspecs);
+    for (int i = t_nspecs; i < n; i++)
+        CHECK(r.distinct_of[i] == i - t_nspecs, "unit %d is a copy of %d, not %d", i, i - t_nspecs, r.distinct_of[i]);
+    CHECK(r.nimages == kbuild_default_arch_count + 1, "%d images", r.nimages);
+    int spills = 0;
+    for (int a = 0; a < r.nimages; a++) {
+        const kbuild_image *im = &r.images[a];
+        if (im->is_ptx) {
+            CHECK(strcmp(im->arch, "compute_75") == 0, "PTX image for %s", im->arch);
+            CHECK(im->size > 0 && strstr((const char *)im->data, ".target sm_75") != NULL, "PTX without .target");
+            for (int i = 0; i < t_nspecs; i++) {
+                char vis[300];
+                snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
+                CHECK(strstr((const char *)im->data, vis) != NULL, "PTX lacks %s", entries[i]);
+            }
+            continue;
+        }
+        CHECK(strcmp(im->arch, kbuild_default_archs[a]) == 0, "image %d is %s", a, im->arch);
+        CHECK(im->size > 64 && memcmp(im->data, "\177ELF", 4) == 0, "%s: CUBIN is not ELF", im->arch);
+        CHECK(im->seconds > 0.0, "%s: no compile time recorded", im->arch);
+        int maxreg = 0;
+        for (int i = 0; i < n; i++) {
+            const kbuild_stats *st = &im->stats[i];
+            kernel_launch_dims dm;
+            kernel_dims(&t_specs[i < t_nspecs ? i : i - t_nspecs], &dm, &d);
+            int threads = (int)(dm.block[0] * dm.block[1] * dm.block[2]);
+            CHECK(st->registers > 0, "%s %s: no register count from ptxas", im->arch, entries[i]);
+            CHECK(st->registers <= 255 && st->registers * threads <= 65536, "%s %s: %d registers x %d threads",
+                  im->arch, entries[i], st->registers, threads);
+            CHECK(st->spill_stores == 0 && st->spill_loads == 0 && st->stack_frame == 0,
+                  "%s %s spills: %d bytes stored, %d loaded, %d-byte stack frame", im->arch, entries[i],
+                  st->spill_stores, st->spill_loads, st->stack_frame);
+            if (st->spill_stores || st->spill_loads) {
+                printf("    SPILL %s %s: %d/%d bytes\n", im->arch, entries[i], st->spill_stores, st->spill_loads);
+                spills++;
+            }
+            if (st->registers > maxreg) maxreg = st->registers;
+        }
+        printf("    %s: %.1f s, %zu-byte CUBIN, at most %d registers\n", im->arch, im->seconds, im->size, maxreg);
+    }
+    CHECK(spills == 0, "%d kernels spill", spills);
+    kbuild_result_free(&r);
+out:
+    for (int i = 0; i < n; i++) {
+        free(texts[i]);
+        free(entries[i]);
+    }
+}
+
+static void test_broken_kernel(void) {
+    static const char broken[] =
+        "#include <cuda_fp16.h>\n"
+        "extern \"C\" __global__ void broken_kernel(float *o) {\n"
+        "    float a = 1.0f;\n"
+        "    o[threadIdx.x] = a + undeclared_thing;\n"
+        "}\n";
+    static const char fine[] = "extern \"C\" __global__ void fine_kernel(float *o) { o[threadIdx.x] = 2.0f; }\n";
+    kbuild_unit units[2] = {{fine, "fine_kernel"}, {broken, "broken_kernel"}};
+    const char *arch[1] = {"sm_80"};
+    kbuild_result r;
+    diag d;
+    diag_init(&d);
+    int rc = kbuild_compile(units, 2, arch, 1, NULL, &r, &d);
+    CHECK(rc != 0, "a broken kernel compiled");
+    CHECK(r.nimages == 0 && r.images == NULL, "result not empty after a failure");
+    CHECK(strstr(d.text, "sm_80") != NULL, "no arch in: %s", d.text);
+    CHECK(strstr(d.text, "\"undeclared_thing\" is undefined") != NULL, "NVRTC's message missing: %s", d.text);
+    CHECK(strstr(d.text, "broken_kernel.cu(4)") != NULL, "the log does not name the kernel and line: %s", d.text);
+    CHECK(strstr(d.text, ">    4 |     o[threadIdx.x] = a + undeclared_thing;") != NULL, "no marked line: %s",
+          d.text);
+    CHECK(strstr(d.text, "     3 |     float a = 1.0f;") != NULL, "no context line: %s", d.text);
+    CHECK(strstr(d.text, "fine_kernel(") == NULL, "the excerpt shows the wrong kernel: %s", d.text);
+
+    /* a generated kernel broken in its instantiation line */
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_ADD_LN;
+    s.dtype = IR_DTYPE_F16;
+    s.bucket = 64;
+    s.hidden = 384;
+    s.eps = 1e-12f;
+    s.has_residual = 1;
+    char *text, *entry;
+    if (kernel_source(&s, &text, &entry, &d) != 0) {
+        CHECK(0, "add_ln: %s", d.text);
+        return;
+    }
+    char *call = strstr(text, "    bertc_add_ln<");
+    CHECK(call != NULL, "no instantiation line");
+    if (call) {
+        memcpy(call + 4, "bertc_add_lX", 12);
+        int line = 1;
+        for (const char *p = text; p < call; p++) line += *p == '\n';
+        kbuild_unit u = {text, entry};
+        diag_init(&d);
+        CHECK(kbuild_compile(&u, 1, arch, 1, NULL, &r, &d) != 0, "a broken generated kernel compiled");
+        char want[64];
+        snprintf(want, sizeof want, ">%5d |     bertc_add_lX<", line);
+        CHECK(strstr(d.text, want) != NULL, "no marked line %d: %s", line, d.text);
+        CHECK(strstr(d.text, entry) != NULL, "the kernel is not named: %s", d.text);
+    }
+    free(text);
+    free(entry);
+}
+
+static void test_dedupe_and_args(void) {
+    static const char k1[] = "extern \"C\" __global__ void dd_one(float *o) { o[threadIdx.x] = 1.0f; }\n";
+    static const char k2[] = "extern \"C\" __global__ void dd_two(float *o) { o[threadIdx.x] = 2.0f; }\n";
+    char k1copy[sizeof k1];
+    memcpy(k1copy, k1, sizeof k1); /* equal content, different pointer */
+    kbuild_unit units[4] = {{k1, "dd_one"}, {k2, "dd_two"}, {k1copy, "dd_one"}, {k2, "dd_two"}};
+    const char *arch[2] = {"sm_86", "sm_120"};
+    kbuild_options opt = {0};
+    opt.jobs = 2;
+    kbuild_result r;
+    diag d;
+    diag_init(&d);
+    if (kbuild_compile(units, 4, arch, 2, &opt, &r, &d) != 0) {
+        CHECK(0, "compile: %s", d.text);
+    } else {
+        CHECK(r.ndistinct == 2, "%d distinct", r.ndistinct);
+        CHECK(r.distinct_of[0] == 0 && r.distinct_of[1] == 1 && r.distinct_of[2] == 0 && r.distinct_of[3] == 1,
+              "distinct_of %d %d %d %d", r.distinct_of[0], r.distinct_of[1], r.distinct_of[2], r.distinct_of[3]);
+        CHECK(r.nimages == 3 && strcmp(r.images[2].arch, "compute_86") == 0 && r.images[2].is_ptx,
+              "PTX of the lowest arch expected, got %s", r.nimages == 3 ? r.images[2].arch : "?");
+        CHECK(r.images[1].stats[2].registers == r.images[1].stats[0].registers && r.images[1].stats[0].registers > 0,
+              "duplicate's stats");
+        kbuild_result_free(&r);
+    }
+
+    const char *bad[2] = {"sm_80", "sm_61"};
+    diag_init(&d);
+    CHECK(kbuild_compile(units, 1, bad, 2, NULL, &r, &d) != 0, "sm_61 accepted");
+    CHECK(d.code == DIAG_CODE_USAGE && strstr(d.text, "sm_61") && strstr(d.text, "sm_75 sm_80 sm_86 sm_89 sm_90"),
+          "unknown arch message: %s", d.text);
+    CHECK(!kbuild_arch_supported("compute_80") && kbuild_arch_supported("sm_120"), "arch table");
+    const char *twice[2] = {"sm_80", "sm_80"};
+    diag_init(&d);
+    CHECK(kbuild_compile(units, 1, twice, 2, NULL, &r, &d) != 0 && strstr(d.text, "twice"), "arch twice: %s", d.text);
+    opt.cuda_home = "/nonexistent/cuda";
+    diag_init(&d);
+    CHECK(kbuild_compile(units, 1, arch, 1, &opt, &r, &d) != 0 && strstr(d.text, "/nonexistent/cuda/include"),
+          "missing toolkit: %s", d.text);
+    int major = 0, minor = 0;
+    CHECK(kbuild_nvrtc_version(&major, &minor, &d) == 0 && major >= 11, "NVRTC version %d.%d", major, minor);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(test_kinds);
+    CHECK_CASE(test_first_line);
+    CHECK_CASE(test_names);
+    CHECK_CASE(test_dims);
+    CHECK_CASE(test_invalid_specs);
+    CHECK_CASE(test_dedupe_and_args);
+    CHECK_CASE(test_broken_kernel);
+    CHECK_CASE(test_compile_all_archs);
+    return check_summary();
+}

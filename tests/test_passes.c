@@ -1,0 +1,1837 @@
+/*
+ * test_passes — the fusion passes, one by one and as the pipeline.
+ *
+ * Every case has the same two halves.  Structure: the pass is run on a
+ * graph (a small hand-written YAML loaded with model_load_text, a graph
+ * built node by node, or an imported fixture) and the result is read back
+ * — op counts before and after, and the fused node's sources (by name) and
+ * parameters.  Semantics: the reference executor runs the original graph
+ * and the rewritten one on the same random requests (random lengths
+ * including 1 and the maximum, random ids and token types, attention masks
+ * with zeros, an all-zero mask, omitted optional inputs) and the outputs
+ * must be bit-identical: ref.c computes each fused op with the rounding
+ * points of the chain it replaces, and docs/passes.md argues why each
+ * rewrite keeps every bit, so any difference at all is a bug.
+ *
+ * Negative cases break one pattern at a time — an extra consumer, a graph
+ * output in the middle, the wrong op order, a fourth gather — and check
+ * that exactly that fusion does not happen while the result stays right.
+ * The pipeline cases run passes_run on every fixture (MiniLM included),
+ * demand the exact per-layer op sequence, and compare with transformers'
+ * goldens at the reference tolerance (1e-5 relative).
+ *
+ * Weights are drawn at random for every run (values and, except for the
+ * tables whose sums must round to show an ordering bug, storage dtypes);
+ * the YAMLs are generated from a few switches (token types, mask, scale,
+ * pooler, activation, operand order) so one generator covers the variants
+ * the fixtures do not have.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "golden.h"
+#include "hf_import.h"
+#include "ir.h"
+#include "model.h"
+#include "passes.h"
+#include "ref.h"
+#include "safetensors.h"
+
+#define S IR_DIM_SEQ
+
+/* ---- text ---------------------------------------------------------------- */
+
+typedef struct tp_text {
+    char *s;
+    size_t len, cap;
+} tp_text;
+
+static void tp_printf(tp_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tp_printf(tp_text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (t->len + (size_t)n + 1 > t->cap) {
+        t->cap = (t->len + (size_t)n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* ---- weights: a safetensors image written by the test ------------------- */
+
+typedef struct tp_tensor {
+    char name[96];
+    ir_dtype dtype;
+    int ndim;
+    int64_t shape[2];
+    float *values;
+} tp_tensor;
+
+typedef struct tp_weights {
+    tp_tensor t[200];
+    int count;
+} tp_weights;
+
+static ir_dtype tp_rand_dtype(void) {
+    static const ir_dtype f[3] = {IR_DTYPE_F32, IR_DTYPE_F16, IR_DTYPE_BF16};
+    return f[check_rng_range(0, 2)];
+}
+
+/* A tensor of random values offset + (-1, 1)·amp, stored as dt. */
+static void tp_add(tp_weights *w, const char *name, ir_dtype dt, int ndim, int64_t d0, int64_t d1,
+                   float amp, float offset) {
+    if (w->count == (int)(sizeof w->t / sizeof w->t[0])) {
+        fprintf(stderr, "tp_add: too many tensors\n");
+        abort();
+    }
+    tp_tensor *t = &w->t[w->count++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->dtype = dt;
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = ndim == 2 ? d1 : 0;
+    int64_t n = ndim == 2 ? d0 * d1 : d0;
+    t->values = malloc((size_t)n * sizeof *t->values);
+    for (int64_t k = 0; k < n; k++)
+        t->values[k] = offset + (float)(check_rng_uniform() * 2.0 - 1.0) * amp;
+}
+
+static void tp_weights_free(tp_weights *w) {
+    for (int i = 0; i < w->count; i++) free(w->t[i].values);
+    w->count = 0;
+}
+
+static unsigned char *tp_image(const tp_weights *w, size_t *len) {
+    tp_text h = {0};
+    size_t off = 0;
+    tp_printf(&h, "{");
+    for (int i = 0; i < w->count; i++) {
+        const tp_tensor *t = &w->t[i];
+        int64_t n = t->ndim == 2 ? t->shape[0] * t->shape[1] : t->shape[0];
+        size_t bytes = (size_t)n * (t->dtype == IR_DTYPE_F32 ? 4 : 2);
+        const char *dt = t->dtype == IR_DTYPE_F32 ? "F32" : t->dtype == IR_DTYPE_F16 ? "F16" : "BF16";
+        tp_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", i ? "," : "", t->name, dt,
+                  (long long)t->shape[0]);
+        if (t->ndim == 2) tp_printf(&h, ",%lld", (long long)t->shape[1]);
+        tp_printf(&h, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
+        off += bytes;
+    }
+    tp_printf(&h, "}");
+    while (h.len % 8) tp_printf(&h, " ");
+    *len = 8 + h.len + off;
+    unsigned char *img = malloc(*len);
+    for (int k = 0; k < 8; k++) img[k] = (unsigned char)((uint64_t)h.len >> (8 * k));
+    memcpy(img + 8, h.s, h.len);
+    size_t pos = 8 + h.len;
+    for (int i = 0; i < w->count; i++) {
+        const tp_tensor *t = &w->t[i];
+        int64_t n = t->ndim == 2 ? t->shape[0] * t->shape[1] : t->shape[0];
+        for (int64_t k = 0; k < n; k++) {
+            if (t->dtype == IR_DTYPE_F32) {
+                memcpy(img + pos, &t->values[k], 4);
+                pos += 4;
+            } else {
+                uint16_t b = t->dtype == IR_DTYPE_F16 ? st_f32_to_f16(t->values[k])
+                                                      : st_f32_to_bf16(t->values[k]);
+                img[pos++] = (unsigned char)(b & 0xff);
+                img[pos++] = (unsigned char)(b >> 8);
+            }
+        }
+    }
+    free(h.s);
+    return img;
+}
+
+/* ---- a model under test --------------------------------------------------- */
+
+typedef struct tp_model {
+    model m;                 /* graph and weights */
+    int ok;
+    int64_t vocab;           /* ids are drawn from [0, vocab) */
+    int types;               /* token types from [0, types); 0: never passed */
+    int mask;                /* requests carry masks with zeros */
+} tp_model;
+
+/* Load `yaml` (with "%s" where the weights path goes) over the weights w. */
+static int tp_load(tp_model *t, const char *yaml, tp_weights *w, int64_t vocab, int types, int mask) {
+    memset(t, 0, sizeof *t);
+    t->vocab = vocab;
+    t->types = types;
+    t->mask = mask;
+    size_t len;
+    unsigned char *img = tp_image(w, &len);
+    char name[64];
+    snprintf(name, sizeof name, "passes-%llx.safetensors", (unsigned long long)(check_rng_u64() & 0xffffff));
+    const char *p = check_write_temp(name, img, len);
+    free(img);
+    CHECK(p != NULL, "cannot write the weights");
+    if (!p) return -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s", p);
+    tp_text text = {0};
+    tp_printf(&text, yaml, path);
+    diag d;
+    diag_init(&d);
+    int rc = model_load_text(&t->m, "test.yaml", text.s, text.len, ".", &d);
+    CHECK(rc == 0, "model_load_text: %s", d.text);
+    free(text.s);
+    unlink(path);  /* the mapping stays valid */
+    t->ok = rc == 0;
+    return rc;
+}
+
+static void tp_free(tp_model *t) {
+    model_free(&t->m);
+    t->ok = 0;
+}
+
+/* The model's graph copied and run through one pass. */
+typedef int (*tp_pass_fn)(ir_graph *g, diag *d);
+
+static int tp_clone_pass(const tp_model *t, ir_graph *out, tp_pass_fn pass) {
+    diag d;
+    diag_init(&d);
+    int rc = ir_graph_clone(out, &t->m.graph);
+    CHECK(rc == 0, "ir_graph_clone failed");
+    if (rc) return -1;
+    rc = pass(out, &d);
+    CHECK(rc == 0, "pass failed: %s", d.text);
+    return rc;
+}
+
+/* ---- graph queries --------------------------------------------------------- */
+
+static int tp_count(const ir_graph *g, ir_op op) {
+    int n = 0;
+    for (int i = 0; i < g->count; i++) n += g->nodes[i].op == op;
+    return n;
+}
+
+static const ir_node *tp_node(const ir_graph *g, const char *name) {
+    int i = ir_graph_find(g, name);
+    CHECK(i >= 0, "no node '%s'", name);
+    return i >= 0 ? &g->nodes[i] : NULL;
+}
+
+/* The nth node (0-based) of op `op`, or NULL. */
+static const ir_node *tp_nth(const ir_graph *g, ir_op op, int nth) {
+    for (int i = 0; i < g->count; i++)
+        if (g->nodes[i].op == op && nth-- == 0) return &g->nodes[i];
+    return NULL;
+}
+
+static const char *tp_src(const ir_graph *g, const ir_node *n, int s) {
+    if (!n || s >= n->nsrc || n->src[s] < 0 || n->src[s] >= g->count) return "?";
+    const ir_node *x = &g->nodes[n->src[s]];
+    return x->op == IR_OP_WEIGHT && x->weight ? x->weight : x->name;
+}
+
+/* Node n reads exactly the named sources, in order (weights by file name). */
+static void tp_check_srcs(const ir_graph *g, const ir_node *n, int nsrc, ...) {
+    if (!n) {
+        CHECK(0, "node missing");
+        return;
+    }
+    CHECK(n->nsrc == nsrc, "%s '%s' has %d sources, expected %d", ir_op_name(n->op), n->name, n->nsrc, nsrc);
+    va_list ap;
+    va_start(ap, nsrc);
+    for (int s = 0; s < nsrc && s < n->nsrc; s++) {
+        const char *want = va_arg(ap, const char *);
+        CHECK(strcmp(tp_src(g, n, s), want) == 0, "%s '%s' source %d is '%s', expected '%s'",
+              ir_op_name(n->op), n->name, s, tp_src(g, n, s), want);
+    }
+    va_end(ap);
+}
+
+/* ---- running both graphs ------------------------------------------------- */
+
+typedef struct tp_request {
+    ref_request r;
+    int32_t ids[600], types[600], mask[600];
+} tp_request;
+
+/* Request number k of a series: k 0 is length 1, k 1 the longest, k 2 has
+ * every key masked, the rest are random; some omit the optional inputs. */
+static void tp_request_make(const tp_model *t, int k, tp_request *q) {
+    int64_t max = t->m.graph.max_seq_len;
+    if (max > 600) max = 600;
+    int64_t len = k == 0 ? 1 : k == 1 ? max : check_rng_range(2, max);
+    memset(&q->r, 0, sizeof q->r);
+    q->r.len = len;
+    q->r.input_ids = q->ids;
+    for (int64_t s = 0; s < len; s++) {
+        q->ids[s] = (int32_t)check_rng_range(0, t->vocab - 1);
+        q->types[s] = t->types ? (int32_t)check_rng_range(0, t->types - 1) : 0;
+        q->mask[s] = k == 2 ? 0 : check_rng_uniform() < 0.7;
+    }
+    if (t->types && k % 4 != 3) q->r.token_type_ids = q->types;
+    if (t->mask && k % 5 != 4) q->r.attention_mask = q->mask;
+}
+
+/* Run a and b (same weights) on nreq requests; every output bit-identical. */
+static void tp_check_same(const char *what, const tp_model *t, const ir_graph *a, const ir_graph *b,
+                          int nreq) {
+    for (int k = 0; k < nreq; k++) {
+        tp_request q;
+        tp_request_make(t, k, &q);
+        ref_result ra, rb;
+        diag d;
+        diag_init(&d);
+        int rc = ref_run(a, &t->m.weights, &q.r, &ra, &d);
+        CHECK(rc == 0, "%s: original graph: %s", what, d.text);
+        if (rc) return;
+        rc = ref_run(b, &t->m.weights, &q.r, &rb, &d);
+        CHECK(rc == 0, "%s: rewritten graph: %s", what, d.text);
+        if (rc) {
+            ref_result_free(&ra);
+            return;
+        }
+        CHECK(ra.count == rb.count, "%s: %d outputs vs %d", what, ra.count, rb.count);
+        for (int o = 0; o < ra.count && o < rb.count; o++) {
+            const ref_tensor *x = &ra.outputs[o], *y = ref_result_find(&rb, x->name);
+            CHECK(y != NULL, "%s: output '%s' missing after the pass", what, x->name);
+            if (!y) continue;
+            int same_shape = x->ndim == y->ndim;
+            for (int dd = 0; same_shape && dd < x->ndim; dd++) same_shape = x->shape[dd] == y->shape[dd];
+            CHECK(same_shape, "%s: output '%s' changed shape", what, x->name);
+            if (!same_shape) continue;
+            int64_t n = 1;
+            for (int dd = 0; dd < x->ndim; dd++) n *= x->shape[dd];
+            if (memcmp(x->data, y->data, (size_t)n * sizeof *x->data) != 0) {
+                double scale = golden_max_abs(x->data, (size_t)n);
+                double diff = golden_max_abs_diff(x->data, y->data, (size_t)n);
+                CHECK(0, "%s: output '%s' (len %lld) differs: max |diff| %.3g, relative %.3g (expected bit-identical)",
+                      what, x->name, (long long)q.r.len, diff, scale > 0 ? diff / scale : diff);
+            }
+        }
+        ref_result_free(&ra);
+        ref_result_free(&rb);
+    }
+}
+
+/* ---- a generated BERT ------------------------------------------------------ */
+
+typedef struct tp_bert {
+    int H, NH, HD, I, layers, vocab, maxpos;
+    int types;           /* token-type table rows; 0: no token types at all */
+    int mask, scale;     /* the mask and scale ops are present */
+    int pooler;
+    const char *act;     /* gelu, gelu_tanh, relu, tanh */
+    int swap;            /* write adds with their operands swapped */
+    int late_scale;      /* scale after mask (a chain fuse_attention must refuse) */
+    float eps;
+} tp_bert;
+
+static tp_bert tp_bert_random(void) {
+    tp_bert b;
+    b.NH = (int)check_rng_range(1, 4);
+    b.HD = (int)check_rng_range(2, 9);
+    b.H = b.NH * b.HD;
+    b.I = (int)check_rng_range(b.H, 3 * b.H);
+    b.layers = (int)check_rng_range(1, 2);
+    b.vocab = (int)check_rng_range(20, 90);
+    b.maxpos = (int)check_rng_range(6, 24);
+    b.types = (int)check_rng_range(1, 3);
+    b.mask = b.scale = b.pooler = 1;
+    static const char *const acts[4] = {"gelu", "gelu_tanh", "relu", "tanh"};
+    b.act = acts[check_rng_range(0, 3)];
+    b.swap = (int)check_rng_range(0, 1);
+    b.late_scale = 0;
+    b.eps = check_rng_uniform() < 0.5 ? 1e-12f : 1e-5f;
+    return b;
+}
+
+/* 1/sqrt(head_dim) as float; printed with 9 digits it reads back exactly. */
+static float tp_scale_of(int hd) { return (float)(1.0 / sqrt((double)hd)); }
+
+/* The YAML of b (weights path left as "%s") and its weights. */
+static char *tp_bert_yaml(const tp_bert *b, tp_weights *w) {
+    tp_text y = {0};
+    int H = b->H, I = b->I;
+    tp_printf(&y, "bertc: 1\nname: gen\nweights: \"%%s\"\nmax_seq_len: %d\n", b->maxpos);
+    tp_printf(&y, "dims: {H: %d, NH: %d, HD: %d}\n", H, b->NH, b->HD);
+    tp_printf(&y, "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n");
+    if (b->types) tp_printf(&y, "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n");
+    if (b->mask) tp_printf(&y, "  attention_mask: {dtype: int32, shape: [S], default: 1}\n");
+    tp_printf(&y, "outputs:\n  last_hidden_state: h%d\n", b->layers);
+    if (b->pooler) tp_printf(&y, "  pooler_output: pooled\n");
+    tp_printf(&y, "graph:\n");
+    tp_printf(&y, "  - {op: arange, out: position_ids, like: input_ids}\n");
+    tp_printf(&y, "  - {op: gather, out: word, table: emb.word, index: input_ids}\n");
+    tp_printf(&y, "  - {op: gather, out: pos, table: emb.pos, index: position_ids}\n");
+    /* float32 word and position tables, so the embedding sum rounds. */
+    tp_add(w, "emb.word", IR_DTYPE_F32, 2, b->vocab, H, 1.0f, 0.0f);
+    tp_add(w, "emb.pos", IR_DTYPE_F32, 2, b->maxpos, H, 0.5f, 0.0f);
+    const char *sum = "emb_sum0";
+    tp_printf(&y, "  - {op: add, out: emb_sum0, a: %s, b: %s}\n", b->swap ? "pos" : "word", b->swap ? "word" : "pos");
+    if (b->types) {
+        tp_printf(&y, "  - {op: gather, out: type, table: emb.type, index: token_type_ids}\n");
+        tp_printf(&y, "  - {op: add, out: emb_sum, a: %s, b: %s}\n", b->swap ? "type" : "emb_sum0",
+                  b->swap ? "emb_sum0" : "type");
+        tp_add(w, "emb.type", tp_rand_dtype(), 2, b->types, H, 0.5f, 0.0f);
+        sum = "emb_sum";
+    }
+    tp_printf(&y, "  - {op: layer_norm, out: h0, x: %s, gamma: emb.ln.g, beta: emb.ln.b, eps: %g}\n", sum,
+              (double)b->eps);
+    tp_add(w, "emb.ln.g", tp_rand_dtype(), 1, H, 0, 0.2f, 1.0f);
+    tp_add(w, "emb.ln.b", tp_rand_dtype(), 1, H, 0, 0.2f, 0.0f);
+    tp_printf(&y, "  - repeat: %d\n    ops:\n", b->layers);
+    const char *qkv[3] = {"q", "k", "v"};
+    for (int p = 0; p < 3; p++) {
+        tp_printf(&y, "      - {op: matmul, out: %s_mm, x: \"h{i}\", weight: \"l{i}.%s.w\"}\n", qkv[p], qkv[p]);
+        tp_printf(&y, "      - {op: bias_add, out: %s, x: %s_mm, bias: \"l{i}.%s.b\"}\n", qkv[p], qkv[p], qkv[p]);
+        tp_printf(&y, "      - {op: reshape, out: %s_r, x: %s, shape: [S, NH, HD]}\n", qkv[p], qkv[p]);
+        tp_printf(&y, "      - {op: transpose, out: %s_h, x: %s_r, perm: [1, 0, 2]}\n", qkv[p], qkv[p]);
+    }
+    tp_printf(&y, "      - {op: batched_matmul, out: scores, a: q_h, b: k_h, transpose_b: true}\n");
+    const char *sc = "scores";
+    if (b->scale && !b->late_scale) {
+        tp_printf(&y, "      - {op: scale, out: scores_s, x: scores, by: %.9g}\n", (double)tp_scale_of(b->HD));
+        sc = "scores_s";
+    }
+    if (b->mask) {
+        tp_printf(&y, "      - {op: mask, out: scores_m, x: %s, mask: attention_mask}\n", sc);
+        sc = "scores_m";
+    }
+    if (b->scale && b->late_scale) {
+        tp_printf(&y, "      - {op: scale, out: scores_s, x: %s, by: %.9g}\n", sc, (double)tp_scale_of(b->HD));
+        sc = "scores_s";
+    }
+    tp_printf(&y, "      - {op: softmax, out: probs, x: %s}\n", sc);
+    tp_printf(&y, "      - {op: batched_matmul, out: ctx_h, a: probs, b: v_h}\n");
+    tp_printf(&y, "      - {op: transpose, out: ctx_t, x: ctx_h, perm: [1, 0, 2]}\n");
+    tp_printf(&y, "      - {op: reshape, out: ctx, x: ctx_t, shape: [S, H]}\n");
+    tp_printf(&y, "      - {op: matmul, out: ao_mm, x: ctx, weight: \"l{i}.o.w\"}\n");
+    tp_printf(&y, "      - {op: bias_add, out: ao, x: ao_mm, bias: \"l{i}.o.b\"}\n");
+    tp_printf(&y, "      - {op: add, out: ao_res, a: %s, b: %s}\n", b->swap ? "\"h{i}\"" : "ao",
+              b->swap ? "ao" : "\"h{i}\"");
+    tp_printf(&y, "      - {op: layer_norm, out: attn_out, x: ao_res, gamma: \"l{i}.ln1.g\", beta: \"l{i}.ln1.b\", eps: %g}\n",
+              (double)b->eps);
+    tp_printf(&y, "      - {op: matmul, out: fc1_mm, x: attn_out, weight: \"l{i}.fc1.w\"}\n");
+    tp_printf(&y, "      - {op: bias_add, out: fc1_b, x: fc1_mm, bias: \"l{i}.fc1.b\"}\n");
+    tp_printf(&y, "      - {op: activation, out: inter, x: fc1_b, fn: %s}\n", b->act);
+    tp_printf(&y, "      - {op: matmul, out: fc2_mm, x: inter, weight: \"l{i}.fc2.w\"}\n");
+    tp_printf(&y, "      - {op: bias_add, out: fc2_b, x: fc2_mm, bias: \"l{i}.fc2.b\"}\n");
+    tp_printf(&y, "      - {op: add, out: out_res, a: %s, b: %s}\n", b->swap ? "attn_out" : "fc2_b",
+              b->swap ? "fc2_b" : "attn_out");
+    tp_printf(&y, "      - {op: layer_norm, out: \"h{i+1}\", x: out_res, gamma: \"l{i}.ln2.g\", beta: \"l{i}.ln2.b\", eps: %g}\n",
+              (double)b->eps);
+    float wamp = (float)(1.5 / sqrt((double)H));
+    for (int l = 0; l < b->layers; l++) {
+        char n[64];
+#define TP_W(fmt, nd, d0, d1, amp, off)                        \
+    do {                                                       \
+        snprintf(n, sizeof n, fmt, l);                         \
+        tp_add(w, n, tp_rand_dtype(), nd, d0, d1, amp, off);   \
+    } while (0)
+        for (int p = 0; p < 3; p++) {
+            char f[32];
+            snprintf(f, sizeof f, "l%%d.%s.w", qkv[p]);
+            TP_W(f, 2, H, H, wamp * 2.0f, 0.0f);
+            snprintf(f, sizeof f, "l%%d.%s.b", qkv[p]);
+            TP_W(f, 1, H, 0, 0.3f, 0.0f);
+        }
+        TP_W("l%d.o.w", 2, H, H, wamp, 0.0f);
+        TP_W("l%d.o.b", 1, H, 0, 0.3f, 0.0f);
+        TP_W("l%d.ln1.g", 1, H, 0, 0.2f, 1.0f);
+        TP_W("l%d.ln1.b", 1, H, 0, 0.2f, 0.0f);
+        TP_W("l%d.fc1.w", 2, I, H, wamp, 0.0f);
+        TP_W("l%d.fc1.b", 1, I, 0, 0.3f, 0.0f);
+        TP_W("l%d.fc2.w", 2, H, I, (float)(1.5 / sqrt((double)I)), 0.0f);
+        TP_W("l%d.fc2.b", 1, H, 0, 0.3f, 0.0f);
+        TP_W("l%d.ln2.g", 1, H, 0, 0.2f, 1.0f);
+        TP_W("l%d.ln2.b", 1, H, 0, 0.2f, 0.0f);
+#undef TP_W
+    }
+    if (b->pooler) {
+        tp_printf(&y, "  - {op: slice, out: cls, x: h%d, axis: 0, start: 0, len: 1}\n", b->layers);
+        tp_printf(&y, "  - {op: matmul, out: pool_mm, x: cls, weight: pool.w}\n");
+        tp_printf(&y, "  - {op: bias_add, out: pool_b, x: pool_mm, bias: pool.b}\n");
+        tp_printf(&y, "  - {op: activation, out: pool_t, x: pool_b, fn: tanh}\n");
+        tp_printf(&y, "  - {op: reshape, out: pooled, x: pool_t, shape: [H]}\n");
+        tp_add(w, "pool.w", tp_rand_dtype(), 2, H, H, wamp, 0.0f);
+        tp_add(w, "pool.b", tp_rand_dtype(), 1, H, 0, 0.3f, 0.0f);
+    }
+    return y.s;
+}
+
+static int tp_bert_load(tp_model *t, const tp_bert *b) {
+    tp_weights w = {.count = 0};
+    char *yaml = tp_bert_yaml(b, &w);
+    int rc = tp_load(t, yaml, &w, b->vocab, b->types, b->mask);
+    free(yaml);
+    tp_weights_free(&w);
+    return rc;
+}
+
+/* ---- pipeline structure ---------------------------------------------------- */
+
+/* What the whole pipeline must leave of a BERT-shaped graph. */
+typedef struct tp_expect {
+    int layers, hidden, heads, head_dim;
+    int ngathers;        /* EMBED_LN's gathers */
+    int mask;            /* ATTENTION reads the mask */
+    float scale;         /* ATTENTION's scale */
+    ir_act act;          /* the intermediate activation */
+    int pooler;
+} tp_expect;
+
+/* The compute ops of g in order (leaves left out). */
+static int tp_ops(const ir_graph *g, int *ops, int cap, int *node) {
+    int n = 0;
+    for (int i = 0; i < g->count && n < cap; i++) {
+        ir_op op = g->nodes[i].op;
+        if (op == IR_OP_INPUT || op == IR_OP_WEIGHT || op == IR_OP_CONST) continue;
+        node[n] = i;
+        ops[n++] = (int)op;
+    }
+    return n;
+}
+
+static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const tp_expect *e) {
+    int ops[512], node[512];
+    int n = tp_ops(g, ops, 512, node);
+    int want[512], nw = 0;
+    want[nw++] = IR_OP_ARANGE;
+    want[nw++] = IR_OP_EMBED_LN;
+    static const int layer[7] = {IR_OP_LINEAR, IR_OP_ATTENTION, IR_OP_LINEAR, IR_OP_ADD_LN,
+                                 IR_OP_LINEAR, IR_OP_LINEAR, IR_OP_ADD_LN};
+    for (int l = 0; l < e->layers; l++)
+        for (int k = 0; k < 7; k++) want[nw++] = layer[k];
+    if (e->pooler) {
+        want[nw++] = IR_OP_SLICE;
+        want[nw++] = IR_OP_LINEAR;
+        want[nw++] = IR_OP_RESHAPE;
+    }
+    int same = n == nw;
+    for (int k = 0; same && k < n; k++) same = ops[k] == want[k];
+    if (!same) {
+        char got[4096] = "";
+        size_t len = 0;
+        for (int k = 0; k < n && len < sizeof got - 32; k++)
+            len += (size_t)snprintf(got + len, sizeof got - len, "%s ", ir_op_name((ir_op)ops[k]));
+        CHECK(0, "%s: op sequence after the passes is: %s", what, got);
+        return;
+    }
+    /* Only compile-time leaves and the request remain besides these. */
+    CHECK(tp_count(g, IR_OP_CONCAT) == 0 && tp_count(g, IR_OP_MATMUL) == 0, "%s: leftovers", what);
+    const ir_node *emb = &g->nodes[node[1]];
+    CHECK(emb->ngathers == e->ngathers, "%s: embed_ln has %d gathers, expected %d", what, emb->ngathers,
+          e->ngathers);
+    int has_ids = 0, has_pos = 0, has_types = 0;
+    for (int k = 0; k < emb->ngathers && k < IR_MAX_GATHERS; k++) {
+        const ir_node *ix = &g->nodes[emb->src[3 + 2 * k]];
+        has_ids += strcmp(ix->name, "input_ids") == 0;
+        has_pos += ix->op == IR_OP_ARANGE;
+        has_types += strcmp(ix->name, "token_type_ids") == 0;
+    }
+    CHECK(has_ids == 1 && has_pos == 1 && has_types == (e->ngathers == 3), "%s: embed_ln indices", what);
+    int prev = node[1];
+    for (int l = 0; l < e->layers; l++) {
+        const int *L = node + 2 + 7 * l;
+        const ir_node *qkv = &g->nodes[L[0]], *at = &g->nodes[L[1]], *o = &g->nodes[L[2]];
+        const ir_node *ln1 = &g->nodes[L[3]], *fc1 = &g->nodes[L[4]], *fc2 = &g->nodes[L[5]];
+        const ir_node *ln2 = &g->nodes[L[6]];
+        int H = e->hidden;
+        CHECK(qkv->src[0] == prev && qkv->has_bias && !qkv->has_act && !qkv->has_residual &&
+                  qkv->shape[1] == 3 * H && g->nodes[qkv->src[1]].op == IR_OP_CONST &&
+                  g->nodes[qkv->src[2]].op == IR_OP_CONST,
+              "%s: layer %d qkv linear", what, l);
+        CHECK(at->src[0] == L[0] && at->src[1] == L[0] && at->src[2] == L[0] && at->q_off == 0 &&
+                  at->k_off == H && at->v_off == 2 * H && at->heads == e->heads &&
+                  at->head_dim == e->head_dim && at->scale == e->scale && (at->nsrc == 4) == !!e->mask,
+              "%s: layer %d attention: heads %d head_dim %d scale %g offsets %d %d %d nsrc %d", what, l,
+              at->heads, at->head_dim, (double)at->scale, at->q_off, at->k_off, at->v_off, at->nsrc);
+        if (e->mask && at->nsrc == 4)
+            CHECK(strcmp(tp_src(g, at, 3), "attention_mask") == 0, "%s: mask source", what);
+        CHECK(o->src[0] == L[1] && o->has_bias && !o->has_act && !o->has_residual, "%s: layer %d output linear", what, l);
+        CHECK(ln1->src[0] == L[2] && ln1->has_residual && !ln1->has_bias && ln1->src[3] == prev,
+              "%s: layer %d add_ln 1", what, l);
+        CHECK(fc1->src[0] == L[3] && fc1->has_bias && fc1->has_act && fc1->act == e->act && !fc1->has_residual,
+              "%s: layer %d fc1 (act %s, expected %s)", what, l, ir_act_name(fc1->act), ir_act_name(e->act));
+        CHECK(fc2->src[0] == L[4] && fc2->has_bias && !fc2->has_act && !fc2->has_residual, "%s: layer %d fc2", what, l);
+        CHECK(ln2->src[0] == L[5] && ln2->has_residual && !ln2->has_bias && ln2->src[3] == L[3],
+              "%s: layer %d add_ln 2", what, l);
+        prev = L[6];
+    }
+    if (e->pooler) {
+        const ir_node *sl = &g->nodes[node[nw - 3]], *lin = &g->nodes[node[nw - 2]];
+        CHECK(sl->src[0] == prev && sl->axis == 0 && sl->start == 0 && sl->len == 1, "%s: pooler slice", what);
+        CHECK(lin->has_bias && lin->has_act && lin->act == IR_ACT_TANH && !lin->has_residual, "%s: pooler linear", what);
+    }
+}
+
+/* ======================================================================= */
+/* IR: the fused ops themselves                                             */
+/* ======================================================================= */
+
+static int tp_leaf(ir_graph *g, ir_op op, const char *name, ir_dtype dt, int ndim, int64_t d0, int64_t d1) {
+    int i = ir_graph_add(g, op, name, NULL, 0);
+    ir_node *n = &g->nodes[i];
+    n->dtype = dt;
+    n->ndim = ndim;
+    n->shape[0] = d0;
+    n->shape[1] = d1;
+    if (op == IR_OP_WEIGHT) n->weight = strdup(name);
+    if (op == IR_OP_CONST) {
+        int64_t k = ndim == 2 ? d0 * d1 : d0;
+        n->data = malloc((size_t)k * sizeof *n->data);
+        for (int64_t j = 0; j < k; j++) n->data[j] = (float)check_rng_uniform();
+    }
+    return i;
+}
+
+static int tp_op(ir_graph *g, ir_op op, const char *name, int nsrc, ...) {
+    int src[IR_MAX_SRCS];
+    va_list ap;
+    va_start(ap, nsrc);
+    for (int s = 0; s < nsrc; s++) src[s] = va_arg(ap, int);
+    va_end(ap);
+    int i = ir_graph_add(g, op, name, src, nsrc);
+    g->nodes[i].line = (int)check_rng_range(1, 99);
+    g->nodes[i].col = 3;
+    return i;
+}
+
+static void tp_expect_infer_error(ir_graph *g, const char *needle) {
+    diag d;
+    diag_init(&d);
+    int rc = ir_graph_infer(g, "fused.yaml", NULL, 0, &d);
+    CHECK(rc != 0, "infer accepted a graph that should fail with '%s'", needle);
+    CHECK(rc == 0 || strstr(d.text, needle), "'%s' lacks '%s'", d.text, needle);
+}
+
+/* Shapes of valid fused nodes, and one broken rule per op. */
+static void test_ir_fused_infer(void) {
+    int64_t K = check_rng_range(1, 20), N = check_rng_range(1, 20);
+    int heads = (int)check_rng_range(1, 4), hd = (int)check_rng_range(1, 8), extra = (int)check_rng_range(0, 5);
+    int64_t cols = (int64_t)heads * hd * 3 + extra, V = check_rng_range(2, 30);
+    for (int bad = -1; bad < 6; bad++) {
+        ir_graph g;
+        ir_graph_init(&g);
+        int ids = tp_leaf(&g, IR_OP_INPUT, "input_ids", IR_DTYPE_I32, 1, S, 0);
+        int tab = tp_leaf(&g, IR_OP_WEIGHT, "tab", IR_DTYPE_F16, 2, V, K);
+        int gam = tp_leaf(&g, IR_OP_CONST, "gamma", IR_DTYPE_F32, 1, bad == 0 ? K + 1 : K, 0);
+        int bet = tp_leaf(&g, IR_OP_WEIGHT, "beta", IR_DTYPE_F32, 1, K, 0);
+        int emb = tp_op(&g, IR_OP_EMBED_LN, "emb", 4, gam, bet, tab, ids);
+        g.nodes[emb].ngathers = 1;
+        g.nodes[emb].eps = 1e-5f;
+        int w = tp_leaf(&g, IR_OP_WEIGHT, "w", IR_DTYPE_BF16, 2, N, K);
+        int b = tp_leaf(&g, IR_OP_CONST, "b", IR_DTYPE_F32, 1, bad == 1 ? N + 1 : N, 0);
+        int lin = tp_op(&g, IR_OP_LINEAR, "lin", 3, emb, w, b);
+        g.nodes[lin].has_bias = 1;
+        g.nodes[lin].has_act = 1;
+        g.nodes[lin].act = IR_ACT_RELU;
+        int w2 = tp_leaf(&g, IR_OP_WEIGHT, "w2", IR_DTYPE_F32, 2, cols, K);
+        int w3 = tp_leaf(&g, IR_OP_WEIGHT, "w3", IR_DTYPE_F32, 2, 1, bad == 3 ? K + 1 : K);
+        int cat = tp_op(&g, IR_OP_CONCAT, "cat", 2, w2, w3);
+        int qkv = tp_op(&g, IR_OP_LINEAR, "qkv", 2, emb, cat);
+        int am = tp_leaf(&g, IR_OP_INPUT, "attention_mask", IR_DTYPE_I32, 1, S, 0);
+        int at = tp_op(&g, IR_OP_ATTENTION, "att", 4, qkv, qkv, qkv, am);
+        ir_node *a = &g.nodes[at];
+        a->heads = heads;
+        a->head_dim = hd;
+        a->scale = 0.5f;
+        a->q_off = 0;
+        a->k_off = heads * hd;
+        a->v_off = 2 * heads * hd + extra + (bad == 2 ? 2 : 1);  /* qkv has cols + 1 columns */
+        int g2 = tp_leaf(&g, IR_OP_WEIGHT, "g2", IR_DTYPE_F32, 1, heads * hd, 0);
+        int res = tp_op(&g, IR_OP_SLICE, "res", 1, qkv);
+        g.nodes[res].axis = 1;
+        g.nodes[res].start = 0;
+        g.nodes[res].len = heads * hd + (bad == 4);
+        int ln = tp_op(&g, IR_OP_ADD_LN, "ln", 5, at, g2, g2, res, g2);
+        g.nodes[ln].has_residual = g.nodes[ln].has_bias = 1;
+        g.nodes[ln].eps = bad == 5 ? 0.0f : 1e-6f;
+        ir_graph_add_output(&g, "y", ln);
+        ir_graph_add_output(&g, "lin", lin);
+        switch (bad) {
+        case -1: {
+            diag d;
+            diag_init(&d);
+            int rc = ir_graph_infer(&g, "fused.yaml", NULL, 0, &d);
+            CHECK(rc == 0, "valid fused graph refused: %s", d.text);
+            if (rc) break;
+            CHECK(g.nodes[emb].ndim == 2 && g.nodes[emb].shape[0] == S && g.nodes[emb].shape[1] == K, "embed_ln shape");
+            CHECK(g.nodes[lin].shape[0] == S && g.nodes[lin].shape[1] == N && g.nodes[lin].dtype == IR_DTYPE_F32,
+                  "linear shape");
+            CHECK(g.nodes[cat].shape[0] == cols + 1 && g.nodes[cat].shape[1] == K, "concat shape");
+            CHECK(g.nodes[at].shape[0] == S && g.nodes[at].shape[1] == heads * hd, "attention shape");
+            CHECK(g.nodes[ln].shape[0] == S && g.nodes[ln].shape[1] == heads * hd, "add_ln shape");
+            break;
+        }
+        case 0: tp_expect_infer_error(&g, "embed_ln 'emb': beta 'beta'"); break;
+        case 1: tp_expect_infer_error(&g, "linear 'lin': bias 'b'"); break;
+        case 2: tp_expect_infer_error(&g, "attention 'att': v 'qkv'"); break;
+        case 3: tp_expect_infer_error(&g, "concat 'cat': part 'w3'"); break;
+        case 4: tp_expect_infer_error(&g, "add_ln 'ln': residual 'res'"); break;
+        case 5: tp_expect_infer_error(&g, "add_ln 'ln': eps"); break;
+        }
+        ir_graph_free(&g);
+    }
+    /* A CONST with no values, and an EMBED_LN with no gathers. */
+    ir_graph g;
+    ir_graph_init(&g);
+    int c = tp_leaf(&g, IR_OP_CONST, "c", IR_DTYPE_F32, 1, 4, 0);
+    free(g.nodes[c].data);
+    g.nodes[c].data = NULL;
+    tp_expect_infer_error(&g, "const 'c': has no values");
+    ir_graph_free(&g);
+    ir_graph_init(&g);
+    int gm = tp_leaf(&g, IR_OP_WEIGHT, "g", IR_DTYPE_F32, 1, 4, 0);
+    int e = tp_op(&g, IR_OP_EMBED_LN, "e", 2, gm, gm);
+    g.nodes[e].eps = 1e-5f;
+    tp_expect_infer_error(&g, "embed_ln 'e': has 0 gathers");
+    ir_graph_free(&g);
+}
+
+/* ======================================================================= */
+/* fixtures                                                                 */
+/* ======================================================================= */
+
+typedef struct tp_fixture {
+    const char *name;
+    int types;      /* token types in the table */
+    int64_t vocab;
+} tp_fixture;
+
+static const tp_fixture tp_fixtures[] = {
+    {"tiny-bert", 2, 1000},     {"tiny-bert-prefixed", 2, 1000}, {"tiny-bert-relu", 1, 500},
+    {"tiny-bert-tanh", 3, 700}, {"all-MiniLM-L6-v2", 2, 30522},
+};
+
+static int tp_fixture_load(tp_model *t, const tp_fixture *f) {
+    char hf[512], yaml[600];
+    memset(t, 0, sizeof *t);
+    snprintf(hf, sizeof hf, "%s/hf/%s", check_build_dir(), f->name);
+    snprintf(yaml, sizeof yaml, "%s/test-passes-%d-%s.yaml", check_build_dir(), (int)getpid(), f->name);
+    diag d;
+    diag_init(&d);
+    int rc = hf_import_run(hf, yaml, &d);
+    CHECK(rc == 0, "import %s: %s", hf, d.text);
+    if (!rc) {
+        rc = model_load(&t->m, yaml, &d);
+        CHECK(rc == 0, "load %s: %s", yaml, d.text);
+    }
+    unlink(yaml);
+    t->ok = rc == 0;
+    t->vocab = f->vocab;
+    t->types = f->types;
+    t->mask = 1;
+    return rc;
+}
+
+/* Cloned, dumped, freed: the copy is deep and dumps the new ops' params. */
+static void test_ir_clone_and_dump(void) {
+    tp_model t;
+    if (tp_fixture_load(&t, &tp_fixtures[0])) return;
+    ir_graph a, b;
+    diag d;
+    diag_init(&d);
+    int rc = ir_graph_clone(&a, &t.m.graph);
+    CHECK(rc == 0, "clone");
+    if (!rc) rc = passes_run(&a, &t.m.weights, NULL, &d);
+    CHECK(rc == 0, "passes_run: %s", d.text);
+    if (!rc && !(rc = ir_graph_clone(&b, &a))) {
+        char *ta = NULL, *tb = NULL;
+        size_t la = 0, lb = 0;
+        FILE *fa = open_memstream(&ta, &la), *fb = open_memstream(&tb, &lb);
+        ir_graph_dump(&a, fa);
+        fclose(fa);
+        const ir_node *c = tp_nth(&a, IR_OP_CONST, 0);
+        int ci = c ? (int)(c - a.nodes) : -1;
+        CHECK(ci >= 0 && b.nodes[ci].data != a.nodes[ci].data &&
+                  memcmp(b.nodes[ci].data, a.nodes[ci].data, (size_t)ir_node_numel(c, 1) * 4) == 0,
+              "const data is copied");
+        ir_graph_free(&a);  /* the clone must not share anything with it */
+        ir_graph_dump(&b, fb);
+        fclose(fb);
+        CHECK(la == lb && memcmp(ta, tb, la) == 0, "the clone dumps differently");
+        const char *needles[] = {
+            "= linear(h0, layer0/q+k+v.weight, layer0/q+k+v.bias) float32 [S, 288] bias=yes residual=no act=none",
+            "= attention(layer0/q+k+v, layer0/q+k+v, layer0/q+k+v, attention_mask) float32 [S, 96] heads=6 head_dim=16 scale=0.25 q_off=0 k_off=96 v_off=192 mask=yes",
+            "act=gelu",
+            "residual=yes",
+            "h0 = embed_ln(embeddings.LayerNorm.weight, embeddings.LayerNorm.bias, embeddings.word_embeddings.weight, input_ids",
+            "eps=1e-12 gathers=3",
+            "layer0/q+k+v.weight = const() float32 [288, 96] values=27648",
+        };
+        for (size_t k = 0; k < sizeof needles / sizeof needles[0]; k++)
+            CHECK(tb && strstr(tb, needles[k]), "dump lacks '%s'", needles[k]);
+        free(ta);
+        free(tb);
+        ir_graph_free(&b);
+    } else if (!rc) {
+        ir_graph_free(&a);
+    }
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* pass_dce                                                                 */
+/* ======================================================================= */
+
+static void test_dce(void) {
+    int64_t V = check_rng_range(5, 50), D = check_rng_range(2, 20), N = check_rng_range(1, 9);
+    tp_weights w = {.count = 0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, D, 1.0f, 0.0f);
+    tp_add(&w, "w", tp_rand_dtype(), 2, N, D, 1.0f, 0.0f);
+    tp_add(&w, "w_dead", tp_rand_dtype(), 2, N, D, 1.0f, 0.0f);
+    tp_add(&w, "never_read", tp_rand_dtype(), 1, D, 0, 1.0f, 0.0f);
+    tp_add(&w, "g", tp_rand_dtype(), 1, D, 0, 0.2f, 1.0f);
+    tp_add(&w, "b", tp_rand_dtype(), 1, D, 0, 0.2f, 0.0f);
+    static const char *yaml =
+        "bertc: 1\nname: dce\nweights: \"%s\"\nmax_seq_len: 12\n"
+        "inputs:\n"
+        "  input_ids: {dtype: int32, shape: [S]}\n"
+        "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n"
+        "  attention_mask: {dtype: int32, shape: [S], default: 1}\n"
+        "outputs:\n  y: y\n  ids: input_ids\n"
+        "graph:\n"
+        "  - {op: gather, out: e, table: emb, index: input_ids}\n"
+        "  - {op: gather, out: e_dead, table: emb, index: token_type_ids}\n"
+        "  - {op: matmul, out: dead_mm, x: e_dead, weight: w_dead}\n"
+        "  - {op: activation, out: dead_act, x: dead_mm, fn: relu}\n"
+        "  - {op: layer_norm, out: n, x: e, gamma: g, beta: b, eps: 1e-5}\n"
+        "  - {op: matmul, out: y, x: n, weight: w}\n";
+    tp_model t;
+    int rc = tp_load(&t, yaml, &w, 0, 0, 0);
+    tp_weights_free(&w);
+    if (rc) return;
+    t.vocab = V;
+    ir_graph g;
+    if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+        const ir_graph *o = &t.m.graph;
+        CHECK(o->count == 14, "original has %d nodes", o->count);
+        CHECK(g.count == 10, "dce left %d nodes, expected 10", g.count);
+        CHECK(ir_graph_find(&g, "e_dead") < 0 && ir_graph_find(&g, "dead_mm") < 0 &&
+                  ir_graph_find(&g, "dead_act") < 0 && ir_graph_find(&g, "w_dead") < 0,
+              "dead nodes remain");
+        const ir_node *tt = tp_node(&g, "token_type_ids"), *am = tp_node(&g, "attention_mask");
+        const ir_node *ids = tp_node(&g, "input_ids");
+        CHECK(tt && tt->op == IR_OP_INPUT && tt->unused, "token_type_ids kept and flagged unused");
+        CHECK(am && am->op == IR_OP_INPUT && am->unused && am->optional, "attention_mask kept and flagged");
+        CHECK(ids && !ids->unused, "input_ids is used");
+        CHECK(g.noutputs == 2 && strcmp(g.nodes[g.outputs[1].node].name, "input_ids") == 0 &&
+                  strcmp(g.nodes[g.outputs[0].node].name, "y") == 0,
+              "outputs remapped");
+        t.mask = 1;  /* requests may carry inputs the graph ignores */
+        tp_check_same("dce", &t, o, &g, 4);
+        /* A second run changes nothing. */
+        ir_graph g2;
+        if (ir_graph_clone(&g2, &g) == 0) {
+            diag d;
+            diag_init(&d);
+            CHECK(pass_dce(&g2, &d) == 0 && g2.count == g.count, "dce is not idempotent");
+            ir_graph_free(&g2);
+        }
+    }
+    ir_graph_free(&g);
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* pass_fuse_linear                                                         */
+/* ======================================================================= */
+
+/* x -> matmul -> bias_add -> [add(residual)] -> activation, as the output;
+ * `ln_after` puts the add under a layer_norm instead (not a residual then). */
+static const char *tp_linear_yaml =
+    "bertc: 1\nname: lin\nweights: \"%s\"\nmax_seq_len: 10\n"
+    "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+    "outputs:\n  y: y\n  z: z\n"
+    "graph:\n"
+    "  - {op: gather, out: x, table: emb, index: input_ids}\n"
+    "  - {op: gather, out: r, table: emb2, index: input_ids}\n"
+    /* chain 1: bias + act */
+    "  - {op: matmul, out: a_mm, x: x, weight: wa}\n"
+    "  - {op: bias_add, out: a_b, x: a_mm, bias: ba}\n"
+    "  - {op: activation, out: a, x: a_b, fn: %s}\n"
+    /* chain 2: bias + residual (either operand order) + act */
+    "  - {op: matmul, out: b_mm, x: a, weight: wb}\n"
+    "  - {op: bias_add, out: b_b, x: b_mm, bias: bb}\n"
+    "  - {op: add, out: b_r, a: %s, b: %s}\n"
+    "  - {op: activation, out: y, x: b_r, fn: %s}\n"
+    /* chain 3: residual add that only feeds a layer_norm: not absorbed */
+    "  - {op: matmul, out: c_mm, x: x, weight: wc}\n"
+    "  - {op: bias_add, out: c_b, x: c_mm, bias: bc}\n"
+    "  - {op: add, out: c_r, a: c_b, b: r}\n"
+    "  - {op: layer_norm, out: z, x: c_r, gamma: g, beta: be, eps: 1e-6}\n";
+
+static char *tp_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *tp_format(const char *fmt, ...) {
+    tp_text t = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    t.s = malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(t.s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return t.s;
+}
+
+static void test_fuse_linear_epilogues(void) {
+    static const char *const acts[4] = {"gelu", "gelu_tanh", "relu", "tanh"};
+    static const ir_act act_ids[4] = {IR_ACT_GELU_ERF, IR_ACT_GELU_TANH, IR_ACT_RELU, IR_ACT_TANH};
+    for (int round = 0; round < 3; round++) {
+        int a1 = (int)check_rng_range(0, 3), a2 = (int)check_rng_range(0, 3), swap = round % 2;
+        int64_t V = check_rng_range(3, 40), K = check_rng_range(1, 24), N = check_rng_range(1, 24);
+        tp_weights w = {.count = 0};
+        tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+        tp_add(&w, "emb2", IR_DTYPE_F32, 2, V, N, 1.0f, 0.0f);
+        tp_add(&w, "wa", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+        tp_add(&w, "ba", tp_rand_dtype(), 1, N, 0, 1.0f, 0.0f);
+        tp_add(&w, "wb", tp_rand_dtype(), 2, N, N, 1.0f, 0.0f);
+        tp_add(&w, "bb", tp_rand_dtype(), 1, N, 0, 1.0f, 0.0f);
+        tp_add(&w, "wc", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+        tp_add(&w, "bc", tp_rand_dtype(), 1, N, 0, 1.0f, 0.0f);
+        tp_add(&w, "g", tp_rand_dtype(), 1, N, 0, 0.2f, 1.0f);
+        tp_add(&w, "be", tp_rand_dtype(), 1, N, 0, 0.2f, 0.0f);
+        char *yaml = tp_format(tp_linear_yaml, "%s", acts[a1], swap ? "r" : "b_b", swap ? "b_b" : "r", acts[a2]);
+        tp_model t;
+        int rc = tp_load(&t, yaml, &w, V, 0, 0);
+        free(yaml);
+        tp_weights_free(&w);
+        if (rc) return;
+        ir_graph g;
+        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+            CHECK(tp_count(&g, IR_OP_MATMUL) == 0 && tp_count(&g, IR_OP_BIAS_ADD) == 0 &&
+                      tp_count(&g, IR_OP_ACTIVATION) == 0 && tp_count(&g, IR_OP_LINEAR) == 3,
+                  "op counts after fuse_linear");
+            CHECK(tp_count(&g, IR_OP_ADD) == 1 && tp_count(&g, IR_OP_LAYER_NORM) == 1, "the LN's add stays");
+            const ir_node *a = tp_node(&g, "a"), *y = tp_node(&g, "y"), *c = tp_node(&g, "c_b");
+            tp_check_srcs(&g, a, 3, "x", "wa", "ba");
+            CHECK(a && a->op == IR_OP_LINEAR && a->has_bias && !a->has_residual && a->has_act &&
+                      a->act == act_ids[a1],
+                  "chain 1 params");
+            tp_check_srcs(&g, y, 4, "a", "wb", "bb", "r");
+            CHECK(y && y->op == IR_OP_LINEAR && y->has_bias && y->has_residual && y->has_act &&
+                      y->act == act_ids[a2],
+                  "chain 2 params");
+            tp_check_srcs(&g, c, 3, "x", "wc", "bc");
+            CHECK(c && c->op == IR_OP_LINEAR && c->has_bias && !c->has_residual && !c->has_act, "chain 3 params");
+            tp_check_srcs(&g, tp_node(&g, "c_r"), 2, "c_b", "r");
+            tp_check_same("fuse_linear", &t, &t.m.graph, &g, 5);
+        }
+        ir_graph_free(&g);
+        tp_free(&t);
+    }
+}
+
+/* A matmul that is also an output keeps its bias_add outside; a bias_add
+ * read twice keeps the activation outside; a matmul fed to two ops. */
+static void test_fuse_linear_extra_consumers(void) {
+    int64_t V = check_rng_range(3, 40), K = check_rng_range(1, 24), N = check_rng_range(1, 24);
+    tp_weights w = {.count = 0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+    tp_add(&w, "w1", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+    tp_add(&w, "w2", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+    tp_add(&w, "w3", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+    tp_add(&w, "b", tp_rand_dtype(), 1, N, 0, 1.0f, 0.0f);
+    static const char *yaml =
+        "bertc: 1\nname: lin2\nweights: \"%s\"\nmax_seq_len: 9\n"
+        "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+        "outputs:\n  mm1: mm1\n  y1: y1\n  y2: y2\n  y2b: y2b\n  y3: y3\n"
+        "graph:\n"
+        "  - {op: gather, out: x, table: emb, index: input_ids}\n"
+        "  - {op: matmul, out: mm1, x: x, weight: w1}\n"      /* an output */
+        "  - {op: bias_add, out: y1, x: mm1, bias: b}\n"
+        "  - {op: matmul, out: mm2, x: x, weight: w2}\n"
+        "  - {op: bias_add, out: b2, x: mm2, bias: b}\n"     /* read twice */
+        "  - {op: activation, out: y2, x: b2, fn: gelu}\n"
+        "  - {op: scale, out: y2b, x: b2, by: 0.5}\n"
+        "  - {op: matmul, out: mm3, x: x, weight: w3}\n"     /* read by add twice: no residual */
+        "  - {op: add, out: y3, a: mm3, b: mm3}\n";
+    tp_model t;
+    int rc = tp_load(&t, yaml, &w, V, 0, 0);
+    tp_weights_free(&w);
+    if (rc) return;
+    ir_graph g;
+    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        const ir_node *mm1 = tp_node(&g, "mm1"), *y1 = tp_node(&g, "y1"), *b2 = tp_node(&g, "b2");
+        const ir_node *y2 = tp_node(&g, "y2"), *mm3 = tp_node(&g, "mm3"), *y3 = tp_node(&g, "y3");
+        CHECK(mm1 && mm1->op == IR_OP_LINEAR && !mm1->has_bias, "output matmul: plain LINEAR");
+        CHECK(y1 && y1->op == IR_OP_BIAS_ADD, "its bias_add stays");
+        CHECK(b2 && b2->op == IR_OP_LINEAR && b2->has_bias && !b2->has_act, "bias absorbed, act not");
+        CHECK(y2 && y2->op == IR_OP_ACTIVATION, "shared activation stays");
+        CHECK(mm3 && mm3->op == IR_OP_LINEAR && !mm3->has_residual, "mm3 plain");
+        CHECK(y3 && y3->op == IR_OP_ADD, "add(mm3, mm3) stays");
+        CHECK(tp_count(&g, IR_OP_MATMUL) == 0 && tp_count(&g, IR_OP_LINEAR) == 3, "counts");
+        tp_check_same("fuse_linear negatives", &t, &t.m.graph, &g, 4);
+    }
+    ir_graph_free(&g);
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* pass_merge_qkv                                                           */
+/* ======================================================================= */
+
+static void test_merge_qkv(void) {
+    int64_t V = check_rng_range(3, 40), K = check_rng_range(1, 20);
+    int64_t N[6];
+    for (int k = 0; k < 6; k++) N[k] = check_rng_range(1, 17);
+    tp_weights w = {.count = 0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+    char nm[16];
+    for (int k = 0; k < 6; k++) {
+        snprintf(nm, sizeof nm, "w%d", k);
+        tp_add(&w, nm, tp_rand_dtype(), 2, N[k], K, 1.0f, 0.0f);
+        snprintf(nm, sizeof nm, "b%d", k);
+        tp_add(&w, nm, tp_rand_dtype(), 1, N[k], 0, 1.0f, 0.0f);
+    }
+    /* p0, p1, p3 merge (bias, plain); p2 has an act; p4 has no bias and
+     * p5 reads another x: each stays alone. */
+    static const char *yaml =
+        "bertc: 1\nname: qkv\nweights: \"%s\"\nmax_seq_len: 11\n"
+        "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+        "outputs:\n  p0: p0\n  p1: p1\n  p2: p2\n  p3: p3\n  p4: p4\n  p5: p5\n"
+        "graph:\n"
+        "  - {op: gather, out: x, table: emb, index: input_ids}\n"
+        "  - {op: gather, out: x2, table: emb, index: input_ids}\n"
+        "  - {op: matmul, out: m0, x: x, weight: w0}\n"
+        "  - {op: bias_add, out: p0, x: m0, bias: b0}\n"
+        "  - {op: matmul, out: m1, x: x, weight: w1}\n"
+        "  - {op: bias_add, out: p1, x: m1, bias: b1}\n"
+        "  - {op: matmul, out: m2, x: x, weight: w2}\n"
+        "  - {op: bias_add, out: m2b, x: m2, bias: b2}\n"
+        "  - {op: activation, out: p2, x: m2b, fn: relu}\n"
+        "  - {op: matmul, out: m3, x: x, weight: w3}\n"
+        "  - {op: bias_add, out: p3, x: m3, bias: b3}\n"
+        "  - {op: matmul, out: p4, x: x, weight: w4}\n"
+        "  - {op: matmul, out: m5, x: x2, weight: w5}\n"
+        "  - {op: bias_add, out: p5, x: m5, bias: b5}\n";
+    tp_model t;
+    int rc = tp_load(&t, yaml, &w, V, 0, 0);
+    tp_weights_free(&w);
+    if (rc) return;
+    ir_graph g;
+    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        ir_graph before;
+        int ok = ir_graph_clone(&before, &g) == 0;
+        diag d;
+        diag_init(&d);
+        rc = pass_merge_qkv(&g, &d);
+        CHECK(rc == 0, "merge_qkv: %s", d.text);
+        if (ok && rc == 0) {
+            CHECK(tp_count(&before, IR_OP_LINEAR) == 6 && tp_count(&g, IR_OP_LINEAR) == 4,
+                  "linears %d -> %d", tp_count(&before, IR_OP_LINEAR), tp_count(&g, IR_OP_LINEAR));
+            CHECK(tp_count(&g, IR_OP_CONCAT) == 2 && tp_count(&g, IR_OP_SLICE) == 3, "concats/slices");
+            const ir_node *m = tp_node(&g, "p0+p1+p3");
+            tp_check_srcs(&g, m, 3, "x", "p0+p1+p3.weight", "p0+p1+p3.bias");
+            CHECK(m && m->op == IR_OP_LINEAR && m->has_bias && m->shape[1] == N[0] + N[1] + N[3], "merged linear");
+            const ir_node *wc = tp_node(&g, "p0+p1+p3.weight"), *bc = tp_node(&g, "p0+p1+p3.bias");
+            tp_check_srcs(&g, wc, 3, "w0", "w1", "w3");
+            tp_check_srcs(&g, bc, 3, "b0", "b1", "b3");
+            CHECK(wc && wc->axis == 0 && bc && bc->axis == 0, "concat axes");
+            int64_t off[3] = {0, N[0], N[0] + N[1]}, len[3] = {N[0], N[1], N[3]};
+            const char *names[3] = {"p0", "p1", "p3"};
+            for (int k = 0; k < 3; k++) {
+                const ir_node *s = tp_node(&g, names[k]);
+                tp_check_srcs(&g, s, 1, "p0+p1+p3");
+                CHECK(s && s->op == IR_OP_SLICE && s->axis == 1 && s->start == off[k] && s->len == len[k],
+                      "slice %s: start %lld len %lld", names[k], s ? (long long)s->start : -1LL,
+                      s ? (long long)s->len : -1LL);
+            }
+            const char *alone[3] = {"p2", "p4", "p5"};
+            for (int k = 0; k < 3; k++) {
+                const ir_node *s = tp_node(&g, alone[k]);
+                CHECK(s && s->op == IR_OP_LINEAR, "%s stays a LINEAR", alone[k]);
+            }
+            /* Merged nodes come right before the first slice. */
+            int mi = ir_graph_find(&g, "p0+p1+p3"), si = ir_graph_find(&g, "p0");
+            CHECK(mi >= 0 && si == mi + 1, "merged linear at %d, first slice at %d", mi, si);
+            tp_check_same("merge_qkv", &t, &t.m.graph, &g, 4);
+            /* Folding the concats keeps every bit too. */
+            rc = pass_fold_constants(&g, &t.m.weights, &d);
+            CHECK(rc == 0 && tp_count(&g, IR_OP_CONCAT) == 0 && tp_count(&g, IR_OP_CONST) == 2,
+                  "fold after merge: %s", d.text);
+            tp_check_same("merge_qkv + fold", &t, &t.m.graph, &g, 3);
+        }
+        if (ok) ir_graph_free(&before);
+    }
+    ir_graph_free(&g);
+    tp_free(&t);
+}
+
+/* More than IR_MAX_SRCS candidates: groups of at most 8. */
+static void test_merge_qkv_many(void) {
+    int count = (int)check_rng_range(IR_MAX_SRCS + 1, 2 * IR_MAX_SRCS + 1);
+    int64_t V = check_rng_range(3, 40), K = check_rng_range(1, 12);
+    tp_weights w = {.count = 0};
+    tp_text y = {0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+    tp_printf(&y, "bertc: 1\nname: many\nweights: \"%%s\"\nmax_seq_len: 7\n"
+                  "inputs:\n  input_ids: {dtype: int32, shape: [S]}\noutputs:\n");
+    for (int k = 0; k < count; k++) tp_printf(&y, "  o%d: o%d\n", k, k);
+    tp_printf(&y, "graph:\n  - {op: gather, out: x, table: emb, index: input_ids}\n");
+    for (int k = 0; k < count; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "w%d", k);
+        tp_add(&w, nm, tp_rand_dtype(), 2, check_rng_range(1, 6), K, 1.0f, 0.0f);
+        tp_printf(&y, "  - {op: matmul, out: o%d, x: x, weight: w%d}\n", k, k);
+    }
+    tp_model t;
+    int rc = tp_load(&t, y.s, &w, V, 0, 0);
+    free(y.s);
+    tp_weights_free(&w);
+    if (rc) return;
+    ir_graph g;
+    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        diag d;
+        diag_init(&d);
+        CHECK(pass_merge_qkv(&g, &d) == 0, "merge: %s", d.text);
+        int groups = (count + IR_MAX_SRCS - 1) / IR_MAX_SRCS;
+        int singles = count % IR_MAX_SRCS == 1;  /* a last group of one is not merged */
+        CHECK(tp_count(&g, IR_OP_CONCAT) == groups - singles, "%d concats for %d linears",
+              tp_count(&g, IR_OP_CONCAT), count);
+        CHECK(tp_count(&g, IR_OP_LINEAR) == groups, "%d linears", tp_count(&g, IR_OP_LINEAR));
+        tp_check_same("merge_qkv many", &t, &t.m.graph, &g, 3);
+    }
+    ir_graph_free(&g);
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* pass_fuse_attention                                                      */
+/* ======================================================================= */
+
+/* Each generated variant, through fuse_linear [+ merge_qkv] + attention. */
+static void test_fuse_attention_variants(void) {
+    for (int v = 0; v < 6; v++) {
+        tp_bert b = tp_bert_random();
+        b.scale = v != 1 && v != 3;
+        b.mask = v != 2 && v != 3;
+        int merge = v >= 4 || v == 0;
+        tp_model t;
+        if (tp_bert_load(&t, &b)) return;
+        ir_graph g;
+        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+            diag d;
+            diag_init(&d);
+            int rc = merge ? pass_merge_qkv(&g, &d) : 0;
+            if (!rc) rc = pass_fuse_attention(&g, &d);
+            CHECK(rc == 0, "passes: %s", d.text);
+            char what[64];
+            snprintf(what, sizeof what, "attention variant %d (scale %d, mask %d, merged %d)", v, b.scale,
+                     b.mask, merge);
+            CHECK(tp_count(&g, IR_OP_ATTENTION) == b.layers && tp_count(&g, IR_OP_BATCHED_MATMUL) == 0 &&
+                      tp_count(&g, IR_OP_SOFTMAX) == 0 && tp_count(&g, IR_OP_MASK) == 0 &&
+                      tp_count(&g, IR_OP_SCALE) == 0 && tp_count(&g, IR_OP_TRANSPOSE) == 0 &&
+                      tp_count(&g, IR_OP_SLICE) == b.pooler && tp_count(&g, IR_OP_RESHAPE) == b.pooler,
+                  "%s: op counts", what);
+            for (int l = 0; l < b.layers; l++) {
+                const ir_node *a = tp_nth(&g, IR_OP_ATTENTION, l);
+                if (!a) break;
+                char q[32], k[32], vv[32];
+                snprintf(q, sizeof q, "layer%d/q", l);
+                snprintf(k, sizeof k, "layer%d/k", l);
+                snprintf(vv, sizeof vv, "layer%d/v", l);
+                if (merge) {
+                    char m[32];
+                    snprintf(m, sizeof m, "layer%d/q+k+v", l);
+                    if (b.mask) tp_check_srcs(&g, a, 4, m, m, m, "attention_mask");
+                    else tp_check_srcs(&g, a, 3, m, m, m);
+                    CHECK(a->q_off == 0 && a->k_off == b.H && a->v_off == 2 * b.H, "%s: offsets", what);
+                } else {
+                    if (b.mask) tp_check_srcs(&g, a, 4, q, k, vv, "attention_mask");
+                    else tp_check_srcs(&g, a, 3, q, k, vv);
+                    CHECK(a->q_off == 0 && a->k_off == 0 && a->v_off == 0, "%s: offsets", what);
+                }
+                float want = b.scale ? tp_scale_of(b.HD) : 1.0f;
+                CHECK(a->heads == b.NH && a->head_dim == b.HD && a->scale == want,
+                      "%s: heads %d head_dim %d scale %g", what, a->heads, a->head_dim, (double)a->scale);
+                CHECK(a->shape[0] == S && a->shape[1] == b.H, "%s: shape", what);
+            }
+            tp_check_same(what, &t, &t.m.graph, &g, 5);
+        }
+        ir_graph_free(&g);
+        tp_free(&t);
+    }
+}
+
+/* Replace the first `from` in *text by `to`; 0 if `from` is missing. */
+static int tp_edit(char **text, const char *from, const char *to) {
+    char *p = strstr(*text, from);
+    if (!p) return 0;
+    tp_text s = {0};
+    tp_printf(&s, "%.*s%s%s", (int)(p - *text), *text, to, p + strlen(from));
+    free(*text);
+    *text = s.s;
+    return 1;
+}
+
+/* One broken rule per run: the attention chain must not fuse (or, for a
+ * shared slice, fuse without absorbing it), and the graph must still
+ * compute the same. */
+static void test_fuse_attention_negative(void) {
+    static const char *const breaks[] = {
+        "probs is also an output",
+        "scale after mask",
+        "q_h is also an output",
+        "k pre-transposed (perm [1, 2, 0], no transpose_b)",
+        "merged q slice is an output",
+        "probs also read by another op",
+        "merged v slice also read by another op",
+    };
+    for (int k = 0; k < (int)(sizeof breaks / sizeof breaks[0]); k++) {
+        tp_bert b = tp_bert_random();
+        b.layers = 1;
+        b.scale = b.mask = 1;
+        b.late_scale = k == 1;
+        tp_weights w = {.count = 0};
+        char *yaml = tp_bert_yaml(&b, &w);
+        int edited = 1;
+        switch (k) {
+        case 0: edited = tp_edit(&yaml, "outputs:\n", "outputs:\n  p: layer0/probs\n"); break;
+        case 2: edited = tp_edit(&yaml, "outputs:\n", "outputs:\n  qh: layer0/q_h\n"); break;
+        case 3:
+            edited = tp_edit(&yaml, "out: k_h, x: k_r, perm: [1, 0, 2]", "out: k_h, x: k_r, perm: [1, 2, 0]") &&
+                     tp_edit(&yaml, "b: k_h, transpose_b: true", "b: k_h, transpose_b: false");
+            break;
+        case 4: edited = tp_edit(&yaml, "outputs:\n", "outputs:\n  q: layer0/q\n"); break;
+        case 5:
+        case 6:
+            edited = tp_edit(&yaml, "      - {op: batched_matmul, out: ctx_h,",
+                             k == 5 ? "      - {op: scale, out: extra, x: probs, by: 2.0}\n"
+                                      "      - {op: batched_matmul, out: ctx_h,"
+                                    : "      - {op: scale, out: extra, x: v, by: 2.0}\n"
+                                      "      - {op: batched_matmul, out: ctx_h,") &&
+                     tp_edit(&yaml, "outputs:\n", "outputs:\n  extra: layer0/extra\n");
+            break;
+        }
+        CHECK(edited, "cannot edit the YAML for '%s'", breaks[k]);
+        tp_model t;
+        int rc = tp_load(&t, yaml, &w, b.vocab, b.types, b.mask);
+        free(yaml);
+        tp_weights_free(&w);
+        if (rc) continue;
+        ir_graph g;
+        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+            diag d;
+            diag_init(&d);
+            rc = pass_merge_qkv(&g, &d);
+            if (!rc) rc = pass_fuse_attention(&g, &d);
+            CHECK(rc == 0, "%s: %s", breaks[k], d.text);
+            if (k == 4 || k == 6) {
+                /* Fuses, but reads the shared slice itself at offset 0. */
+                const ir_node *a = tp_nth(&g, IR_OP_ATTENTION, 0);
+                CHECK(a != NULL, "%s: attention not fused", breaks[k]);
+                if (a && k == 4) {
+                    tp_check_srcs(&g, a, 4, "layer0/q", "layer0/q+k+v", "layer0/q+k+v", "attention_mask");
+                    CHECK(a->q_off == 0 && a->k_off == b.H && a->v_off == 2 * b.H, "%s: offsets", breaks[k]);
+                }
+                if (a && k == 6) {
+                    tp_check_srcs(&g, a, 4, "layer0/q+k+v", "layer0/q+k+v", "layer0/v", "attention_mask");
+                    CHECK(a->q_off == 0 && a->k_off == b.H && a->v_off == 0, "%s: offsets", breaks[k]);
+                }
+                CHECK(tp_count(&g, IR_OP_SLICE) == 1 + b.pooler, "%s: one slice kept", breaks[k]);
+            } else {
+                CHECK(tp_count(&g, IR_OP_ATTENTION) == 0 && tp_count(&g, IR_OP_SOFTMAX) == 1 &&
+                          tp_count(&g, IR_OP_BATCHED_MATMUL) == 2,
+                      "%s: fused anyway", breaks[k]);
+            }
+            tp_check_same(breaks[k], &t, &t.m.graph, &g, 4);
+        }
+        ir_graph_free(&g);
+        tp_free(&t);
+    }
+}
+
+/* ======================================================================= */
+/* pass_fuse_add_ln                                                         */
+/* ======================================================================= */
+
+static void test_fuse_add_ln_forms(void) {
+    int64_t V = check_rng_range(3, 40), D = check_rng_range(2, 30);
+    tp_weights w = {.count = 0};
+    /* float32 tables: sums of full-precision values round, so a wrong
+     * order of additions shows; half-precision ones would add exactly. */
+    tp_add(&w, "e1", IR_DTYPE_F32, 2, V, D, 2.0f, 0.0f);
+    tp_add(&w, "e2", IR_DTYPE_F32, 2, V, D, 2.0f, 0.5f);
+    tp_add(&w, "bias", tp_rand_dtype(), 1, D, 0, 1.0f, 0.0f);
+    tp_add(&w, "g", tp_rand_dtype(), 1, D, 0, 0.2f, 1.0f);
+    tp_add(&w, "be", tp_rand_dtype(), 1, D, 0, 0.2f, 0.0f);
+    /* The inputs are scale ops so none of this is an embedding sum. */
+    static const char *yaml =
+        "bertc: 1\nname: addln\nweights: \"%s\"\nmax_seq_len: 13\n"
+        "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+        "outputs:\n  n1: n1\n  n2: n2\n  n3: n3\n  n4: n4\n  n5: n5\n  n6: n6\n  s6: s6\n"
+        "graph:\n"
+        "  - {op: gather, out: g1, table: e1, index: input_ids}\n"
+        "  - {op: gather, out: g2, table: e2, index: input_ids}\n"
+        "  - {op: scale, out: a, x: g1, by: 1.5}\n"
+        "  - {op: scale, out: b, x: g2, by: -0.75}\n"
+        "  - {op: add, out: s1, a: a, b: b}\n"
+        "  - {op: layer_norm, out: n1, x: s1, gamma: g, beta: be, eps: 1e-5}\n"
+        "  - {op: bias_add, out: ab, x: a, bias: bias}\n"
+        "  - {op: add, out: s2, a: ab, b: b}\n"
+        "  - {op: layer_norm, out: n2, x: s2, gamma: g, beta: be, eps: 1e-6}\n"
+        "  - {op: bias_add, out: bb, x: b, bias: bias}\n"
+        "  - {op: add, out: s3, a: a, b: bb}\n"
+        "  - {op: layer_norm, out: n3, x: s3, gamma: g, beta: be, eps: 1e-7}\n"
+        "  - {op: bias_add, out: b4, x: a, bias: bias}\n"
+        "  - {op: layer_norm, out: n4, x: b4, gamma: g, beta: be, eps: 1e-8}\n"
+        "  - {op: layer_norm, out: n5, x: b, gamma: g, beta: be, eps: 1e-9}\n"
+        "  - {op: add, out: s6, a: a, b: b}\n"          /* also an output */
+        "  - {op: layer_norm, out: n6, x: s6, gamma: g, beta: be, eps: 1e-10}\n";
+    tp_model t;
+    int rc = tp_load(&t, yaml, &w, V, 0, 0);
+    tp_weights_free(&w);
+    if (rc) return;
+    ir_graph g;
+    if (tp_clone_pass(&t, &g, pass_fuse_add_ln) == 0) {
+        CHECK(tp_count(&g, IR_OP_LAYER_NORM) == 0 && tp_count(&g, IR_OP_ADD_LN) == 6, "all layer_norms fused");
+        CHECK(tp_count(&g, IR_OP_ADD) == 1 && tp_count(&g, IR_OP_BIAS_ADD) == 0, "adds left: %d",
+              tp_count(&g, IR_OP_ADD));
+        struct {
+            const char *name;
+            int res, bias;
+            float eps;
+        } want[6] = {{"n1", 1, 0, 1e-5f}, {"n2", 1, 1, 1e-6f}, {"n3", 1, 1, 1e-7f},
+                     {"n4", 0, 1, 1e-8f}, {"n5", 0, 0, 1e-9f}, {"n6", 0, 0, 1e-10f}};
+        for (int k = 0; k < 6; k++) {
+            const ir_node *n = tp_node(&g, want[k].name);
+            CHECK(n && n->op == IR_OP_ADD_LN && n->has_residual == want[k].res && n->has_bias == want[k].bias &&
+                      n->eps == want[k].eps,
+                  "%s: residual %d bias %d eps %g", want[k].name, n ? n->has_residual : -1,
+                  n ? n->has_bias : -1, n ? (double)n->eps : 0.0);
+        }
+        tp_check_srcs(&g, tp_node(&g, "n1"), 4, "b", "g", "be", "a");  /* b is the later operand */
+        tp_check_srcs(&g, tp_node(&g, "n2"), 5, "a", "g", "be", "b", "bias");
+        tp_check_srcs(&g, tp_node(&g, "n3"), 5, "b", "g", "be", "a", "bias");
+        tp_check_srcs(&g, tp_node(&g, "n4"), 4, "a", "g", "be", "bias");
+        tp_check_srcs(&g, tp_node(&g, "n5"), 3, "b", "g", "be");
+        tp_check_srcs(&g, tp_node(&g, "n6"), 3, "s6", "g", "be");
+        tp_check_same("fuse_add_ln", &t, &t.m.graph, &g, 5);
+    }
+    ir_graph_free(&g);
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* pass_fuse_embed_ln                                                       */
+/* ======================================================================= */
+
+/* Sums of 1..3 gathers in every tree shape and operand order; then the
+ * cases that must not fuse. */
+static void test_fuse_embed_ln_trees(void) {
+    static const struct {
+        const char *graph;      /* the sum's ops; the LN reads `sum` */
+        const char *order;      /* expected table order in EMBED_LN */
+    } shapes[] = {
+        {"  - {op: add, out: s0, a: gw, b: gp}\n  - {op: add, out: sum, a: s0, b: gt}\n", "w p t"},
+        {"  - {op: add, out: s0, a: gw, b: gp}\n  - {op: add, out: sum, a: gt, b: s0}\n", "w p t"},
+        {"  - {op: add, out: s0, a: gp, b: gt}\n  - {op: add, out: sum, a: gw, b: s0}\n", "p t w"},
+        {"  - {op: add, out: s0, a: gt, b: gw}\n  - {op: add, out: sum, a: s0, b: gp}\n", "t w p"},
+        {"  - {op: add, out: sum, a: gp, b: gw}\n", "p w"},
+        {"  - {op: add, out: sum, a: gw, b: gt}\n", "w t"},
+        {"  - {op: scale, out: sum, x: gw, by: 1.0}\n", NULL},           /* not a gather tree */
+        {"  - {op: add, out: sum, a: gw, b: gw}\n", NULL},               /* the same gather twice */
+    };
+    int64_t V = check_rng_range(3, 60), D = check_rng_range(2, 40), P = check_rng_range(4, 20);
+    int T = (int)check_rng_range(1, 3);
+    for (int k = 0; k < (int)(sizeof shapes / sizeof shapes[0]) + 1; k++) {
+        tp_weights w = {.count = 0};
+        tp_add(&w, "tw", IR_DTYPE_F32, 2, V, D, 1.0f, 0.0f);  /* float32: the sums round */
+        tp_add(&w, "tp", IR_DTYPE_F32, 2, P, D, 1.0f, 0.0f);
+        tp_add(&w, "tt", IR_DTYPE_F32, 2, T, D, 1.0f, 0.0f);
+        tp_add(&w, "g", tp_rand_dtype(), 1, D, 0, 0.2f, 1.0f);
+        tp_add(&w, "be", tp_rand_dtype(), 1, D, 0, 0.2f, 0.0f);
+        int single = k == (int)(sizeof shapes / sizeof shapes[0]);
+        char *yaml = tp_format(
+            "bertc: 1\nname: emb\nweights: \"%%s\"\nmax_seq_len: %lld\n"
+            "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+            "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n"
+            "outputs:\n  h: h\n"
+            "graph:\n"
+            "  - {op: arange, out: pos, like: input_ids}\n"
+            "  - {op: gather, out: gw, table: tw, index: input_ids}\n"
+            "  - {op: gather, out: gp, table: tp, index: pos}\n"
+            "  - {op: gather, out: gt, table: tt, index: token_type_ids}\n"
+            "%s"
+            "  - {op: layer_norm, out: h, x: %s, gamma: g, beta: be, eps: 1e-12}\n",
+            (long long)P, single ? "" : shapes[k].graph, single ? "gt" : "sum");
+        tp_model t;
+        int rc = tp_load(&t, yaml, &w, V, T, 0);
+        free(yaml);
+        tp_weights_free(&w);
+        if (rc) continue;
+        ir_graph g;
+        if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+            diag d;
+            diag_init(&d);
+            ir_graph dced;
+            int ok = ir_graph_clone(&dced, &g) == 0;
+            rc = pass_fuse_add_ln(&g, &d);
+            if (!rc) rc = pass_fuse_embed_ln(&g, &d);
+            CHECK(rc == 0, "passes: %s", d.text);
+            const char *order = single ? "t" : shapes[k].order;
+            const ir_node *h = tp_node(&g, "h");
+            if (order && h) {
+                int n = (int)(strlen(order) + 1) / 2;
+                CHECK(h->op == IR_OP_EMBED_LN && h->ngathers == n, "shape %d: %s with %d gathers", k,
+                      ir_op_name(h->op), h->ngathers);
+                CHECK(tp_count(&g, IR_OP_GATHER) == 0 && tp_count(&g, IR_OP_ADD) == 0, "shape %d: leftovers", k);
+                for (int j = 0; h->op == IR_OP_EMBED_LN && j < n && j < h->ngathers; j++) {
+                    char tab[4] = {'t', order[2 * j], 0};
+                    const char *idx = order[2 * j] == 'w' ? "input_ids" : order[2 * j] == 'p' ? "pos" : "token_type_ids";
+                    CHECK(strcmp(tp_src(&g, h, 2 + 2 * j), tab) == 0 && strcmp(tp_src(&g, h, 3 + 2 * j), idx) == 0,
+                          "shape %d: gather %d is %s[%s], expected %s[%s]", k, j, tp_src(&g, h, 2 + 2 * j),
+                          tp_src(&g, h, 3 + 2 * j), tab, idx);
+                }
+                CHECK(strcmp(tp_src(&g, h, 0), "g") == 0 && strcmp(tp_src(&g, h, 1), "be") == 0 && h->eps == 1e-12f,
+                      "shape %d: gamma/beta/eps", k);
+            } else if (h) {
+                CHECK(h->op == IR_OP_ADD_LN, "shape %d: %s, expected add_ln", k, ir_op_name(h->op));
+            }
+            /* The fused graph against the unfused one, types and all. */
+            if (ok) tp_check_same("fuse_embed_ln", &t, &dced, &g, 5);
+            if (ok) ir_graph_free(&dced);
+        }
+        ir_graph_free(&g);
+        tp_free(&t);
+    }
+}
+
+/* A gather read elsewhere, an output inside the tree, four gathers, an
+ * index that is neither an input nor an arange: no EMBED_LN, and
+ * fuse_add_ln takes the layer_norm instead. */
+static void test_fuse_embed_ln_negative(void) {
+    static const struct {
+        const char *what, *outputs, *graph;
+    } variants[] = {
+        {"gather is an output", "  gw: gw\n",
+         "  - {op: add, out: sum, a: gw, b: gp}\n"},
+        {"partial sum is an output", "  s0: s0\n",
+         "  - {op: add, out: s0, a: gw, b: gp}\n"
+         "  - {op: add, out: sum, a: s0, b: gx}\n"},
+        {"four gathers", "",
+         "  - {op: gather, out: gy, table: tp, index: pos}\n"
+         "  - {op: add, out: s0, a: gw, b: gp}\n"
+         "  - {op: add, out: s1, a: s0, b: gx}\n"
+         "  - {op: add, out: sum, a: s1, b: gy}\n"},
+        {"computed index", "",
+         "  - {op: reshape, out: pos2, x: pos, shape: [S]}\n"
+         "  - {op: gather, out: gq, table: tp, index: pos2}\n"
+         "  - {op: add, out: sum, a: gw, b: gq}\n"},
+        {"gather read twice", "",
+         "  - {op: add, out: s0, a: gw, b: gp}\n"
+         "  - {op: add, out: sum, a: s0, b: gw}\n"},
+    };
+    for (int k = 0; k < (int)(sizeof variants / sizeof variants[0]); k++) {
+        int64_t V = check_rng_range(3, 60), D = check_rng_range(2, 40);
+        tp_weights w = {.count = 0};
+        tp_add(&w, "tw", tp_rand_dtype(), 2, V, D, 1.0f, 0.0f);
+        tp_add(&w, "tp", tp_rand_dtype(), 2, 16, D, 1.0f, 0.0f);
+        tp_add(&w, "tx", tp_rand_dtype(), 2, V, D, 1.0f, 0.0f);
+        tp_add(&w, "g", tp_rand_dtype(), 1, D, 0, 0.2f, 1.0f);
+        tp_add(&w, "be", tp_rand_dtype(), 1, D, 0, 0.2f, 0.0f);
+        char *yaml = tp_format(
+            "bertc: 1\nname: emb\nweights: \"%%s\"\nmax_seq_len: 16\n"
+            "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+            "outputs:\n  h: h\n%s"
+            "graph:\n"
+            "  - {op: arange, out: pos, like: input_ids}\n"
+            "  - {op: gather, out: gw, table: tw, index: input_ids}\n"
+            "  - {op: gather, out: gp, table: tp, index: pos}\n"
+            "  - {op: gather, out: gx, table: tx, index: input_ids}\n"
+            "%s"
+            "  - {op: layer_norm, out: h, x: sum, gamma: g, beta: be, eps: 1e-12}\n",
+            variants[k].outputs, variants[k].graph);
+        tp_model t;
+        int rc = tp_load(&t, yaml, &w, V, 0, 0);
+        free(yaml);
+        tp_weights_free(&w);
+        if (rc) continue;
+        ir_graph g;
+        if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+            diag d;
+            diag_init(&d);
+            ir_graph dced;
+            int ok = ir_graph_clone(&dced, &g) == 0;
+            rc = pass_fuse_add_ln(&g, &d);
+            if (!rc) rc = pass_fuse_embed_ln(&g, &d);
+            CHECK(rc == 0, "%s: %s", variants[k].what, d.text);
+            const ir_node *h = tp_node(&g, "h");
+            CHECK(h && h->op == IR_OP_ADD_LN, "%s: h is %s, expected add_ln", variants[k].what,
+                  h ? ir_op_name(h->op) : "?");
+            CHECK(tp_count(&g, IR_OP_EMBED_LN) == 0, "%s: embed_ln fused", variants[k].what);
+            if (ok) tp_check_same(variants[k].what, &t, &dced, &g, 4);
+            if (ok) ir_graph_free(&dced);
+        }
+        ir_graph_free(&g);
+        tp_free(&t);
+    }
+}
+
+/* ======================================================================= */
+/* pass_fold_constants                                                      */
+/* ======================================================================= */
+
+/* A graph built node by node (the YAML cannot apply ops to weights):
+ * matmul(x, transpose(wt)), bias = scale(slice(concat(b1, b2))), a reshape
+ * of a weight as the LayerNorm gamma. */
+static void test_fold_constants(void) {
+    int64_t V = check_rng_range(3, 30), K = check_rng_range(2, 16), N = check_rng_range(2, 16);
+    int64_t N1 = check_rng_range(1, N - 1);
+    tp_weights w = {.count = 0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+    tp_add(&w, "wt", tp_rand_dtype(), 2, K, N, 1.0f, 0.0f);     /* stored transposed */
+    tp_add(&w, "b1", tp_rand_dtype(), 1, N1, 0, 1.0f, 0.0f);
+    tp_add(&w, "b2", tp_rand_dtype(), 1, N - N1 + 3, 0, 1.0f, 0.0f);
+    tp_add(&w, "g2", tp_rand_dtype(), 2, 1, N, 0.2f, 1.0f);     /* gamma as [1, N] */
+    tp_add(&w, "be", tp_rand_dtype(), 1, N, 0, 0.2f, 0.0f);
+    size_t len;
+    unsigned char *img = tp_image(&w, &len);
+    tp_model t;
+    memset(&t, 0, sizeof t);
+    diag d;
+    diag_init(&d);
+    int rc = st_file_open_memory(&t.m.weights, img, len, "fold.safetensors", &d);
+    free(img);
+    CHECK(rc == 0, "open weights: %s", d.text);
+    if (rc) {
+        tp_weights_free(&w);
+        return;
+    }
+    t.m.weights_open = 1;
+    t.vocab = V;
+    ir_graph *g = &t.m.graph;
+    ir_graph_init(g);
+    g->max_seq_len = 9;
+    g->source_path = strdup("fold.yaml");
+    int nodes[8];
+    for (int k = 0; k < 6; k++) {
+        const tp_tensor *x = &w.t[k];
+        nodes[k] = tp_leaf(g, IR_OP_WEIGHT, x->name, x->dtype, x->ndim, x->shape[0], x->shape[1]);
+    }
+    tp_weights_free(&w);
+    int ids = tp_leaf(g, IR_OP_INPUT, "input_ids", IR_DTYPE_I32, 1, S, 0);
+    int x = tp_op(g, IR_OP_GATHER, "x", 2, nodes[0], ids);
+    int wtr = tp_op(g, IR_OP_TRANSPOSE, "w", 1, nodes[1]);
+    g->nodes[wtr].ndim = 2;
+    g->nodes[wtr].perm[0] = 1;
+    g->nodes[wtr].perm[1] = 0;
+    int cat = tp_op(g, IR_OP_CONCAT, "bcat", 2, nodes[2], nodes[3]);
+    int sl = tp_op(g, IR_OP_SLICE, "bsl", 1, cat);
+    g->nodes[sl].axis = 0;
+    g->nodes[sl].start = 2;
+    g->nodes[sl].len = N;
+    int sc = tp_op(g, IR_OP_SCALE, "bias", 1, sl);
+    g->nodes[sc].scale = -0.3f;
+    int mm = tp_op(g, IR_OP_MATMUL, "mm", 2, x, wtr);
+    int ba = tp_op(g, IR_OP_BIAS_ADD, "y", 2, mm, sc);
+    int gam = tp_op(g, IR_OP_RESHAPE, "gamma", 1, nodes[4]);
+    g->nodes[gam].ndim = 1;
+    g->nodes[gam].shape[0] = N;
+    int ln = tp_op(g, IR_OP_LAYER_NORM, "z", 3, ba, gam, nodes[5]);
+    g->nodes[ln].eps = 1e-5f;
+    ir_graph_add_output(g, "y", ba);
+    ir_graph_add_output(g, "z", ln);
+    rc = ir_graph_infer(g, "fold.yaml", NULL, 0, &d);
+    CHECK(rc == 0, "infer: %s", d.text);
+    ir_graph f;
+    if (!rc && ir_graph_clone(&f, g) == 0) {
+        rc = pass_fold_constants(&f, &t.m.weights, &d);
+        CHECK(rc == 0, "fold: %s", d.text);
+        if (!rc) {
+            CHECK(tp_count(&f, IR_OP_TRANSPOSE) == 0 && tp_count(&f, IR_OP_CONCAT) == 0 &&
+                      tp_count(&f, IR_OP_SLICE) == 0 && tp_count(&f, IR_OP_SCALE) == 0 &&
+                      tp_count(&f, IR_OP_RESHAPE) == 0,
+                  "layout ops remain");
+            /* Every foldable node folds, intermediate ones included. */
+            CHECK(tp_count(&f, IR_OP_CONST) == 5, "%d consts, expected 5 (w, bcat, bsl, bias, gamma)",
+                  tp_count(&f, IR_OP_CONST));
+            const ir_node *wc = tp_node(&f, "w"), *bc = tp_node(&f, "bias"), *gc = tp_node(&f, "gamma");
+            CHECK(wc && wc->op == IR_OP_CONST && wc->ndim == 2 && wc->shape[0] == N && wc->shape[1] == K &&
+                      wc->dtype == IR_DTYPE_F32,
+                  "w folded");
+            CHECK(bc && bc->op == IR_OP_CONST && bc->ndim == 1 && bc->shape[0] == N, "bias folded");
+            CHECK(gc && gc->op == IR_OP_CONST && gc->ndim == 1, "gamma folded");
+            /* The folded values are the transposed weight, element by element. */
+            const st_tensor *wt = st_file_find(&t.m.weights, "wt");
+            int exact = wc && wc->data && wt;
+            for (int64_t i = 0; exact && i < N; i++)
+                for (int64_t j = 0; j < K; j++)
+                    exact &= wc->data[i * K + j] == st_tensor_get_f32(wt, j * N + i);
+            CHECK(exact, "folded transpose values");
+            /* The unread weights go with dce; the rest computes the same. */
+            rc = pass_dce(&f, &d);
+            CHECK(rc == 0 && tp_count(&f, IR_OP_WEIGHT) == 2 && tp_count(&f, IR_OP_CONST) == 3,
+                  "dce after fold: %d weights, %d consts left (%s)", tp_count(&f, IR_OP_WEIGHT),
+                  tp_count(&f, IR_OP_CONST), d.text);
+            tp_check_same("fold_constants", &t, g, &f, 4);
+            /* And the pipeline makes the bias part of the GEMM. */
+            ir_graph p;
+            if (ir_graph_clone(&p, g) == 0) {
+                rc = passes_run(&p, &t.m.weights, NULL, &d);
+                CHECK(rc == 0, "passes_run: %s", d.text);
+                const ir_node *y = tp_node(&p, "y");
+                CHECK(y && y->op == IR_OP_LINEAR && y->has_bias, "bias computed from weights absorbed");
+                tp_check_srcs(&p, y, 3, "x", "w", "bias");
+                tp_check_same("fold pipeline", &t, g, &p, 3);
+                ir_graph_free(&p);
+            }
+        }
+        ir_graph_free(&f);
+    }
+    tp_free(&t);
+}
+
+/* ======================================================================= */
+/* the pipeline                                                             */
+/* ======================================================================= */
+
+static void tp_pipeline_fixture(const tp_fixture *f, int heads, int head_dim, int hidden, int layers,
+                                ir_act act, int pooler) {
+    tp_model t;
+    if (tp_fixture_load(&t, f)) return;
+    char gold[512], err[512];
+    snprintf(gold, sizeof gold, "tests/golden/%s.bgld", f->name);
+    golden_file gf;
+    int rc = golden_load(&gf, gold, err, sizeof err);
+    CHECK(rc == 0, "cannot load %s: %s", gold, err);
+    ir_graph g;
+    passes_report r;
+    diag d;
+    diag_init(&d);
+    if (!rc && ir_graph_clone(&g, &t.m.graph) == 0) {
+        rc = passes_run(&g, &t.m.weights, &r, &d);
+        CHECK(rc == 0, "%s: passes_run: %s", f->name, d.text);
+        if (!rc) {
+            tp_expect e = {.layers = layers, .hidden = hidden, .heads = heads, .head_dim = head_dim,
+                           .ngathers = 3, .mask = 1, .scale = (float)(1.0 / sqrt((double)head_dim)),
+                           .act = act, .pooler = pooler};
+            tp_check_pipeline_shape(f->name, &g, &e);
+            CHECK(r.nsteps == 8 && strcmp(r.steps[0].name, "dce") == 0 &&
+                      strcmp(r.steps[6].name, "fold_constants") == 0 && r.steps[7].nodes_after == g.count,
+                  "%s: report", f->name);
+            int ran = 0;
+            for (int c = 0; c < gf.count; c++) {
+                const golden_case *gc = &gf.cases[c];
+                ref_request req = {.len = gc->len, .input_ids = gc->input_ids,
+                                   .token_type_ids = gc->token_type_ids, .attention_mask = gc->attention_mask};
+                ref_result res;
+                if (ref_run(&g, &t.m.weights, &req, &res, &d)) {
+                    CHECK(0, "%s/%s: %s", f->name, gc->name, d.text);
+                    continue;
+                }
+                const ref_tensor *last = ref_result_find(&res, "last_hidden_state");
+                size_t n = (size_t)gc->len * (size_t)gc->hidden;
+                if (last && last->ndim == 2 && last->shape[0] == gc->len && last->shape[1] == gc->hidden) {
+                    double scale = golden_max_abs(gc->last_hidden_state, n);
+                    double diff = golden_max_abs_diff(last->data, gc->last_hidden_state, n);
+                    CHECK(diff <= 1e-5 * scale, "%s/%s: last_hidden_state off by %.3g (scale %.3g)", f->name,
+                          gc->name, diff, scale);
+                } else {
+                    CHECK(0, "%s/%s: last_hidden_state missing or misshapen", f->name, gc->name);
+                }
+                const ref_tensor *pooled = ref_result_find(&res, "pooler_output");
+                CHECK(!pooled == !gc->pooler_output, "%s/%s: pooler presence", f->name, gc->name);
+                if (pooled && gc->pooler_output && pooled->shape[0] == gc->hidden) {
+                    double scale = golden_max_abs(gc->pooler_output, (size_t)gc->hidden);
+                    double diff = golden_max_abs_diff(pooled->data, gc->pooler_output, (size_t)gc->hidden);
+                    CHECK(diff <= 1e-5 * scale, "%s/%s: pooler_output off by %.3g", f->name, gc->name, diff);
+                }
+                ref_result_free(&res);
+                ran++;
+            }
+            CHECK(ran >= 5, "%s: %d golden cases ran", f->name, ran);
+            /* And bit for bit against the unfused graph on random requests. */
+            tp_check_same(f->name, &t, &t.m.graph, &g, f->vocab > 5000 ? 2 : 5);
+        }
+        ir_graph_free(&g);
+    }
+    golden_free(&gf);  /* safe on the empty struct a failed load leaves */
+    tp_free(&t);
+}
+
+static void test_pipeline_tiny_bert(void) { tp_pipeline_fixture(&tp_fixtures[0], 6, 16, 96, 3, IR_ACT_GELU_ERF, 1); }
+static void test_pipeline_tiny_bert_prefixed(void) {
+    tp_pipeline_fixture(&tp_fixtures[1], 6, 16, 96, 3, IR_ACT_GELU_TANH, 1);
+}
+static void test_pipeline_tiny_bert_relu(void) { tp_pipeline_fixture(&tp_fixtures[2], 4, 16, 64, 2, IR_ACT_RELU, 0); }
+static void test_pipeline_tiny_bert_tanh(void) {
+    tp_pipeline_fixture(&tp_fixtures[3], 4, 20, 80, 2, IR_ACT_GELU_TANH, 1);
+}
+static void test_pipeline_minilm(void) { tp_pipeline_fixture(&tp_fixtures[4], 12, 32, 384, 6, IR_ACT_GELU_ERF, 1); }
+
+/* The passes one at a time on the tiny fixtures: after each, the graph
+ * still computes every bit of the original, and the pass did its part. */
+static const st_file *tp_fold_weights;  /* fold_constants as a tp_pass_fn */
+static int tp_fold_with(ir_graph *g, diag *d) { return pass_fold_constants(g, tp_fold_weights, d); }
+
+static void test_each_pass_on_fixtures(void) {
+    static const struct {
+        const char *name;
+        tp_pass_fn fn;
+    } steps[] = {{"dce", pass_dce},
+                 {"fuse_linear", pass_fuse_linear},
+                 {"merge_qkv", pass_merge_qkv},
+                 {"fuse_attention", pass_fuse_attention},
+                 {"fuse_add_ln", pass_fuse_add_ln},
+                 {"fuse_embed_ln", pass_fuse_embed_ln},
+                 {"fold_constants", tp_fold_with}};
+    for (int f = 0; f < 4; f++) {
+        tp_model t;
+        if (tp_fixture_load(&t, &tp_fixtures[f])) continue;
+        int layers = tp_count(&t.m.graph, IR_OP_SOFTMAX);
+        int pooler = tp_count(&t.m.graph, IR_OP_SLICE);
+        tp_fold_weights = &t.m.weights;
+        ir_graph g;
+        if (ir_graph_clone(&g, &t.m.graph) == 0) {
+            for (int k = 0; k < (int)(sizeof steps / sizeof steps[0]); k++) {
+                diag d;
+                diag_init(&d);
+                int rc = steps[k].fn(&g, &d);
+                CHECK(rc == 0, "%s: %s: %s", tp_fixtures[f].name, steps[k].name, d.text);
+                if (rc) break;
+                int ok = 1;
+                switch (k) {
+                case 1: ok = tp_count(&g, IR_OP_MATMUL) == 0 && tp_count(&g, IR_OP_BIAS_ADD) == 0 &&
+                             tp_count(&g, IR_OP_LINEAR) == 6 * layers + pooler; break;
+                case 2: ok = tp_count(&g, IR_OP_CONCAT) == 2 * layers && tp_count(&g, IR_OP_LINEAR) == 4 * layers + pooler;
+                    break;
+                case 3: ok = tp_count(&g, IR_OP_ATTENTION) == layers && tp_count(&g, IR_OP_SLICE) == pooler; break;
+                case 4: ok = tp_count(&g, IR_OP_ADD_LN) == 2 * layers && tp_count(&g, IR_OP_LAYER_NORM) == 1; break;
+                case 5: ok = tp_count(&g, IR_OP_EMBED_LN) == 1 && tp_count(&g, IR_OP_LAYER_NORM) == 0; break;
+                case 6: ok = tp_count(&g, IR_OP_CONCAT) == 0 && tp_count(&g, IR_OP_CONST) == 2 * layers; break;
+                }
+                CHECK(ok, "%s: after %s the op counts are off", tp_fixtures[f].name, steps[k].name);
+                char what[96];
+                snprintf(what, sizeof what, "%s after %s", tp_fixtures[f].name, steps[k].name);
+                tp_check_same(what, &t, &t.m.graph, &g, 2);
+            }
+            ir_graph_free(&g);
+        }
+        tp_free(&t);
+    }
+}
+
+/* The generated variants the fixtures lack: no token types, no mask op,
+ * no scale, no pooler, every activation, swapped add operands. */
+static void test_pipeline_variants(void) {
+    for (int v = 0; v < 6; v++) {
+        tp_bert b = tp_bert_random();
+        if (v == 0) b.types = 0;
+        if (v == 1) b.mask = 0;
+        if (v == 2) b.scale = 0;
+        if (v == 3) b.pooler = 0;
+        if (v == 4) b.types = 0, b.mask = 0, b.pooler = 0, b.scale = 0;
+        tp_model t;
+        if (tp_bert_load(&t, &b)) return;
+        ir_graph g;
+        diag d;
+        diag_init(&d);
+        if (ir_graph_clone(&g, &t.m.graph) == 0) {
+            int rc = passes_run(&g, &t.m.weights, NULL, &d);
+            CHECK(rc == 0, "variant %d: %s", v, d.text);
+            if (!rc) {
+                ir_act act = strcmp(b.act, "gelu") == 0 ? IR_ACT_GELU_ERF
+                             : strcmp(b.act, "gelu_tanh") == 0 ? IR_ACT_GELU_TANH
+                             : strcmp(b.act, "relu") == 0 ? IR_ACT_RELU : IR_ACT_TANH;
+                tp_expect e = {.layers = b.layers, .hidden = b.H, .heads = b.NH, .head_dim = b.HD,
+                               .ngathers = b.types ? 3 : 2, .mask = b.mask,
+                               .scale = b.scale ? tp_scale_of(b.HD) : 1.0f, .act = act,
+                               .pooler = b.pooler};
+                char what[96];
+                snprintf(what, sizeof what, "variant %d (types %d mask %d scale %d pooler %d act %s swap %d)", v,
+                         b.types, b.mask, b.scale, b.pooler, b.act, b.swap);
+                tp_check_pipeline_shape(what, &g, &e);
+                /* Swapped adds list the gathers in the swapped sum order. */
+                const ir_node *emb = tp_nth(&g, IR_OP_EMBED_LN, 0);
+                if (emb && b.types)
+                    CHECK(strcmp(tp_src(&g, emb, 7), "token_type_ids") == 0, "%s: type gather", what);
+                if (emb)
+                    CHECK(strcmp(tp_src(&g, emb, b.swap ? 5 : 3), "input_ids") == 0, "%s: word gather", what);
+                const ir_node *tt = tp_node(&g, "input_ids");
+                CHECK(tt && !tt->unused, "%s: input_ids used", what);
+                tp_check_same(what, &t, &t.m.graph, &g, 6);
+            }
+            ir_graph_free(&g);
+        }
+        tp_free(&t);
+    }
+}
+
+/* The report adds up, and each pass's count changes are its own. */
+static void test_passes_report(void) {
+    tp_model t;
+    if (tp_fixture_load(&t, &tp_fixtures[3])) return;
+    ir_graph g;
+    passes_report r;
+    diag d;
+    diag_init(&d);
+    if (ir_graph_clone(&g, &t.m.graph) == 0) {
+        int rc = passes_run(&g, &t.m.weights, &r, &d);
+        CHECK(rc == 0, "passes_run: %s", d.text);
+        static const char *const names[8] = {"dce", "fuse_linear", "merge_qkv", "fuse_attention",
+                                             "fuse_add_ln", "fuse_embed_ln", "fold_constants", "dce"};
+        CHECK(r.nsteps == 8, "%d steps", r.nsteps);
+        for (int k = 0; !rc && k < r.nsteps && k < 8; k++) {
+            const passes_step *s = &r.steps[k];
+            CHECK(strcmp(s->name, names[k]) == 0, "step %d is %s", k, s->name);
+            int before = 0, after = 0;
+            for (int op = 0; op < IR_OP_COUNT; op++) {
+                before += s->ops_before[op];
+                after += s->ops_after[op];
+            }
+            CHECK(before == s->nodes_before && after == s->nodes_after, "step %s: counts do not add up", s->name);
+            if (k) CHECK(s->nodes_before == r.steps[k - 1].nodes_after, "step %s: chain broken", s->name);
+        }
+        const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fo = &r.steps[6], *last = &r.steps[7];
+        /* tiny-bert-tanh: 2 layers of 6 dense layers, and the pooler. */
+        CHECK(fl->ops_before[IR_OP_MATMUL] == 13 && fl->ops_after[IR_OP_MATMUL] == 0 &&
+                  fl->ops_after[IR_OP_LINEAR] == 13,
+              "fuse_linear: matmul %d -> %d", fl->ops_before[IR_OP_MATMUL], fl->ops_after[IR_OP_MATMUL]);
+        CHECK(fa->ops_after[IR_OP_ATTENTION] == 2 && fa->ops_after[IR_OP_SOFTMAX] == 0, "fuse_attention counts");
+        CHECK(fo->ops_after[IR_OP_CONST] == 4 && fo->ops_after[IR_OP_CONCAT] == 0, "fold counts");
+        CHECK(last->ops_after[IR_OP_WEIGHT] < last->ops_before[IR_OP_WEIGHT], "final dce removed weights");
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        passes_report_write(&r, f);
+        fclose(f);
+        CHECK(text && strstr(text, "fuse_linear: ") && strstr(text, "matmul -13") && strstr(text, "linear +13"),
+              "report text:\n%s", text ? text : "");
+        free(text);
+        ir_graph_free(&g);
+    }
+    tp_free(&t);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(test_ir_fused_infer);
+    CHECK_CASE(test_ir_clone_and_dump);
+    CHECK_CASE(test_dce);
+    CHECK_CASE(test_fuse_linear_epilogues);
+    CHECK_CASE(test_fuse_linear_extra_consumers);
+    CHECK_CASE(test_merge_qkv);
+    CHECK_CASE(test_merge_qkv_many);
+    CHECK_CASE(test_fuse_attention_variants);
+    CHECK_CASE(test_fuse_attention_negative);
+    CHECK_CASE(test_fuse_add_ln_forms);
+    CHECK_CASE(test_fuse_embed_ln_trees);
+    CHECK_CASE(test_fuse_embed_ln_negative);
+    CHECK_CASE(test_fold_constants);
+    CHECK_CASE(test_each_pass_on_fixtures);
+    CHECK_CASE(test_pipeline_tiny_bert);
+    CHECK_CASE(test_pipeline_tiny_bert_prefixed);
+    CHECK_CASE(test_pipeline_tiny_bert_relu);
+    CHECK_CASE(test_pipeline_tiny_bert_tanh);
+    CHECK_CASE(test_pipeline_minilm);
+    CHECK_CASE(test_pipeline_variants);
+    CHECK_CASE(test_passes_report);
+    return check_summary();
+}
