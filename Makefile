@@ -14,7 +14,7 @@ VERSION   := 0.1.0
 WARN      := -std=c11 -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 SAN       ?=
-CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -MMD -MP
+CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -Iruntime/emu -MMD -MP
 ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lm -lpthread
 
@@ -36,12 +36,20 @@ RUNTIME_SRCS  := $(wildcard runtime/*.c)
 RUNTIME_OBJS  := $(RUNTIME_SRCS:%.c=$(BUILD)/%.o)
 RUNTIME_LIB   := $(BUILD)/libbertc_runtime.a
 
+# The emulated device's kernel-execution core (runtime/emu/, see its block below).
+EMU_SRCS := $(wildcard runtime/emu/*.c)
+EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/emu_switch.o
+EMU_LIB  := $(BUILD)/libbertc_emu.a
+
+# bertc links all three; a group so their order does not matter.
+BERTC_LIBS    := $(COMPILER_LIB) $(RUNTIME_LIB) $(EMU_LIB)
+
 TEST_SUPPORT  := $(wildcard tests/support/*.c) tests/check.c
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures demo clean
+.PHONY: all test sanitize fixtures demo clean bench-compile
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc
 
@@ -57,8 +65,8 @@ $(RUNTIME_LIB): $(RUNTIME_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bertc: $(BUILD)/compiler/main.o $(COMPILER_LIB) $(RUNTIME_LIB)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+$(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS)
+	$(CC) $(SAN) -o $@ $(BUILD)/compiler/main.o -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB)
 	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
@@ -82,9 +90,6 @@ $(BUILD)/compiler/kbuild.o: ALL_CFLAGS += -isystem $(CUDA_HOME)/include -DBERTC_
 
 # ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
 # Tests named tests/test_emu_*.c link libbertc_emu.a (and dlopen images).
-EMU_SRCS := $(wildcard runtime/emu/*.c)
-EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/emu_switch.o
-EMU_LIB  := $(BUILD)/libbertc_emu.a
 
 $(BUILD)/runtime/emu/%.o: ALL_CFLAGS += -DBERTC_EMU_DIR=\"$(CURDIR)/runtime/emu\"
 
@@ -124,6 +129,9 @@ sanitize:
 demo: $(BUILD)/bertc $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc import $(BUILD)/hf/all-MiniLM-L6-v2 -o $(BUILD)/all-MiniLM-L6-v2.yaml
 	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.yaml --device ref --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
+
+bench-compile: $(BUILD)/bertc
+	sh tools/bench_compile.sh $(BUILD)
 
 clean:
 	rm -rf build build-san

@@ -107,13 +107,13 @@ int kernel_attention_source(const kernel_spec *s, kernel_text *t, char **entry, 
     if (kernel_text_template(t, "bertc_device.cuh", d)) return -1;
     if (kernel_text_template(t, "attention.cuh", d)) return -1;
     kernel_text_printf(t,
-                       "\nextern \"C\" __global__ void __launch_bounds__(128) %s(%s *ctx, const int *req, "
+                       "\nextern \"C\" __global__ void __launch_bounds__(128, %d) %s(%s *ctx, const int *req, "
                        "const %s *qkv) {\n"
                        "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
                        "__int_as_float((int)0x%08xu));\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",
-                       name, ty, ty, ty, s->bucket, s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld,
+                       kernel_min_blocks(128), name, ty, ty, ty, s->bucket, s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld,
                        g.qt, g.kt, g.vec, scale_log2e, name);
     *entry = strdup(name);
     return 0;

@@ -7,8 +7,10 @@
  * therefore the largest of 64x128, 64x64, 32x64, 32x32 that still gives
  * at least KERNEL_GEMM_TARGET_BLOCKS blocks over the bucket (an H100 has
  * 132 SMs, an A100 108), falling back to the smallest; a bucket of 32 rows
- * never uses 64-row tiles.  Every tile is four warps and two stages of 80
- * bytes per row of x and w, at most 30 KiB of dynamic shared memory.
+ * never uses 64-row tiles.  Every tile is four warps; its shared memory is
+ * a ring of stages of 80 bytes per row of x and w, as many stages (2..6)
+ * as fit in 48 KiB: a 32x32 tile keeps five k-tiles (20 KiB) in flight,
+ * which is what streams weights at full bandwidth with one block per SM.
  *
  * The load width is the widest (<= 16 bytes) dividing K and x_ld, so the
  * 16-byte cp.async path applies whenever the sizes allow and awkward ones
@@ -21,6 +23,11 @@
 #include "kernels_internal.h"
 
 #define KERNEL_GEMM_TARGET_BLOCKS 128
+/* Two resident blocks per SM are plenty for a tile that keeps 32 KiB in
+ * flight, and leave ptxas 255 registers: the SIMT path of a 64x128 tile
+ * (sm_75's 16-bit GEMM) holds 64 accumulators plus 16-bit unpacking. */
+#define KERNEL_GEMM_MIN_BLOCKS 2
+#define KERNEL_GEMM_MAX_STAGES 6
 
 static const char *kernel_gemm_act_cxx(const kernel_spec *s) {
     if (!s->has_act) return "BERTC_ACT_NONE";
@@ -61,7 +68,15 @@ int kernel_gemm_geom_of(const kernel_spec *s, kernel_gemm_geom *g, diag *d) {
     g->bn = tiles[pick][1];
     int vals[2] = {s->k, s->x_ld};
     g->vec = kernel_vec_elems(kernel_dtype_size(s->dtype), vals, 2);
-    g->smem = (unsigned)(2 * (g->bm + g->bn) * 80); /* two stages, 80-byte rows */
+    /* as many 80-byte-row stages as fit the no-opt-in shared memory, 2..6,
+     * and no more than the k-tiles can fill (one more than their number) */
+    int stage_bytes = (g->bm + g->bn) * 80;
+    int ktiles = kernel_ceil_div(s->k, 64 / kernel_dtype_size(s->dtype));
+    g->stages = (int)(KERNEL_SMEM_NO_OPTIN / (unsigned)stage_bytes);
+    if (g->stages > KERNEL_GEMM_MAX_STAGES) g->stages = KERNEL_GEMM_MAX_STAGES;
+    if (g->stages > ktiles + 1) g->stages = ktiles + 1;
+    if (g->stages < 2) g->stages = 2;
+    g->smem = (unsigned)(g->stages * stage_bytes);
     return 0;
 }
 
@@ -94,21 +109,21 @@ int kernel_gemm_source(const kernel_spec *s, kernel_text *t, char **entry, diag 
                        ir_dtype_name(s->dtype), s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld,
                        s->has_bias ? 1 : 0, s->has_residual ? 1 : 0, s->has_act ? 1 : 0, act);
     kernel_text_printf(t,
-                       "// geometry: %dx%d tiles, 128 threads, %u bytes of dynamic shared memory, %d-element "
-                       "loads\n",
-                       g.bm, g.bn, g.smem, g.vec);
+                       "// geometry: %dx%d tiles, 128 threads, %d stages, %u bytes of dynamic shared memory, "
+                       "%d-element loads\n",
+                       g.bm, g.bn, g.stages, g.smem, g.vec);
     if (kernel_text_template(t, "bertc_device.cuh", d)) return -1;
     if (kernel_text_template(t, "gemm.cuh", d)) return -1;
     kernel_text_printf(t,
-                       "\nextern \"C\" __global__ void __launch_bounds__(128) %s(%s *out, const int *req, "
+                       "\nextern \"C\" __global__ void __launch_bounds__(128, %d) %s(%s *out, const int *req, "
                        "const %s *x, const %s *w, const %s *bias, const %s *residual) {\n"
-                       "    bertc_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d>(out, req, x, w, bias, "
+                       "    bertc_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d>(out, req, x, w, bias, "
                        "residual);\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",
-                       name, ty, ty, ty, ty, ty, ty, s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld,
+                       KERNEL_GEMM_MIN_BLOCKS, name, ty, ty, ty, ty, ty, ty, s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld,
                        s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", kernel_gemm_act_cxx(s),
-                       g.bm, g.bn, g.vec, name);
+                       g.bm, g.bn, g.vec, g.stages, name);
     *entry = strdup(name);
     return 0;
 }

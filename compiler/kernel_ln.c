@@ -136,23 +136,23 @@ int kernel_ln_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d
             rows[i] = i < s->ngathers ? s->table_rows[i] : 1;
         }
         kernel_text_printf(t,
-                           "\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s *out, const int *req, "
+                           "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta) {\n"
                            "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(out, req, table0, "
                            "table1, table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
-                           threads, name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
+                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
                            s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], eps, name);
     } else {
         kernel_text_printf(t,
-                           "\nextern \"C\" __global__ void __launch_bounds__(%d) %s(%s *out, const int *req, "
+                           "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *x, const %s *bias, const %s *residual, const %s *gamma, const %s *beta) {\n"
                            "    bertc_add_ln<%s, %d, %d, %d, %d, %d, %s, %s>(out, req, x, bias, residual, gamma, beta, "
                            "__int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
-                           threads, name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
+                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
                            s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", eps, name);
     }
     *entry = strdup(name);

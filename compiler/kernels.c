@@ -128,6 +128,8 @@ int kernel_vec_elems(int size, const int *vals, int n) {
 
 int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+int kernel_min_blocks(int threads) { return threads >= 512 ? 1 : 512 / threads; }
+
 int kernel_check_common(const kernel_spec *s, diag *d) {
     if ((int)s->kind < 0 || s->kind >= KERNEL_KIND_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);

@@ -57,6 +57,14 @@ uint32_t kernel_float_bits(float f);
  * v with v * size <= 16 that divides each of the n values (at least 1). */
 int kernel_vec_elems(int size, const int *vals, int n);
 int kernel_ceil_div(int a, int b);
+/*
+ * The minBlocksPerMultiprocessor of an entry's __launch_bounds__: enough
+ * blocks for 512 threads, which caps ptxas at 128 registers per thread.
+ * Given only the block size, ptxas picks its own (lower) register target
+ * on some architectures and spills rather than exceed it; an explicit
+ * pair makes the budget ours and the same on every arch.
+ */
+int kernel_min_blocks(int threads);
 /* Checks dtype and bucket, common to every kind. */
 int kernel_check_common(const kernel_spec *s, diag *d);
 
@@ -85,6 +93,7 @@ int kernel_attention_source(const kernel_spec *s, kernel_text *t, char **entry, 
 typedef struct kernel_gemm_geom {
     int bm, bn;                    /* block tile */
     int vec;                       /* elements per global load */
+    int stages;                    /* shared-memory ring depth */
     unsigned smem;
 } kernel_gemm_geom;
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "emu.h"
 #include "fileutil.h"
 #include "hf_import.h"
 #include "kbuild.h"
@@ -258,7 +259,8 @@ static const char USAGE_COMPILE[] =
     "architecture (CUBIN, plus PTX of the lowest for newer GPUs) and writes\n"
     "one self-contained plan (docs/plan-format.md).\n"
     "\n"
-    "  --arch LIST       comma-separated, default sm_75,sm_80,sm_86,sm_89,sm_90\n"
+    "  --arch LIST       comma-separated, default sm_75,sm_80,sm_86,sm_89,sm_90;\n"
+    "                    'emu' adds the emulated device's CPU image\n"
     "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
     "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
     "  --precision P     storage precision of weights and activations (default fp16)\n"
@@ -375,6 +377,28 @@ static int read_vocab(plan_tokenizer *t, const ir_graph *g, diag *d) {
     return 0;
 }
 
+/*
+ * The emulated device's image: the same kernel texts compiled by the host
+ * C++ compiler into an x86-64 shared object, stored in the plan beside the
+ * CUBINs so running on the emulated device needs no compiler at run time.
+ */
+static int build_emu_image(const lower_kernels *k, const char *out, unsigned char **bytes, size_t *size, diag *d) {
+    char so_path[4096];
+    snprintf(so_path, sizeof so_path, "%s.emu.%d.so", out, (int)getpid());
+    if (emu_image_build_units((const char *const *)k->sources, k->count, so_path, d) != EMU_STATUS_OK) {
+        diag_prefix(d, "building the emulated-device image: ");
+        unlink(so_path);
+        return -1;
+    }
+    size_t len;
+    char *data = file_read_all(so_path, &len, (size_t)1 << 30, d);
+    unlink(so_path);
+    if (!data) return -1;
+    *bytes = (unsigned char *)data;
+    *size = len;
+    return 0;
+}
+
 static int cmd_compile(int argc, char **argv) {
     const char *yaml = NULL, *out = NULL, *arch_list = NULL, *bucket_list = NULL, *prec = "fp16";
     int jobs = 0, verbose = 0;
@@ -410,15 +434,24 @@ static int cmd_compile(int argc, char **argv) {
     /* Architectures. */
     char *arch_copy = NULL;
     const char *archs[KBUILD_MAX_ARCHS];
-    int narchs = 0;
+    int narchs = 0, want_emu = 0;
     if (arch_list) {
         arch_copy = dup_str(arch_list);
         char *items[KBUILD_MAX_ARCHS];
         int n = arch_copy ? split_list(arch_copy, items, KBUILD_MAX_ARCHS) : -1;
         if (n <= 0) { free(arch_copy); return usage_error(USAGE_COMPILE, "--arch: expected a comma-separated list%s", ""); }
         for (int i = 0; i < n; i++) {
+            if (!strcmp(items[i], "emu")) {
+                if (want_emu) {
+                    fprintf(stderr, "bertc: error: --arch: 'emu' is listed twice\n");
+                    free(arch_copy);
+                    return DIAG_CODE_USAGE;
+                }
+                want_emu = 1;
+                continue;
+            }
             if (!kbuild_arch_supported(items[i])) {
-                fprintf(stderr, "bertc: error: --arch: unknown architecture '%s' (supported: %s)\n", items[i],
+                fprintf(stderr, "bertc: error: --arch: unknown architecture '%s' (supported: %s emu)\n", items[i],
                         kbuild_supported_archs());
                 free(arch_copy);
                 return DIAG_CODE_USAGE;
@@ -433,6 +466,10 @@ static int cmd_compile(int argc, char **argv) {
         }
     } else {
         for (int i = 0; i < kbuild_default_arch_count; i++) archs[narchs++] = kbuild_default_archs[i];
+    }
+    if (narchs == 0 && !want_emu) {
+        free(arch_copy);
+        return usage_error(USAGE_COMPILE, "--arch: no architecture given%s", "");
     }
     if (jobs == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -450,6 +487,8 @@ static int cmd_compile(int argc, char **argv) {
     kbuild_result kr;
     memset(&kr, 0, sizeof kr);
     kbuild_unit *units = NULL;
+    unsigned char *emu_bytes = NULL;
+    size_t emu_size = 0;
     plan p;
     plan_init(&p);
     int rc = 0, buckets[MAX_BUCKETS], nb = 0;
@@ -486,7 +525,8 @@ static int cmd_compile(int argc, char **argv) {
     kbuild_options ko;
     memset(&ko, 0, sizeof ko);
     ko.jobs = jobs;
-    if (kbuild_compile(units, k.count, archs, narchs, &ko, &kr, &d)) goto fail;
+    if (narchs > 0 && kbuild_compile(units, k.count, archs, narchs, &ko, &kr, &d)) goto fail;
+    if (want_emu && build_emu_image(&k, out, &emu_bytes, &emu_size, &d)) goto fail;
     t_kernels = now_seconds();
 
     /* Assemble the plan (it takes ownership of everything it points to). */
@@ -513,7 +553,7 @@ static int cmd_compile(int argc, char **argv) {
     p.owns_weights = 1;
     w.blob = NULL;
     p.kernels = calloc((size_t)k.count + 1, sizeof *p.kernels);
-    p.images = calloc((size_t)kr.nimages + 1, sizeof *p.images);
+    p.images = calloc((size_t)kr.nimages + 2, sizeof *p.images);
     if (!p.model_name || !p.producer || !p.kernels || !p.images) {
         diag_set(&d, DIAG_CODE_INTERNAL, "out of memory");
         goto fail;
@@ -544,12 +584,23 @@ static int cmd_compile(int argc, char **argv) {
         }
         p.nimages++;
     }
+    if (emu_bytes) {
+        plan_image *pi = &p.images[p.nimages];
+        snprintf(pi->arch, sizeof pi->arch, "emu");
+        pi->kind = PLAN_IMAGE_EMU;
+        pi->data = emu_bytes;
+        pi->size = emu_size;
+        emu_bytes = NULL;
+        pi->stats = calloc((size_t)p.nkernels + 1, sizeof *pi->stats);
+        if (!pi->stats) { diag_set(&d, DIAG_CODE_INTERNAL, "out of memory"); goto fail; }
+        p.nimages++;
+    }
     if (m.graph.has_tokenizer && read_vocab(&p.tokenizer, &m.graph, &d)) goto fail;
     if (plan_write(&p, out, &d)) goto fail;
     t_write = now_seconds();
     fprintf(stderr,
             "bertc: wrote %s: %s, %d bucket%s, %d kernels, %d images; %.2f s (load %.2f, fuse %.2f, lower %.2f, "
-            "nvrtc %.2f, write %.2f)\n",
+            "kernels %.2f, write %.2f)\n",
             out, precision_name(precision), p.nbuckets, p.nbuckets == 1 ? "" : "s", p.nkernels, p.nimages,
             t_write - t0, t_load - t0, t_fuse - t_load, t_lower - t_fuse, t_kernels - t_lower, t_write - t_kernels);
     goto done;
@@ -557,6 +608,7 @@ fail:
     rc = fail(&d);
 done:
     plan_free(&p);
+    free(emu_bytes);
     kbuild_result_free(&kr);
     free(units);
     lower_kernels_free(&k);

@@ -185,7 +185,7 @@ BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ r
     /* combine the key groups and the lanes' partial sums; store */
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        const float inv = 1.0f / bertc_warp_sum(l[r]);
+        const float inv = __fdividef(1.0f, bertc_warp_sum(l[r])); /* sum >= 1: in range */
 #pragma unroll
         for (int pp = 0; pp < PPL; ++pp) {
 #pragma unroll

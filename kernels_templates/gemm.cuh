@@ -4,9 +4,13 @@
  *
  * Both operands are K-contiguous, so one tile loader serves both: a block
  * computes a BM x BN tile of out, walking K in steps of 64 bytes (BK = 32
- * sixteen-bit or 16 float elements) through two shared-memory stages: while
- * the tensor cores (or the FMA units) work on one stage the next is in
- * flight.  A stage row is padded to 80 bytes, which keeps both the 16-byte
+ * sixteen-bit or 16 float elements) through a ring of STAGES shared-memory
+ * stages: while the tensor cores (or the FMA units) work on one stage, the
+ * next STAGES - 1 are in flight.  At batch 1 a GEMM is a weight stream with
+ * few blocks per SM, so the bytes in flight per block decide the
+ * bandwidth; the generator gives each tile as many stages as fit in 48 KiB.
+ * One barrier per k-tile: after it, every warp has finished the previous
+ * tile, so its stage may be refilled.  A stage row is padded to 80 bytes, which keeps both the 16-byte
  * fill and the 32-bit fragment reads free of bank conflicts (rows land 20
  * words apart: 8 consecutive rows cover 32 distinct banks).  Rows of x at
  * or past len, rows of w past N and columns past K are zero-filled in
@@ -107,7 +111,7 @@ BERTC_INLINE void bertc_gemm_store1(T *__restrict__ out, const T *__restrict__ b
 }
 
 template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM,
-          int BN, int VEC>
+          int BN, int VEC, int STAGES>
 BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                              const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res) {
     constexpr int BK = 64 / (int)sizeof(T);
@@ -120,11 +124,11 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
 #endif
     constexpr bool ASYNC = BERTC_HAS_MMA16816 && VEC * sizeof(T) == 16;
     constexpr bool PAIR = N % 2 == 0 && OLD % 2 == 0 && (!RES || RLD % 2 == 0);
-    static_assert(BM % 32 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0, "gemm geometry");
+    static_assert(BM % 32 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0 && STAGES >= 2, "gemm geometry");
 
     BERTC_DYNAMIC_SMEM(unsigned char, smem);
-    T *As = reinterpret_cast<T *>(smem); /* [2][BM][BKP] */
-    T *Bs = As + 2 * BM * BKP;           /* [2][BN][BKP] */
+    T *As = reinterpret_cast<T *>(smem); /* [STAGES][BM][BKP] */
+    T *Bs = As + STAGES * BM * BKP;      /* [STAGES][BN][BKP] */
 
     const int len = bertc_req_len<BUCKET>(req);
     const int n0 = (int)blockIdx.x * BN, m0 = (int)blockIdx.y * BM;
@@ -142,22 +146,29 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
 #pragma unroll
     for (int i = 0; i < (MMA ? MI * NI * 4 : TM * TN); ++i) acc[i] = 0.0f;
 
-    bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As, x, m0, len, 0, tid);
-    bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs, w, n0, N, 0, tid);
-    bertc_cp_async_commit();
-
-    for (int kt = 0; kt < KTILES; ++kt) {
-        const int st = kt & 1;
-        if (kt + 1 < KTILES) {
-            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + (st ^ 1) * BM * BKP, x, m0, len, (kt + 1) * BK,
-                                                                tid);
-            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + (st ^ 1) * BN * BKP, w, n0, N, (kt + 1) * BK, tid);
-            bertc_cp_async_commit();
-            bertc_cp_async_wait<1>();
-        } else {
-            bertc_cp_async_wait<0>();
+    /* prologue: tiles 0 .. STAGES-2 in flight (one commit group each, empty
+     * ones included, so the wait below counts the same in every iteration) */
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KTILES) {
+            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + s * BM * BKP, x, m0, len, s * BK, tid);
+            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + s * BN * BKP, w, n0, N, s * BK, tid);
         }
-        __syncthreads();
+        bertc_cp_async_commit();
+    }
+
+    int st = 0;              /* stage holding tile kt */
+    int pf = STAGES - 1;     /* stage receiving tile kt + STAGES - 1 */
+    for (int kt = 0; kt < KTILES; ++kt) {
+        bertc_cp_async_wait<STAGES - 2>(); /* this thread's copies of tile kt landed */
+        __syncthreads();                   /* everyone's did; everyone finished tile kt - 1 */
+        if (kt + STAGES - 1 < KTILES) {
+            const int k0 = (kt + STAGES - 1) * BK;
+            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + pf * BM * BKP, x, m0, len, k0, tid);
+            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + pf * BN * BKP, w, n0, N, k0, tid);
+        }
+        bertc_cp_async_commit();
+        pf = pf + 1 == STAGES ? 0 : pf + 1;
         const T *A = As + st * BM * BKP;
         const T *B = Bs + st * BN * BKP;
         if constexpr (MMA) {
@@ -187,22 +198,22 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
         } else {
 #pragma unroll 4
             for (int kk = 0; kk < BK; kk += 2) {
-                float2 av[TM], bv[TN];
+                /* one column of w at a time keeps TM + 1 pairs live, not TM + TN */
+                float2 av[TM];
 #pragma unroll
                 for (int i = 0; i < TM; ++i) av[i] = bertc_load2(A + (tr + i * TR) * BKP + kk);
 #pragma unroll
-                for (int j = 0; j < TN; ++j) bv[j] = bertc_load2(B + (tc + j * TC) * BKP + kk);
+                for (int j = 0; j < TN; ++j) {
+                    const float2 bv = bertc_load2(B + (tc + j * TC) * BKP + kk);
 #pragma unroll
-                for (int i = 0; i < TM; ++i) {
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) {
-                        acc[i * TN + j] += av[i].x * bv[j].x;
-                        acc[i * TN + j] += av[i].y * bv[j].y;
+                    for (int i = 0; i < TM; ++i) {
+                        acc[i * TN + j] += av[i].x * bv.x;
+                        acc[i * TN + j] += av[i].y * bv.y;
                     }
                 }
             }
         }
-        __syncthreads(); /* the stage is refilled next iteration */
+        st = st + 1 == STAGES ? 0 : st + 1;
     }
 
     if constexpr (MMA) {

@@ -1182,10 +1182,8 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     emu_status st = emu_image_build_units(units, 2, path, &d);
     double tb = now_s() - t0;
-    if (st == EMU_STATUS_OK) {
-        img = emu_image_load(path, &d);
-        unlink(path); /* the mapping stays valid */
-    }
+    if (st == EMU_STATUS_OK) img = emu_image_load(path, &d);
+    unlink(path); /* a loaded mapping stays valid */
     if (!img) snprintf(img_error, sizeof img_error, "%s", d.text);
     else printf("info: built 2 kernel units in %.2f s\n", tb);
 

@@ -598,6 +598,7 @@ static int build_image(void) {
     snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels.so", "", 0));
     if (emu_image_build_units(texts, ncases, path, &d) != EMU_STATUS_OK) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
+        unlink(path);
         return -1;
     }
     img = emu_image_load(path, &d);

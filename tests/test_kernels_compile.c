@@ -332,14 +332,14 @@ static void test_dims(void) {
         }
         case KERNEL_KIND_ATTENTION:
             CHECK(dm.grid[0] == (unsigned)s->heads, "spec %d: grid.x %u != heads", i, dm.grid[0]);
-            CHECK(dm.grid[1] * 16 >= (unsigned)s->bucket && dm.grid[1] * 32 < (unsigned)s->bucket + 32,
+            CHECK(dm.grid[1] == (unsigned)(s->bucket + 15) / 16 || dm.grid[1] == (unsigned)(s->bucket + 31) / 32,
                   "spec %d: %u query tiles for bucket %d", i, dm.grid[1], s->bucket);
             CHECK(dm.shared_bytes > 0, "spec %d: attention without shared memory", i);
             break;
         case KERNEL_KIND_GEMM:
-            CHECK(dm.grid[0] * 32 >= (unsigned)s->n && dm.grid[0] * 128 < (unsigned)s->n + 128,
+            CHECK(dm.grid[0] * 128 >= (unsigned)s->n && (dm.grid[0] - 1) * 32 < (unsigned)s->n,
                   "spec %d: grid.x %u for n %d", i, dm.grid[0], s->n);
-            CHECK(dm.grid[1] * 32 >= (unsigned)s->bucket && dm.grid[1] * 64 < (unsigned)s->bucket + 64,
+            CHECK(dm.grid[1] * 64 >= (unsigned)s->bucket && (dm.grid[1] - 1) * 32 < (unsigned)s->bucket,
                   "spec %d: grid.y %u for bucket %d", i, dm.grid[1], s->bucket);
             break;
         default: break;
@@ -449,9 +449,17 @@ static void test_compile_all_archs(void) {
             kernel_launch_dims dm;
             kernel_dims(&t_specs[i < t_nspecs ? i : i - t_nspecs], &dm, &d);
             int threads = (int)(dm.block[0] * dm.block[1] * dm.block[2]);
+            /* the entry's __launch_bounds__(max threads, min blocks) */
+            int lb_threads = 0, lb_blocks = 1;
+            const char *lb = strstr(texts[i], "__launch_bounds__(");
+            CHECK(lb && sscanf(lb, "__launch_bounds__(%d, %d)", &lb_threads, &lb_blocks) >= 1,
+                  "%s: no launch bounds", entries[i]);
+            CHECK(lb_threads == threads, "%s: launch bounds %d, launched with %d threads", entries[i], lb_threads,
+                  threads);
             CHECK(st->registers > 0, "%s %s: no register count from ptxas", im->arch, entries[i]);
-            CHECK(st->registers <= 255 && st->registers * threads <= 65536, "%s %s: %d registers x %d threads",
-                  im->arch, entries[i], st->registers, threads);
+            CHECK(st->registers <= 255 && st->registers * threads * lb_blocks <= 65536,
+                  "%s %s: %d registers x %d threads x %d blocks", im->arch, entries[i], st->registers, threads,
+                  lb_blocks);
             CHECK(st->spill_stores == 0 && st->spill_loads == 0 && st->stack_frame == 0,
                   "%s %s spills: %d bytes stored, %d loaded, %d-byte stack frame", im->arch, entries[i],
                   st->spill_stores, st->spill_loads, st->stack_frame);
@@ -570,6 +578,47 @@ static void test_dedupe_and_args(void) {
     CHECK(kbuild_nvrtc_version(&major, &minor, &d) == 0 && major >= 11, "NVRTC version %d.%d", major, minor);
 }
 
+/* The 16-bit GEMM takes the tensor-core path (mma.sync + cp.async) from
+ * sm_80 on and the SIMT path on sm_75, with the same text. */
+static void test_tensor_core_path(void) {
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_GEMM;
+    s.dtype = IR_DTYPE_BF16;
+    s.bucket = 64;
+    s.n = 128;
+    s.k = 256;
+    s.x_ld = 256;
+    s.out_ld = 128;
+    s.has_bias = 1;
+    char *text, *entry;
+    diag d;
+    diag_init(&d);
+    if (kernel_source(&s, &text, &entry, &d) != 0) {
+        CHECK(0, "gemm: %s", d.text);
+        return;
+    }
+    kbuild_unit u = {text, entry};
+    const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
+    for (int a = 0; a < 2; a++) {
+        kbuild_result r;
+        if (kbuild_compile(&u, 1, archs[a], 1, NULL, &r, &d) != 0) {
+            CHECK(0, "%s: %s", archs[a][0], d.text);
+            continue;
+        }
+        const char *ptx = (const char *)r.images[1].data;
+        int mma = strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL;
+        int cp = strstr(ptx, "cp.async.cg.shared.global") != NULL;
+        if (a == 0)
+            CHECK(mma && cp, "sm_80: mma %d, cp.async %d", mma, cp);
+        else
+            CHECK(!mma && !cp, "sm_75: mma %d, cp.async %d", mma, cp);
+        kbuild_result_free(&r);
+    }
+    free(text);
+    free(entry);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_kinds);
@@ -579,6 +628,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_invalid_specs);
     CHECK_CASE(test_dedupe_and_args);
     CHECK_CASE(test_broken_kernel);
+    CHECK_CASE(test_tensor_core_path);
     CHECK_CASE(test_compile_all_archs);
     return check_summary();
 }

@@ -41,7 +41,9 @@
  * Environment: BERTC_EMU_INCLUDE overrides the directory holding
  * cuda_prelude.h (default: this source directory, fixed at build time);
  * BERTC_EMU_CXX the compiler (default g++); BERTC_EMU_SANITIZE=0 builds
- * images without AddressSanitizer even when this library has it.
+ * images without AddressSanitizer even when this library has it;
+ * BERTC_EMU_KEEP=1 keeps the sources of a failed build (the diag names
+ * the directory).
  *
  * Errors: every function fills a diag (category DIAG_CODE_INTERNAL: to the
  * bertc command a device failure is an internal/device error) and returns a

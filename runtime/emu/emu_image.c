@@ -13,7 +13,8 @@
  *
  * The prelude directory comes from BERTC_EMU_INCLUDE, else from the path
  * fixed at build time (BERTC_EMU_DIR, set by the Makefile), else
- * runtime/emu relative to the working directory.  When this library is
+ * runtime/emu relative to the working directory (BERTC_EMU_KEEP=1 keeps
+ * the units of a failed build for a look).  When this library is
  * built with AddressSanitizer the images are too (with __shared__ as plain
  * statics, see the prelude), so shared-memory overflows are reported with
  * the kernel's line; BERTC_EMU_SANITIZE=0 turns that off.
@@ -309,7 +310,11 @@ emu_status emu_image_build_units(const char *const *texts, int count, const char
         diag_set(d, DIAG_CODE_INTERNAL, "emulated device: cannot write %s: %s", so_path, strerror(errno));
         st = EMU_STATUS_BUILD;
     }
-    emu_build_cleanup(b);
+    const char *keep = getenv("BERTC_EMU_KEEP");
+    if (st != EMU_STATUS_OK && keep && *keep && strcmp(keep, "0") != 0)
+        diag_prefix(d, "(units kept in %s) ", dir);
+    else
+        emu_build_cleanup(b);
     free(b);
     return st;
 }

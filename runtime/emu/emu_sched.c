@@ -670,8 +670,8 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
 
     unsigned n = block[0] * block[1] * block[2];
     emu_run *r = calloc(1, sizeof *r);
-    size_t smem_alloc = ((size_t)shared_bytes + 63u) & ~(size_t)63u;
-    void *smem = aligned_alloc(64, smem_alloc ? smem_alloc : 64u);
+    void *smem = NULL;
+    if (posix_memalign(&smem, 64, shared_bytes ? shared_bytes : 1u) != 0) smem = NULL; /* exact size: ASan sees overruns */
     emu_stacks *stacks = emu_stacks_get(n);
     if (!r || !smem || !stacks) {
         free(r);
