@@ -81,6 +81,8 @@ int kernel_ln_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
 int kernel_ln_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d);
 
 typedef struct kernel_attention_geom {
+    int tc;                        /* tensor-core path (16-bit, head_dim % 16 == 0, aligned) */
+    int nw;                        /* warps per block */
     int qt, kt;                    /* query rows per block, keys per shared-memory tile */
     int vec;                       /* elements per global load */
     unsigned smem;                 /* dynamic shared memory bytes */

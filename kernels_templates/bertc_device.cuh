@@ -208,6 +208,11 @@ template <typename T> BERTC_INLINE float2 bertc_load2a(const T *p) {
     }
 }
 
+/* Two floats rounded to 16-bit T and packed into one word (low = a). */
+template <typename T> BERTC_INLINE unsigned bertc_pack2(float a, float b) {
+    return bertc_type<T>::float_to_bits(a) | (bertc_type<T>::float_to_bits(b) << 16);
+}
+
 /* Two adjacent elements stored from floats; p aligned to 2 * sizeof(T). */
 template <typename T> BERTC_INLINE void bertc_store2(T *p, float a, float b) {
     if constexpr (sizeof(T) == 4) {
@@ -345,6 +350,57 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
             for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
             d[2 * r + c] += s;
         }
+    }
+#endif
+}
+
+/*
+ * ldmatrix .x4 of 16-bit elements: lane i passes the shared-memory address
+ * of row i % 8 of matrix i / 8 (16 bytes, 16-byte aligned); r[j] receives
+ * the word of matrix j holding row lane / 4, elements 2 * (lane % 4) and
+ * the next — exactly one mma fragment register.  The portable body fetches
+ * each row address from its lane with a shuffle and reads the word itself
+ * (shared memory is ordinary memory there).  All 32 lanes call it.
+ */
+BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+#else
+    const int lane = (int)threadIdx.x & 31;
+    const unsigned long long mine = reinterpret_cast<unsigned long long>(row);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const unsigned long long a = __shfl_sync(BERTC_FULL_MASK, mine, 8 * j + (lane >> 2));
+        r[j] = *reinterpret_cast<const unsigned *>(reinterpret_cast<const unsigned char *>(a) + 4 * (lane & 3));
+    }
+#endif
+}
+
+/*
+ * ldmatrix .x4 .trans: the same row addresses, but each matrix arrives
+ * transposed — r[j] holds M_j[2 * (lane % 4)][lane / 4] in its low half and
+ * M_j[2 * (lane % 4) + 1][lane / 4] in its high half: the B fragment of an
+ * mma whose k runs down the rows of a row-major tile (V in P . V).
+ */
+BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+#else
+    const int lane = (int)threadIdx.x & 31;
+    const unsigned long long mine = reinterpret_cast<unsigned long long>(row);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const unsigned long long a0 = __shfl_sync(BERTC_FULL_MASK, mine, 8 * j + 2 * (lane & 3));
+        const unsigned long long a1 = __shfl_sync(BERTC_FULL_MASK, mine, 8 * j + 2 * (lane & 3) + 1);
+        const unsigned short lo = reinterpret_cast<const unsigned short *>(a0)[lane >> 2];
+        const unsigned short hi = reinterpret_cast<const unsigned short *>(a1)[lane >> 2];
+        r[j] = (unsigned)lo | ((unsigned)hi << 16);
     }
 #endif
 }

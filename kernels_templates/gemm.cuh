@@ -21,9 +21,10 @@
  * shared memory, so one launch geometry (kernel_dims) fits every arch:
  *  - tensor cores (16-bit storage, sm_80+ and the emulator): a 2 x 2 grid
  *    of warps, each a (BM/2) x (BN/2) tile of mma.sync m16n8k16 with float
- *    accumulators; fragments are read from shared memory as 32-bit words in
- *    the PTX fragment layout (bertc_mma_16816 documents it); the stage
- *    fill uses cp.async with zero-fill.
+ *    accumulators; fragments come from shared memory by ldmatrix.x4 (80-byte
+ *    rows: the eight 16-byte rows of a matrix hit distinct banks) in the
+ *    PTX fragment layout (bertc_mma_16816 documents it); the stage fill
+ *    uses cp.async with zero-fill.
  *  - SIMT (float storage, and sm_75): each thread owns TM x TN outputs
  *    spread over the tile (rows tr + i*TR, columns tc + j*TC) and sums
  *    pairs of k in float.
@@ -138,6 +139,7 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
     /* tensor-core geometry: 2 x 2 warps */
     constexpr int WTM = BM / 2, WTN = BN / 2, MI = WTM / 16, NI = WTN / 8;
     const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+    static_assert(!MMA || NI % 2 == 0, "B fragments load two n8 tiles at a time");
     /* SIMT geometry: TR x TC threads, TM x TN outputs each */
     constexpr int TN = BN >= 128 ? 8 : 4, TC = BN / TN, TR = BERTC_GEMM_THREADS / TC, TM = BM / TR;
     const int tr = tid / TC, tc = tid - (tid / TC) * TC;
@@ -174,20 +176,22 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
         if constexpr (MMA) {
 #pragma unroll
             for (int ks = 0; ks < BK / 16; ++ks) {
+                /* A fragment: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
+                 * a[0..3] order; B: two n8 tiles x (k 0-7 | 8-15) per load */
                 unsigned a[MI][4], b[NI][2];
 #pragma unroll
-                for (int mi = 0; mi < MI; ++mi) {
-                    const T *ap = A + (wm * WTM + mi * 16 + g) * BKP + ks * 16 + 2 * t;
-                    a[mi][0] = *reinterpret_cast<const unsigned *>(ap);
-                    a[mi][1] = *reinterpret_cast<const unsigned *>(ap + 8 * BKP);
-                    a[mi][2] = *reinterpret_cast<const unsigned *>(ap + 8);
-                    a[mi][3] = *reinterpret_cast<const unsigned *>(ap + 8 * BKP + 8);
-                }
+                for (int mi = 0; mi < MI; ++mi)
+                    bertc_ldmatrix_x4(a[mi], A + (wm * WTM + mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * BKP +
+                                                 ks * 16 + (lane >> 4) * 8);
 #pragma unroll
-                for (int ni = 0; ni < NI; ++ni) {
-                    const T *bp = B + (wn * WTN + ni * 8 + g) * BKP + ks * 16 + 2 * t;
-                    b[ni][0] = *reinterpret_cast<const unsigned *>(bp);
-                    b[ni][1] = *reinterpret_cast<const unsigned *>(bp + 8);
+                for (int ni = 0; ni < NI; ni += 2) {
+                    unsigned q[4];
+                    bertc_ldmatrix_x4(q, B + (wn * WTN + ni * 8 + (lane & 7) + (lane >> 4) * 8) * BKP + ks * 16 +
+                                             ((lane >> 3) & 1) * 8);
+                    b[ni][0] = q[0];
+                    b[ni][1] = q[1];
+                    b[ni + 1][0] = q[2];
+                    b[ni + 1][1] = q[3];
                 }
 #pragma unroll
                 for (int mi = 0; mi < MI; ++mi) {

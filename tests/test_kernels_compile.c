@@ -10,9 +10,11 @@
  * spills nor exceeds the registers a launch of the reported block size
  * can have, and that the text and names behave as kernels.h promises
  * (first line naming the template and every parameter, names equal iff
- * specs equal, launch dims sized for the bucket).  It also checks the
- * compile driver itself: dedupe by content, a broken kernel's message
- * carries NVRTC's words and the numbered source line, an unknown
+ * specs equal, launch dims sized for the bucket), and that the 16-bit
+ * GEMM and attention really take the tensor-core path (mma.sync,
+ * ldmatrix, cp.async in the PTX) from sm_80 on and not on sm_75.  It also
+ * checks the compile driver itself: dedupe by content, a broken kernel's
+ * message carries NVRTC's words and the numbered source line, an unknown
  * architecture is refused.
  *
  * All kernels are compiled as one program per architecture, the
@@ -107,6 +109,7 @@ static void t_specs_init(void) {
     t_add_ln(F16, 128, 80, 0, 0);
 
     t_attention(F32, 32, 6, 16);
+    t_attention(BF16, 32, 4, 16);
     t_attention(F16, 64, 4, 20);
     t_attention(BF16, 128, 12, 32);
     t_attention(F16, 128, 12, 64);
@@ -332,7 +335,8 @@ static void test_dims(void) {
         }
         case KERNEL_KIND_ATTENTION:
             CHECK(dm.grid[0] == (unsigned)s->heads, "spec %d: grid.x %u != heads", i, dm.grid[0]);
-            CHECK(dm.grid[1] == (unsigned)(s->bucket + 15) / 16 || dm.grid[1] == (unsigned)(s->bucket + 31) / 32,
+            CHECK(dm.grid[1] == (unsigned)(s->bucket + 15) / 16 || dm.grid[1] == (unsigned)(s->bucket + 31) / 32 ||
+                      dm.grid[1] == (unsigned)(s->bucket + 63) / 64,
                   "spec %d: %u query tiles for bucket %d", i, dm.grid[1], s->bucket);
             CHECK(dm.shared_bytes > 0, "spec %d: attention without shared memory", i);
             break;
@@ -578,45 +582,64 @@ static void test_dedupe_and_args(void) {
     CHECK(kbuild_nvrtc_version(&major, &minor, &d) == 0 && major >= 11, "NVRTC version %d.%d", major, minor);
 }
 
-/* The 16-bit GEMM takes the tensor-core path (mma.sync + cp.async) from
- * sm_80 on and the SIMT path on sm_75, with the same text. */
+/* The 16-bit GEMM and attention take the tensor-core path (mma.sync,
+ * ldmatrix, cp.async) from sm_80 on and the SIMT path on sm_75, with the
+ * same text; float attention stays SIMT everywhere. */
 static void test_tensor_core_path(void) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = IR_DTYPE_BF16;
-    s.bucket = 64;
-    s.n = 128;
-    s.k = 256;
-    s.x_ld = 256;
-    s.out_ld = 128;
-    s.has_bias = 1;
-    char *text, *entry;
-    diag d;
-    diag_init(&d);
-    if (kernel_source(&s, &text, &entry, &d) != 0) {
-        CHECK(0, "gemm: %s", d.text);
-        return;
+    kernel_spec s[3];
+    memset(s, 0, sizeof s);
+    s[0].kind = KERNEL_KIND_GEMM;
+    s[0].dtype = IR_DTYPE_BF16;
+    s[0].bucket = 64;
+    s[0].n = 128;
+    s[0].k = 256;
+    s[0].x_ld = 256;
+    s[0].out_ld = 128;
+    s[0].has_bias = 1;
+    for (int i = 1; i < 3; i++) {
+        s[i].kind = KERNEL_KIND_ATTENTION;
+        s[i].dtype = i == 1 ? IR_DTYPE_F16 : IR_DTYPE_F32;
+        s[i].bucket = 128;
+        s[i].heads = 4;
+        s[i].head_dim = 64;
+        s[i].scale = 0.125f;
+        s[i].qkv_ld = 768;
+        s[i].k_off = 256;
+        s[i].v_off = 512;
+        s[i].ctx_ld = 256;
     }
-    kbuild_unit u = {text, entry};
-    const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
-    for (int a = 0; a < 2; a++) {
-        kbuild_result r;
-        if (kbuild_compile(&u, 1, archs[a], 1, NULL, &r, &d) != 0) {
-            CHECK(0, "%s: %s", archs[a][0], d.text);
+    static const char *const mma_insn[3] = {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                                            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync"};
+    for (int i = 0; i < 3; i++) {
+        char *text, *entry;
+        diag d;
+        diag_init(&d);
+        if (kernel_source(&s[i], &text, &entry, &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
             continue;
         }
-        const char *ptx = (const char *)r.images[1].data;
-        int mma = strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != NULL;
-        int cp = strstr(ptx, "cp.async.cg.shared.global") != NULL;
-        if (a == 0)
-            CHECK(mma && cp, "sm_80: mma %d, cp.async %d", mma, cp);
-        else
-            CHECK(!mma && !cp, "sm_75: mma %d, cp.async %d", mma, cp);
-        kbuild_result_free(&r);
+        kbuild_unit u = {text, entry};
+        const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
+        for (int a = 0; a < 2; a++) {
+            kbuild_result r;
+            if (kbuild_compile(&u, 1, archs[a], 1, NULL, &r, &d) != 0) {
+                CHECK(0, "%s: %s", archs[a][0], d.text);
+                continue;
+            }
+            const char *ptx = (const char *)r.images[1].data;
+            int mma = strstr(ptx, mma_insn[i]) != NULL;
+            int ldm = strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4") != NULL;
+            int cp = strstr(ptx, "cp.async.cg.shared.global") != NULL;
+            if (a == 0 && i < 2)
+                CHECK(mma && ldm && cp, "%s on sm_80: mma %d, ldmatrix %d, cp.async %d", entry, mma, ldm, cp);
+            else
+                CHECK(!mma && !ldm && !cp, "%s on %s: mma %d, ldmatrix %d, cp.async %d", entry, archs[a][0], mma, ldm,
+                      cp);
+            kbuild_result_free(&r);
+        }
+        free(text);
+        free(entry);
     }
-    free(text);
-    free(entry);
 }
 
 int main(int argc, char **argv) {

@@ -102,3 +102,17 @@ import sys
 p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2]^=0x10; open(p,'wb').write(b)" "$T/flip.plan"
 expect inspect-corrupt 2 "$B" inspect "$T/flip.plan"
 contains inspect-corrupt-msg "$T/err" "checksum"
+
+# Epilogue choice follows the model's activation: relu rides on cuBLASLt's
+# RELU_BIAS epilogue; gelu (erf) and gelu_tanh go to the generated GEMM kernel,
+# whose formula is the model's (cuBLASLt's GELU form is not documented).
+"$B" inspect "$T/relu.plan" >"$T/relu.txt"
+if grep -q "inter .*epilogue=bias+relu" "$T/relu.txt"; then pass epilogue-relu-cublaslt; else fail epilogue-relu-cublaslt "$(grep inter "$T/relu.txt" | head -2)"; fi
+"$B" inspect "$T/tiny.plan" >"$T/tiny.txt"
+if grep -q "inter .*kernel bertc_gemm_.*_gelu" "$T/tiny.txt" && ! grep -q "epilogue=gelu" "$T/tiny.txt"; then
+    pass epilogue-gelu-kernel
+else
+    fail epilogue-gelu-kernel "$(grep inter "$T/tiny.txt" | head -2)"
+fi
+"$B" inspect "$T/tanh.plan" >"$T/tanh.txt"
+if grep -q "inter .*kernel bertc_gemm_.*gelu_tanh" "$T/tanh.txt"; then pass epilogue-gelu-tanh-kernel; else fail epilogue-gelu-tanh-kernel "$(grep inter "$T/tanh.txt" | head -2)"; fi

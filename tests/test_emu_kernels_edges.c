@@ -1,0 +1,468 @@
+/*
+ * test_emu_kernels_edges — the kernels' edge configurations against a C
+ * reference, on the emulated device (test_emu_kernels covers the common
+ * parameter sets; this file the paths it does not reach).
+ *
+ * test_kernels_compile proves the kernel text compiles for every GPU; this
+ * proves it computes the right numbers.  Specs cover each dtype, awkward
+ * sizes (hidden 97/80, head_dim 20, N = 30/65, K = 97/100/388), every GEMM
+ * tile shape (64x128 ... 32x32) and k-loops long enough to wrap the
+ * shared-memory ring, attention with one and several key tiles, and the
+ * masking cases Hugging Face defines (random zeros; a row whose keys are
+ * all masked averages V over k < len; padding keys hold NaN and must not
+ * leak).  Outputs start poisoned (NaN), so a padding row that is written,
+ * or a real row that is not, fails.  Every kernel runs under two
+ * schedules, in two images: the tensor-core path (mma / ldmatrix /
+ * cp.async through the portable helpers) and, with BERTC_GEMM_FORCE_SIMT
+ * and BERTC_ATTENTION_FORCE_SIMT, the SIMT path sm_75 and float take.  The
+ * reference computes in double from the same rounded inputs; tolerances
+ * are per dtype (float 2e-5, float16 2e-3, bfloat16 1.6e-2, relative to
+ * |expected| + a small absolute floor).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "emu.h"
+#include "kernels.h"
+
+static float bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Device buffers: 256-aligned like the runtime's arena, exact size so the
+ * sanitizer sees any overrun. */
+static void *xalloc(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, 256, n ? n : 1)) abort();
+    return p;
+}
+
+static int dsize(ir_dtype t) { return t == IR_DTYPE_F32 ? 4 : 2; }
+
+static void st(ir_dtype t, void *p, size_t i, float v) {
+    if (t == IR_DTYPE_F32) ((float *)p)[i] = v;
+    else if (t == IR_DTYPE_F16) ((_Float16 *)p)[i] = (_Float16)v;
+    else {
+        float r = bf16_round(v);
+        uint32_t u;
+        memcpy(&u, &r, 4);
+        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+    }
+}
+
+static float ld(ir_dtype t, const void *p, size_t i) {
+    if (t == IR_DTYPE_F32) return ((const float *)p)[i];
+    if (t == IR_DTYPE_F16) return (float)((const _Float16 *)p)[i];
+    uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void *tensor(ir_dtype t, size_t n, double scale, double offset) {
+    void *p = xalloc(n * (size_t)dsize(t));
+    for (size_t i = 0; i < n; i++) st(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
+    return p;
+}
+
+static void *poisoned(ir_dtype t, size_t n) {
+    void *p = xalloc(n * (size_t)dsize(t));
+    memset(p, 0xff, n * (size_t)dsize(t));
+    return p;
+}
+
+static double tol_of(ir_dtype t) { return t == IR_DTYPE_F32 ? 2e-5 : t == IR_DTYPE_F16 ? 2e-3 : 1.6e-2; }
+
+
+/* compare out rows < len against ref; rows >= len must stay poisoned */
+static void compare(const char *what, ir_dtype t, const void *out, const double *ref, int rows, int cols, int ld_,
+                    int len, double atol_scale) {
+    double tol = tol_of(t), worst = 0;
+    int bad = 0;
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < cols; c++) {
+            float v = ld(t, out, (size_t)r * ld_ + c);
+            if (r >= len) {
+                if (!isnan(v)) {
+                    if (bad++ < 3) fprintf(stderr, "    %s: padding row %d col %d written (%g)\n", what, r, c, v);
+                }
+                continue;
+            }
+            double e = ref[(size_t)r * cols + c];
+            double err = fabs(v - e) / (atol_scale + fabs(e));
+            if (!(err <= tol)) {
+                if (bad++ < 3) fprintf(stderr, "    %s: [%d,%d] got %.7g want %.7g\n", what, r, c, v, e);
+            }
+            if (err > worst) worst = err;
+        }
+    }
+    CHECK(bad == 0, "%s: %d bad values (worst relative error %.2e, tolerance %.1e)", what, bad, worst, tol);
+}
+
+static void launch(emu_image *im, const kernel_spec *s, const char *entry, void **args, int sched) {
+    kernel_launch_dims dm;
+    diag d;
+    diag_init(&d);
+    kernel_dims(s, &dm, &d);
+    if (emu_launch(im, entry, dm.grid, dm.block, dm.shared_bytes, args, (emu_schedule)sched, 7, &d) != EMU_STATUS_OK) {
+        CHECK(0, "launch %s: %s", entry, d.text);
+    }
+}
+
+static int *request(int bucket, int len, int vocab, int ntypes, double pmask0) {
+    int *req = xalloc((size_t)(4 + 3 * bucket) * 4);
+    req[0] = len;
+    req[1] = req[2] = req[3] = 0;
+    for (int s = 0; s < bucket; s++) {
+        req[4 + s] = (int)(check_rng_uniform() * vocab * 1.1) - vocab / 20; /* some out of range: clamped */
+        req[4 + bucket + s] = (int)(check_rng_uniform() * ntypes);
+        req[4 + 2 * bucket + s] = check_rng_uniform() < pmask0 ? 0 : 1;
+    }
+    return req;
+}
+
+static void ln_ref(double *v, int h, double eps, const float *g, const float *b, double *out) {
+    double m = 0, q = 0;
+    for (int c = 0; c < h; c++) m += v[c];
+    m /= h;
+    for (int c = 0; c < h; c++) q += (v[c] - m) * (v[c] - m);
+    q /= h;
+    double rs = 1.0 / sqrt(q + eps);
+    for (int c = 0; c < h; c++) out[c] = (v[c] - m) * rs * g[c] + b[c];
+}
+
+/* ------------------------------------------------------------ add_ln */
+static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, double scale, int sched) {
+    ir_dtype t = s->dtype;
+    int S = s->bucket, H = s->hidden;
+    void *x = tensor(t, (size_t)S * H, scale, scale * 0.3), *bias = tensor(t, H, 0.5, 0), *res = tensor(t, (size_t)S * H, scale, 0);
+    void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
+    void *out = poisoned(t, (size_t)S * H);
+    int *req = request(S, len, 10, 2, 0);
+    void *args[7] = {&out, &req, &x, &bias, &res, &gm, &bt};
+    launch(im, s, entry, args, sched);
+    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
+    float *g = malloc(4 * H), *b = malloc(4 * H);
+    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
+    for (int r = 0; r < len; r++) {
+        for (int c = 0; c < H; c++) {
+            float a = ld(t, x, (size_t)r * H + c);
+            if (s->has_bias) a += ld(t, bias, c);
+            if (s->has_residual) a += ld(t, res, (size_t)r * H + c);
+            v[c] = a;
+        }
+        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
+    }
+    char what[300];
+    snprintf(what, sizeof what, "%s len %d scale %g sched %d", entry, len, scale, sched);
+    compare(what, t, out, ref, S, H, H, len, 1.0);
+    free(x), free(bias), free(res), free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+}
+
+/* ------------------------------------------------------------ embed_ln */
+static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
+    ir_dtype t = s->dtype;
+    int S = s->bucket, H = s->hidden;
+    void *tab[3] = {NULL, NULL, NULL};
+    for (int g = 0; g < s->ngathers; g++) tab[g] = tensor(t, (size_t)s->table_rows[g] * H, 0.5, 0);
+    void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
+    void *out = poisoned(t, (size_t)S * H);
+    int *req = request(S, len, s->table_rows[0], 2, 0);
+    void *args[7] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt};
+    launch(im, s, entry, args, sched);
+    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
+    float *g = malloc(4 * H), *b = malloc(4 * H);
+    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
+    for (int r = 0; r < len; r++) {
+        for (int c = 0; c < H; c++) v[c] = 0;
+        for (int gg = 0; gg < s->ngathers; gg++) {
+            int id = s->gather_index[gg] == KERNEL_INDEX_INPUT_IDS ? req[4 + r]
+                     : s->gather_index[gg] == KERNEL_INDEX_TOKEN_TYPES ? req[4 + S + r] : r;
+            if (id < 0) id = 0;
+            if (id >= s->table_rows[gg]) id = s->table_rows[gg] - 1;
+            for (int c = 0; c < H; c++) v[c] = (float)(v[c] + ld(t, tab[gg], (size_t)id * H + c));
+        }
+        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
+    }
+    char what[300];
+    snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
+    compare(what, t, out, ref, S, H, H, len, 1.0);
+    for (int gg = 0; gg < 3; gg++) free(tab[gg]);
+    free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+}
+
+/* ------------------------------------------------------------ attention */
+static void check_attention(emu_image *im, const kernel_spec *s, const char *entry, int len, double pmask0,
+                            int all_masked, int sched) {
+    ir_dtype t = s->dtype;
+    int S = s->bucket, D = s->head_dim, NH = s->heads;
+    void *qkv = tensor(t, (size_t)S * s->qkv_ld, 1.5, 0);
+    void *ctx = poisoned(t, (size_t)S * s->ctx_ld);
+    int *req = request(S, len, 10, 2, pmask0);
+    int *mask = req + 4 + 2 * S;
+    if (all_masked)
+        for (int k = 0; k < S; k++) mask[k] = 0;
+    /* padding keys may hold anything: NaN there must not leak */
+    for (int k = len; k < S; k++)
+        for (int c = 0; c < s->qkv_ld; c++) st(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
+    void *args[3] = {&ctx, &req, &qkv};
+    launch(im, s, entry, args, sched);
+    int W = NH * D;
+    double *ref = calloc((size_t)S * W, sizeof(double)), *p = malloc(sizeof(double) * S);
+    for (int h = 0; h < NH; h++) {
+        for (int q = 0; q < len; q++) {
+            double mx = -INFINITY;
+            for (int k = 0; k < len; k++) {
+                double sc = 0;
+                for (int d = 0; d < D; d++)
+                    sc += (double)ld(t, qkv, (size_t)q * s->qkv_ld + s->q_off + h * D + d) *
+                          ld(t, qkv, (size_t)k * s->qkv_ld + s->k_off + h * D + d);
+                sc = (float)(sc * s->scale);
+                if (mask[k] == 0) sc = (float)(sc + -3.4028234663852886e38);
+                p[k] = sc;
+                if (sc > mx) mx = sc;
+            }
+            double sum = 0;
+            for (int k = 0; k < len; k++) sum += (p[k] = exp(p[k] - mx));
+            for (int d = 0; d < D; d++) {
+                double a = 0;
+                for (int k = 0; k < len; k++) a += p[k] / sum * ld(t, qkv, (size_t)k * s->qkv_ld + s->v_off + h * D + d);
+                ref[(size_t)q * W + h * D + d] = a;
+            }
+        }
+    }
+    char what[300];
+    snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
+    compare(what, t, ctx, ref, S, W, s->ctx_ld, len, 0.5);
+    free(qkv), free(ctx), free(req), free(ref), free(p);
+}
+
+/* ------------------------------------------------------------ gemm */
+static double act_ref(const kernel_spec *s, double x) {
+    if (!s->has_act) return x;
+    switch (s->act) {
+    case IR_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case IR_ACT_RELU: return x < 0 ? 0 : x;
+    default: return tanh(x);
+    }
+}
+
+static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
+    ir_dtype t = s->dtype;
+    int S = s->bucket, N = s->n, K = s->k;
+    void *x = tensor(t, (size_t)S * s->x_ld, 1.0, 0), *w = tensor(t, (size_t)N * K, 1.0 / sqrt(K), 0);
+    void *bias = tensor(t, N, 0.5, 0), *res = tensor(t, (size_t)S * (s->res_ld ? s->res_ld : 1), 1.0, 0);
+    void *out = poisoned(t, (size_t)S * s->out_ld);
+    for (int r = len; r < S; r++)
+        for (int c = 0; c < s->x_ld; c++) st(t, x, (size_t)r * s->x_ld + c, NAN);
+    int *req = request(S, len, 10, 2, 0);
+    void *args[6] = {&out, &req, &x, &w, &bias, &res};
+    launch(im, s, entry, args, sched);
+    double *ref = calloc((size_t)S * N, sizeof(double));
+    for (int m = 0; m < len; m++)
+        for (int n = 0; n < N; n++) {
+            double a = 0;
+            for (int k = 0; k < K; k++) a += (double)ld(t, x, (size_t)m * s->x_ld + k) * ld(t, w, (size_t)n * K + k);
+            if (s->has_bias) a += ld(t, bias, n);
+            if (s->has_residual) a += ld(t, res, (size_t)m * s->res_ld + n);
+            ref[(size_t)m * N + n] = act_ref(s, a);
+        }
+    char what[300];
+    snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
+    compare(what, t, out, ref, S, N, s->out_ld, len, 0.5);
+    free(x), free(w), free(bias), free(res), free(out), free(req), free(ref);
+}
+
+
+/* ------------------------------------------------------------ specs and images */
+
+#define T_MAX 64
+static kernel_spec t_specs[T_MAX];
+static int t_n;
+
+static kernel_spec *t_add(kernel_kind kind, ir_dtype dt, int bucket) {
+    kernel_spec *s = &t_specs[t_n++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->dtype = dt;
+    s->bucket = bucket;
+    return s;
+}
+
+static void t_specs_init(void) {
+    static const ir_dtype DT[3] = {IR_DTYPE_F32, IR_DTYPE_F16, IR_DTYPE_BF16};
+    if (t_n) return;
+    static const int hs[5] = {96, 384, 97, 80, 2048};
+    for (int i = 0; i < 5; i++) {
+        kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, DT[i % 3], 16 + 8 * i);
+        s->hidden = hs[i];
+        s->eps = 1e-5f;
+        s->has_bias = i % 2 == 0;
+        s->has_residual = i != 3;
+    }
+    kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, IR_DTYPE_F16, 8); /* large values: float16 must not overflow */
+    s->hidden = 1024;
+    s->eps = 1e-12f;
+    s->has_bias = s->has_residual = 1;
+    for (int i = 0; i < 3; i++) {
+        static const kernel_index order[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_POSITION, KERNEL_INDEX_TOKEN_TYPES};
+        static const int rows[3] = {50, 24, 2};
+        s = t_add(KERNEL_KIND_EMBED_LN, DT[i], 24);
+        s->hidden = i == 2 ? 1536 : 96 * (i + 1);
+        s->eps = 1e-12f;
+        s->ngathers = 3 - i;
+        for (int g = 0; g < 3; g++) s->gather_index[g] = order[g], s->table_rows[g] = rows[g];
+    }
+    /* dtype, bucket, heads, head_dim; the sixth has offset columns and a wider ctx */
+    static const int att[10][4] = {{0, 32, 2, 16},  {1, 64, 3, 20},  {2, 96, 2, 32},  {1, 160, 2, 64},
+                                   {0, 48, 1, 128}, {2, 40, 2, 64},  {1, 32, 2, 16},  {2, 300, 2, 128},
+                                   {1, 200, 1, 64}, {2, 130, 2, 32}};
+    for (int i = 0; i < 10; i++) {
+        s = t_add(KERNEL_KIND_ATTENTION, DT[att[i][0]], att[i][1]);
+        s->heads = att[i][2];
+        s->head_dim = att[i][3];
+        s->scale = 1.0f / sqrtf((float)s->head_dim);
+        int h = s->heads * s->head_dim, pad = i == 5 ? 8 : 0;
+        s->qkv_ld = 3 * h + pad;
+        s->q_off = pad;
+        s->k_off = pad + h;
+        s->v_off = pad + 2 * h;
+        s->ctx_ld = h + (i == 5 ? 2 : 0);
+    }
+    /* dtype, bucket, n, k, bias, residual, act (-1 none) */
+    static const int gm[16][7] = {{1, 64, 200, 96, 1, 1, 0},     {2, 32, 200, 96, 1, 0, 1},
+                                  {0, 48, 64, 96, 1, 1, 2},      {1, 96, 256, 128, 0, 0, 3},
+                                  {0, 32, 65, 97, 1, 1, -1},     {1, 40, 30, 100, 0, 1, 1},
+                                  {2, 128, 160, 64, 1, 1, -1},   {1, 512, 2048, 32, 1, 1, 0},
+                                  {2, 512, 1024, 48, 1, 0, -1},  {0, 256, 1024, 40, 0, 1, 3},
+                                  {0, 512, 2048, 16, 1, 1, 1},   {1, 256, 1024, 96, 1, 1, -1},
+                                  {1, 64, 96, 512, 1, 1, 0},     {0, 32, 64, 400, 1, 0, 2},
+                                  {2, 48, 40, 1000, 0, 1, -1},   {1, 40, 24, 388, 1, 1, 1}};
+    for (int i = 0; i < 16; i++) {
+        s = t_add(KERNEL_KIND_GEMM, DT[gm[i][0]], gm[i][1]);
+        s->n = gm[i][2];
+        s->k = gm[i][3];
+        s->x_ld = s->k;
+        s->out_ld = s->n;
+        s->has_bias = gm[i][4];
+        s->has_residual = gm[i][5];
+        s->res_ld = s->has_residual ? s->n : 0;
+        s->has_act = gm[i][6] >= 0;
+        s->act = gm[i][6] >= 0 ? (ir_act)gm[i][6] : IR_ACT_GELU_ERF;
+    }
+}
+
+static char *t_entries[T_MAX];
+static emu_image *t_images[2];   /* [0] tensor-core path, [1] SIMT forced */
+static int t_image_failed[2];
+
+static emu_image *t_image(int simt) {
+    if (t_images[simt] || t_image_failed[simt]) return t_images[simt];
+    t_specs_init();
+    char *texts[T_MAX] = {0};
+    diag d;
+    diag_init(&d);
+    int ok = 1;
+    for (int i = 0; i < t_n && ok; i++) {
+        char *text, *entry;
+        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
+            CHECK(0, "spec %d: %s", i, d.text);
+            ok = 0;
+            break;
+        }
+        if (simt) {
+            static const char force[] = "#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n";
+            char *t2 = malloc(sizeof force + strlen(text));
+            if (t2) {
+                memcpy(t2, force, sizeof force - 1);
+                strcpy(t2 + sizeof force - 1, text);
+            }
+            free(text);
+            text = t2;
+            if (!text) ok = 0;
+        }
+        texts[i] = text;
+        if (!t_entries[i])
+            t_entries[i] = entry;
+        else
+            free(entry);
+    }
+    if (ok) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s", check_write_temp(simt ? "emu_kernels_simt.so" : "emu_kernels.so", "", 0));
+        if (emu_image_build_units((const char *const *)texts, t_n, path, &d) != EMU_STATUS_OK) {
+            CHECK(0, "image build: %s", d.text);
+        } else {
+            t_images[simt] = emu_image_load(path, &d);
+            CHECK(t_images[simt] != NULL, "image load: %s", d.text);
+        }
+    }
+    for (int i = 0; i < t_n; i++) free(texts[i]);
+    if (!t_images[simt]) t_image_failed[simt] = 1;
+    return t_images[simt];
+}
+
+/* ------------------------------------------------------------ cases */
+
+static const emu_schedule t_scheds[2] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
+
+static void t_run_kind(kernel_kind kind) {
+    t_specs_init();
+    for (int simt = 0; simt < 2; simt++) {
+        emu_image *im = t_image(simt);
+        if (!im) return;
+        for (int si = 0; si < 2; si++) {
+            int sched = (int)t_scheds[si];
+            for (int i = 0; i < t_n; i++) {
+                const kernel_spec *s = &t_specs[i];
+                const char *e = t_entries[i];
+                int S = s->bucket;
+                if (s->kind != kind) continue;
+                switch (kind) {
+                case KERNEL_KIND_ADD_LN:
+                    check_add_ln(im, s, e, S, s->hidden == 1024 ? 300.0 : 2.0, sched);
+                    check_add_ln(im, s, e, S / 2 + 1, 1.0, sched);
+                    break;
+                case KERNEL_KIND_EMBED_LN: check_embed_ln(im, s, e, S - 3, sched); break;
+                case KERNEL_KIND_ATTENTION:
+                    check_attention(im, s, e, S, 0.0, 0, sched);
+                    check_attention(im, s, e, S - 5 > 0 ? S - 5 : 1, 0.3, 0, sched);
+                    check_attention(im, s, e, S / 2 + 3, 0.0, 1, sched);
+                    check_attention(im, s, e, 1, 0.0, 0, sched);
+                    break;
+                default:
+                    if (S < 256) check_gemm(im, s, e, S, sched);
+                    check_gemm(im, s, e, S >= 256 ? 70 : S / 2 + 1, sched);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+static void test_add_ln(void) { t_run_kind(KERNEL_KIND_ADD_LN); }
+static void test_embed_ln(void) { t_run_kind(KERNEL_KIND_EMBED_LN); }
+static void test_attention(void) { t_run_kind(KERNEL_KIND_ATTENTION); }
+static void test_gemm(void) { t_run_kind(KERNEL_KIND_GEMM); }
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(test_add_ln);
+    CHECK_CASE(test_embed_ln);
+    CHECK_CASE(test_attention);
+    CHECK_CASE(test_gemm);
+    for (int i = 0; i < 2; i++)
+        if (t_images[i]) emu_image_free(t_images[i]);
+    for (int i = 0; i < T_MAX; i++) free(t_entries[i]);
+    return check_summary();
+}
