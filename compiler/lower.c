@@ -298,6 +298,22 @@ static int make_output(lctx *c, int i) {
     return 0;
 }
 
+/* Intern the kernel of `s` and append its launch with `args`. */
+static int emit_kernel_step(lctx *c, const ir_node *n, const kernel_spec *s, const sched_ref *args, int nargs,
+                            double flops, double bytes) {
+    int ki = kernels_intern(c->k, s, c->d);
+    if (ki < 0) return -1;
+    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
+    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
+    st->launch.kernel = ki;
+    if (kernel_dims(s, &st->launch.dims, c->d)) return -1;
+    st->launch.nargs = nargs;
+    memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
+    st->flops = flops;
+    st->min_hbm_bytes = (uint64_t)bytes;
+    return 0;
+}
+
 static int index_kind(lctx *c, const ir_node *owner, int idx, kernel_index *kind) {
     const ir_node *n = &c->g->nodes[idx];
     if (n->op == IR_OP_ARANGE) { *kind = KERNEL_INDEX_POSITION; return 0; }
@@ -329,19 +345,10 @@ static int lower_embed_ln(lctx *c, int i) {
         if (s.gather_index[g] != KERNEL_INDEX_POSITION) bytes += 4.0 * c->bucket;
     }
     make_output(c, i);
-    int ki = kernels_intern(c->k, &s, c->d);
-    if (ki < 0) return -1;
-    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
-    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-    st->launch.kernel = ki;
-    if (kernel_dims(&s, &st->launch.dims, c->d)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, tables[0], tables[1], tables[2],
                         weight_ref(c, n->src[0]), weight_ref(c, n->src[1])};
-    st->launch.nargs = 7;
-    memcpy(st->launch.args, args, sizeof args);
-    st->flops = 10.0 * c->bucket * s.hidden;
-    st->min_hbm_bytes = (uint64_t)(bytes + 2.0 * s.hidden * c->es + (double)c->bucket * s.hidden * c->es);
-    return 0;
+    return emit_kernel_step(c, n, &s, args, 7, 10.0 * c->bucket * s.hidden,
+                            bytes + 2.0 * s.hidden * c->es + (double)c->bucket * s.hidden * c->es);
 }
 
 static int require_contiguous(lctx *c, const ir_node *n, const view *v, const char *what) {
@@ -372,20 +379,11 @@ static int lower_add_ln(lctx *c, int i) {
     s.has_bias = n->has_bias;
     s.has_residual = n->has_residual;
     make_output(c, i);
-    int ki = kernels_intern(c->k, &s, c->d);
-    if (ki < 0) return -1;
-    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
-    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-    st->launch.kernel = ki;
-    if (kernel_dims(&s, &st->launch.dims, c->d)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE,
                         res ? res->ref : REF_NONE, weight_ref(c, n->src[1]), weight_ref(c, n->src[2])};
-    st->launch.nargs = 7;
-    memcpy(st->launch.args, args, sizeof args);
     double rows = (double)x->rows, h = (double)s.hidden;
-    st->flops = 8.0 * rows * h;
-    st->min_hbm_bytes = (uint64_t)(c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
-    return 0;
+    return emit_kernel_step(c, n, &s, args, 7, 8.0 * rows * h,
+                            (double)c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
 }
 
 static int lower_attention(lctx *c, int i) {
@@ -414,19 +412,10 @@ static int lower_attention(lctx *c, int i) {
     s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
     s.ctx_ld = n->heads * n->head_dim;
     make_output(c, i);
-    int ki = kernels_intern(c->k, &s, c->d);
-    if (ki < 0) return -1;
-    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
-    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-    st->launch.kernel = ki;
-    if (kernel_dims(&s, &st->launch.dims, c->d)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
-    st->launch.nargs = 3;
-    memcpy(st->launch.args, args, sizeof args);
     double b = c->bucket, h = (double)s.ctx_ld;
-    st->flops = 4.0 * b * b * h + 5.0 * b * b * n->heads;
-    st->min_hbm_bytes = (uint64_t)(c->es * (4.0 * b * h) + 4.0 * b);
-    return 0;
+    return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * b * h + 5.0 * b * b * n->heads,
+                            (double)c->es * (4.0 * b * h) + 4.0 * b);
 }
 
 static int lower_linear(lctx *c, int i) {
@@ -495,19 +484,9 @@ static int lower_linear(lctx *c, int i) {
     s.has_residual = res != NULL;
     s.has_act = n->has_act;
     s.act = n->act;
-    int ki = kernels_intern(c->k, &s, c->d);
-    if (ki < 0) return -1;
-    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
-    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-    st->launch.kernel = ki;
-    if (kernel_dims(&s, &st->launch.dims, c->d)) return -1;
     sched_ref args[] = {o->ref, {SCHED_BUF_REQUEST, 0}, x->ref, weight_ref(c, w),
                         bias >= 0 ? weight_ref(c, bias) : REF_NONE, res ? res->ref : REF_NONE};
-    st->launch.nargs = 6;
-    memcpy(st->launch.args, args, sizeof args);
-    st->flops = flops;
-    st->min_hbm_bytes = (uint64_t)bytes;
-    return 0;
+    return emit_kernel_step(c, n, &s, args, 6, flops, bytes);
 }
 
 static int lower_view(lctx *c, int i) {

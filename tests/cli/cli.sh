@@ -2,28 +2,7 @@
 # The bertc command line: help, exit statuses, messages, atomic outputs, and
 # `run` end to end (ids from the command line -> .npy) compared with the
 # transformers goldens by an independent reader (tests/cli/npy_golden.py).
-B=${BERTC:-build/bertc}
-BUILD=${BERTC_BUILD_DIR:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
-
-# expect NAME STATUS CMD... : run, check exit status, keep stdout/stderr in $T/out $T/err
-expect() {
-    name=$1 want=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -eq "$want" ]; then pass "$name"; else fail "$name" "exit $got, expected $want; stderr: $(head -c 300 "$T/err")"; fi
-}
-contains() { # NAME FILE TEXT
-    if grep -qF -- "$3" "$2"; then pass "$1"; else fail "$1" "'$3' not in $(head -c 300 "$2")"; fi
-}
-absent() { # NAME FILE
-    if [ ! -e "$2" ] && [ -z "$(ls "$(dirname "$2")" | grep -F "$(basename "$2").tmp")" ]; then pass "$1"; else fail "$1" "$2 (or a temp file) exists"; fi
-}
+. tests/cli/lib/common.sh
 
 expect help 0 "$B" --help
 contains help-usage "$T/out" "usage: bertc COMMAND"

@@ -3,22 +3,7 @@
 # (each a different activation / token types / pooler / storage dtype),
 # determinism, the JSON fields `inspect --json` promises, the per-layer
 # launch budget, the kernel source view, and bad input (no plan written).
-B=${BERTC:-build/bertc}
-BUILD=${BERTC_BUILD_DIR:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
-expect() {
-    name=$1 want=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -eq "$want" ]; then pass "$name"; else fail "$name" "exit $got, expected $want; stderr: $(head -c 400 "$T/err")"; fi
-}
-contains() { if grep -qF -- "$3" "$2"; then pass "$1"; else fail "$1" "'$3' not in $(head -c 300 "$2")"; fi; }
-absent() { if [ ! -e "$2" ] && ! ls "$(dirname "$2")" | grep -qF "$(basename "$2").tmp"; then pass "$1"; else fail "$1" "$2 (or a temp file) exists"; fi; }
+. tests/cli/lib/common.sh
 
 for m in tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh; do
     expect "import-$m" 0 "$B" import "$BUILD/hf/$m" -o "$T/$m.yaml"
