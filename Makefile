@@ -128,6 +128,8 @@ sanitize:
 
 demo: $(BUILD)/bertc $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc import $(BUILD)/hf/all-MiniLM-L6-v2 -o $(BUILD)/all-MiniLM-L6-v2.yaml
+	$(BUILD)/bertc compile $(BUILD)/all-MiniLM-L6-v2.yaml -o $(BUILD)/all-MiniLM-L6-v2.plan
+	$(BUILD)/bertc inspect $(BUILD)/all-MiniLM-L6-v2.plan | grep -E '^(plan|model|weights|bucket)'
 	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.yaml --device ref --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
 
 bench-compile: $(BUILD)/bertc
