@@ -14,7 +14,8 @@ VERSION   := 0.1.0
 WARN      := -std=c11 -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 SAN       ?=
-CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -Iruntime/emu -MMD -MP
+CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -Iruntime/emu -MMD -MP \
+             -isystem $(CUDA_HOME)/include -DBERTC_CUDA_HOME=\"$(CUDA_HOME)\"
 ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lm -lpthread
 
@@ -69,7 +70,7 @@ $(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS)
 	$(CC) $(SAN) -o $@ $(BUILD)/compiler/main.o -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS)
+	$(CC) $(SAN) -o $@ $^ $(LDLIBS) -ldl
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
 
@@ -85,7 +86,7 @@ $(BUILD)/gen/kernel_templates.c: $(BUILD)/tools/embed_text $(KERNEL_TEMPLATES)
 $(BUILD)/gen/kernel_templates.o: $(BUILD)/gen/kernel_templates.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/compiler/kbuild.o: ALL_CFLAGS += -isystem $(CUDA_HOME)/include -DBERTC_CUDA_HOME=\"$(CUDA_HOME)\"
+# (kbuild.o gets the toolkit include path and BERTC_CUDA_HOME from CPPFLAGS)
 # ---- end of the kernel templates rules
 
 # ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
