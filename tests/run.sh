@@ -8,6 +8,9 @@
 BUILD=${1:-build}
 export BERTC_BUILD_DIR="$BUILD"
 export BERTC="$BUILD/bertc"
+# The test binaries live in $BUILD/tests, not beside libbertc_emudev.so: name it
+# (bertc and libbertc.so find it beside themselves; tests/cli/embed.sh checks that).
+export BERTC_EMU_DEVICE="$PWD/$BUILD/libbertc_emudev.so"
 : "${BERTC_TEST_SEED:=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 export BERTC_TEST_SEED
 echo "test seed: $BERTC_TEST_SEED (set BERTC_TEST_SEED to replay)"

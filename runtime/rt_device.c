@@ -1,0 +1,203 @@
+/*
+ * rt_device — what a plan needs on one device, made once and shared by
+ * every context of the plan on that device: the device table (dlopen), the
+ * device's primary context, the kernel module and its functions, and the
+ * weights.
+ *
+ * Weights are the bulk of a plan (a BERT-base plan is 220 MB in fp16) and
+ * read-only at inference, so uploading them per context would multiply
+ * device memory and load time by the number of threads for nothing.  The
+ * primary context is what lets contexts on different threads share these
+ * device pointers, and what lets bertc live beside other CUDA users of the
+ * process.
+ *
+ * The state is built under the plan's lock, so two contexts created at
+ * once on one device do not upload twice; a build that fails releases
+ * what it made in reverse order (rt_device_free accepts any prefix of the
+ * construction) and leaves no entry behind.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define RT_SMEM_NO_OPTIN 49152u
+
+static void rt_device_free(rt_device *d) {
+    if (!d) return;
+    device_table *t = &d->t;
+    if (d->ctx) {
+        t->cuCtxSetCurrent(d->ctx);
+        if (d->weights) t->cuMemFree(d->weights);
+        if (d->module) t->cuModuleUnload(d->module);
+        t->cuCtxSetCurrent(NULL);
+        t->cuDevicePrimaryCtxRelease(d->dev);
+    }
+    free(d->functions);
+    if (t->driver_lib) device_table_close(t);
+    free(d);
+}
+
+/* Loads the chosen image.  PTX text is handed over NUL-terminated (the
+ * driver reads it as a C string; in the plan it is followed by whatever
+ * comes next). */
+static bertc_status rt_device_load_module(rt_device *d, const plan *p, char *err, size_t cap) {
+    const plan_image *im = &p->images[d->image];
+    CUresult r;
+    if (im->kind == PLAN_IMAGE_PTX) {
+        char *text = rt_malloc(im->size + 1);
+        if (!text) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, err, cap, "out of memory copying the PTX image");
+        memcpy(text, im->data, im->size);
+        text[im->size] = '\0';
+        r = d->t.cuModuleLoadData(&d->module, text);
+        free(text);
+    } else {
+        r = d->t.cuModuleLoadData(&d->module, im->data);
+    }
+    if (r != CUDA_SUCCESS) {
+        d->module = NULL;
+        return rt_cu_error(&d->t, r, err, cap, "cuModuleLoadData(%s image %s, %zu bytes)",
+                           im->kind == PLAN_IMAGE_PTX ? "PTX" : im->kind == PLAN_IMAGE_EMU ? "EMU" : "CUBIN", im->arch,
+                           im->size);
+    }
+    return BERTC_STATUS_OK;
+}
+
+/* Functions by entry name, and the dynamic shared memory each launch needs. */
+static bertc_status rt_device_bind_kernels(rt_device *d, const plan *p, char *err, size_t cap) {
+    d->functions = rt_calloc((size_t)p->nkernels, sizeof *d->functions);
+    if (!d->functions) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, err, cap, "out of memory");
+    int optin = 0;
+    CUresult r = d->t.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
+    if (r != CUDA_SUCCESS) return rt_cu_error(&d->t, r, err, cap, "cuDeviceGetAttribute(shared memory opt-in)");
+    for (int k = 0; k < p->nkernels; k++) {
+        r = d->t.cuModuleGetFunction(&d->functions[k], d->module, p->kernels[k].entry);
+        if (r != CUDA_SUCCESS)
+            return rt_cu_error(&d->t, r, err, cap, "cuModuleGetFunction(%s) in image %s", p->kernels[k].entry,
+                               p->images[d->image].arch);
+        unsigned need = 0;
+        for (int b = 0; b < p->nbuckets; b++)
+            for (int s = 0; s < p->buckets[b].nsteps; s++) {
+                const sched_step *st = &p->buckets[b].steps[s];
+                if (st->kind == SCHED_STEP_KERNEL && st->launch.kernel == k && st->launch.dims.shared_bytes > need)
+                    need = st->launch.dims.shared_bytes;
+            }
+        if (need <= RT_SMEM_NO_OPTIN) continue;
+        if ((long)need > (long)optin)
+            return rt_error(BERTC_STATUS_NO_DEVICE, err, cap,
+                            "kernel %s needs %u bytes of shared memory per block; the device allows %d",
+                            p->kernels[k].entry, need, optin);
+        r = d->t.cuFuncSetAttribute(d->functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)need);
+        if (r != CUDA_SUCCESS)
+            return rt_cu_error(&d->t, r, err, cap, "cuFuncSetAttribute(%s, %u bytes of shared memory)",
+                               p->kernels[k].entry, need);
+    }
+    return BERTC_STATUS_OK;
+}
+
+static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *opt, rt_device **out, char *err,
+                                   size_t cap) {
+    const plan *p = &pl->p;
+    rt_device *d = rt_calloc(1, sizeof *d);
+    if (!d) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, err, cap, "out of memory");
+    d->kind = opt->device;
+    d->ordinal = opt->device_ordinal;
+    bertc_status st = BERTC_STATUS_OK;
+    diag dg;
+    diag_init(&dg);
+    if (device_table_open(&d->t, opt->device == BERTC_DEVICE_EMULATED ? DEVICE_KIND_EMU : DEVICE_KIND_CUDA,
+                          opt->driver_library, opt->blaslt_library, &dg)) {
+        st = rt_error(BERTC_STATUS_NO_DEVICE, err, cap, "%s", dg.text);
+        goto fail;
+    }
+    device_table *t = &d->t;
+    CUresult r = t->cuInit(0);
+    if (r != CUDA_SUCCESS) {
+        st = rt_cu_error(t, r, err, cap, "cuInit");
+        goto fail;
+    }
+    int count = 0;
+    if ((r = t->cuDeviceGetCount(&count)) != CUDA_SUCCESS) {
+        st = rt_cu_error(t, r, err, cap, "cuDeviceGetCount");
+        goto fail;
+    }
+    if (d->ordinal >= count) {
+        st = rt_error(BERTC_STATUS_NO_DEVICE, err, cap, "device %d does not exist (the machine has %d)", d->ordinal,
+                      count);
+        goto fail;
+    }
+    if ((r = t->cuDeviceGet(&d->dev, d->ordinal)) != CUDA_SUCCESS ||
+        (r = t->cuDeviceGetAttribute(&d->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev)) !=
+            CUDA_SUCCESS ||
+        (r = t->cuDeviceGetAttribute(&d->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev)) !=
+            CUDA_SUCCESS) {
+        st = rt_cu_error(t, r, err, cap, "querying device %d", d->ordinal);
+        goto fail;
+    }
+    device_arch_name(d->major, d->minor, d->arch, sizeof d->arch);
+    char why[512];
+    d->image = rt_image_select(p, d->arch, d->major, d->minor, why, sizeof why);
+    if (d->image < 0) {
+        st = rt_error(BERTC_STATUS_NO_DEVICE, err, cap, "%s: %s", pl->path, why);
+        goto fail;
+    }
+    if ((r = t->cuDevicePrimaryCtxRetain(&d->ctx, d->dev)) != CUDA_SUCCESS) {
+        d->ctx = NULL;
+        st = rt_cu_error(t, r, err, cap, "cuDevicePrimaryCtxRetain(device %d)", d->ordinal);
+        goto fail;
+    }
+    if ((r = t->cuCtxSetCurrent(d->ctx)) != CUDA_SUCCESS) {
+        st = rt_cu_error(t, r, err, cap, "cuCtxSetCurrent");
+        goto fail;
+    }
+    if ((st = rt_device_load_module(d, p, err, cap)) != BERTC_STATUS_OK) goto fail;
+    if ((st = rt_device_bind_kernels(d, p, err, cap)) != BERTC_STATUS_OK) goto fail;
+    if (p->weights_size) {
+        if ((r = t->cuMemAlloc(&d->weights, p->weights_size)) != CUDA_SUCCESS) {
+            d->weights = 0;
+            st = rt_cu_error(t, r, err, cap, "cuMemAlloc(weights, %llu bytes)", (unsigned long long)p->weights_size);
+            goto fail;
+        }
+        if ((r = t->cuMemcpyHtoD(d->weights, p->weights, p->weights_size)) != CUDA_SUCCESS) {
+            st = rt_cu_error(t, r, err, cap, "cuMemcpyHtoD(weights, %llu bytes)", (unsigned long long)p->weights_size);
+            goto fail;
+        }
+    }
+    *out = d;
+    return BERTC_STATUS_OK;
+fail:
+    rt_device_free(d);
+    return st;
+}
+
+bertc_status rt_device_acquire(bertc_plan *pl, const bertc_context_options *opt, rt_device **out, char *err,
+                               size_t cap) {
+    *out = NULL;
+    if (opt->device_ordinal < 0 || opt->device_ordinal >= RT_MAX_DEVICES)
+        return rt_error(BERTC_STATUS_INVALID_ARGUMENT, err, cap, "device ordinal %d is outside 0..%d",
+                        opt->device_ordinal, RT_MAX_DEVICES - 1);
+    int kind = opt->device == BERTC_DEVICE_EMULATED;
+    bertc_status st = BERTC_STATUS_OK;
+    pthread_mutex_lock(&pl->lock);
+    rt_device *d = pl->devices[kind][opt->device_ordinal];
+    if (!d) {
+        st = rt_device_make(pl, opt, &d, err, cap);
+        if (st == BERTC_STATUS_OK) pl->devices[kind][opt->device_ordinal] = d;
+    }
+    if (st == BERTC_STATUS_OK) {
+        d->refs++;
+        *out = d;
+    }
+    pthread_mutex_unlock(&pl->lock);
+    return st;
+}
+
+void rt_device_release(bertc_plan *pl, rt_device *d) {
+    if (!d) return;
+    pthread_mutex_lock(&pl->lock);
+    int last = --d->refs == 0;
+    if (last) pl->devices[d->kind == BERTC_DEVICE_EMULATED][d->ordinal] = NULL;
+    pthread_mutex_unlock(&pl->lock);
+    if (last) rt_device_free(d);
+}

@@ -1,0 +1,36 @@
+/* emuctl — see emuctl.h. */
+#include "emuctl.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const emuctl *emuctl_get(void) {
+    static emuctl c;
+    static int done, ok;
+    if (done) return ok ? &c : NULL;
+    done = 1;
+    const char *path = getenv("BERTC_EMU_DEVICE");
+    void *h = dlopen(path && *path ? path : "libbertc_emudev.so", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!h) {
+        fprintf(stderr, "emuctl: %s\n", dlerror());
+        return NULL;
+    }
+    ok = 1;
+#define EMUCTL_SYM(field, name)                                         \
+    if (!(*(void **)&c.field = dlsym(h, name))) {                       \
+        fprintf(stderr, "emuctl: the emulated device lacks %s\n", name); \
+        ok = 0;                                                         \
+    }
+    EMUCTL_SYM(set_arch, "bertc_emudev_set_arch")
+    EMUCTL_SYM(add_twins, "bertc_emudev_add_twins")
+    EMUCTL_SYM(fail, "bertc_emudev_fail")
+    EMUCTL_SYM(set_fill, "bertc_emudev_set_fill")
+    EMUCTL_SYM(set_null, "bertc_emudev_set_null")
+    EMUCTL_SYM(set_schedule, "bertc_emudev_set_schedule")
+    EMUCTL_SYM(reset, "bertc_emudev_reset")
+    EMUCTL_SYM(get_stats, "bertc_emudev_get_stats")
+    EMUCTL_SYM(last_error, "bertc_emudev_last_error")
+#undef EMUCTL_SYM
+    return ok ? &c : NULL;
+}

@@ -1,0 +1,411 @@
+/*
+ * test_e2e — the whole chain, import -> compile -> run, on the emulated
+ * device, against Hugging Face transformers (the committed goldens) and the
+ * reference executor.
+ *
+ * The plans are made by `make plans` with the real CLI (bertc import, bertc
+ * compile --arch emu; see the Makefile): every tiny variant and MiniLM, in
+ * fp32, fp16 and bf16.  Each plan answers:
+ *
+ *   - every golden case of its model (lengths 1, 7, 9, 13, the maximum;
+ *     token types; masks with zeros at the tail, in the middle, everywhere;
+ *     MiniLM's real sentences and a 512-token request);
+ *   - fresh random requests at lengths 1, each bucket edge, edge + 1 and the
+ *     maximum, with random token types and masks, against the reference
+ *     executor run on the model YAML the plan was compiled from;
+ *   - the same request before and after the bucket's padding rows were
+ *     filled by a longer request, and on a device whose memory starts as
+ *     NaN or as large finite numbers: bit-identical outputs, so nothing of
+ *     the padding reaches a real row.
+ *
+ * Tolerances, relative to max |want| per output and case (docs/numerics.md
+ * says why these numbers): fp32 plans 1e-4; fp16 and bf16 plans 5e-2 (bf16)
+ * / 1.5e-2 (fp16) and a cosine similarity of at least 0.999 for every real
+ * row.  Rows of masked query positions are compared too: transformers
+ * computes them, and so must bertc.
+ */
+#include <math.h>
+
+#include "bertc.h"
+#include "check.h"
+#include "emuctl.h"
+#include "golden.h"
+#include "model.h"
+#include "ref.h"
+
+static const emuctl *E;
+
+/*
+ * Under AddressSanitizer the emulated kernels run about 13 times slower (a
+ * MiniLM request of 128 tokens takes 25 s), so the sanitizer build runs
+ * MiniLM only up to 64 tokens; the normal build runs every case.  Memory
+ * errors do not need long requests to show: every kernel, GEMM and copy of
+ * the plan runs at every length.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define E2E_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define E2E_SANITIZED 1
+#endif
+#endif
+#ifdef E2E_SANITIZED
+static const int minilm_max_len = 64;
+#else
+static const int minilm_max_len = 1 << 30;
+#endif
+
+typedef struct tol {
+    double rel, cos;
+} tol;
+
+static tol tolerance(const char *prec) {
+    if (!strcmp(prec, "fp32")) return (tol){1e-4, 0.999999};
+    if (!strcmp(prec, "fp16")) return (tol){1.5e-2, 0.999};
+    return (tol){5e-2, 0.999};
+}
+
+/* Largest relative error and smallest row cosine; a NaN fails both. */
+static int compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, tol t) {
+    size_t n = (size_t)(rows * cols);
+    double maxw = golden_max_abs(want, n), diff = golden_max_abs_diff(got, want, n);
+    double rel = diff / (maxw > 0 ? maxw : 1);
+    double worst = 1;
+    int64_t worst_row = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        double dot = 0, ng = 0, nw = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            double g = got[r * cols + c], w = want[r * cols + c];
+            dot += g * w, ng += g * g, nw += w * w;
+        }
+        double cs = dot / (sqrt(ng * nw) + 1e-30);
+        if (!(cs >= worst)) worst = cs, worst_row = r;
+    }
+    int ok = rel <= t.rel && worst >= t.cos;
+    CHECK(ok, "%s: relative error %.3g (limit %.3g), worst row cosine %.7f at row %lld (limit %.6f)", what, rel, t.rel,
+          worst, (long long)worst_row, t.cos);
+    if (getenv("BERTC_E2E_VERBOSE")) printf("  %-60s rel %.3g  min cos %.7f\n", what, rel, worst);
+    return ok;
+}
+
+static const char *build_path(const char *fmt, const char *a) {
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ & 3];
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, fmt, a);
+    snprintf(p, 512, "%s/%s", check_build_dir(), tmp);
+    return p;
+}
+
+typedef struct run {
+    float *lhs, *pool;
+} run;
+
+static int run_plan(bertc_context *c, bertc_plan *pl, const bertc_request *rq, run *out) {
+    memset(out, 0, sizeof *out);
+    bertc_status st = bertc_infer(c, rq);
+    CHECK(st == BERTC_STATUS_OK, "infer len %lld: %s", (long long)rq->len, bertc_context_error(c));
+    if (st) return -1;
+    int64_t H = bertc_plan_hidden(pl);
+    out->lhs = malloc((size_t)(rq->len * H) * sizeof(float));
+    st = bertc_output_read(c, bertc_plan_output_index(pl, "last_hidden_state"), out->lhs, (size_t)(rq->len * H));
+    CHECK(st == BERTC_STATUS_OK, "read: %s", bertc_context_error(c));
+    int pi = bertc_plan_output_index(pl, "pooler_output");
+    if (pi >= 0) {
+        out->pool = malloc((size_t)H * sizeof(float));
+        st = bertc_output_read(c, pi, out->pool, (size_t)H);
+        CHECK(st == BERTC_STATUS_OK, "read pooler: %s", bertc_context_error(c));
+    }
+    return 0;
+}
+
+static void run_free(run *r) {
+    free(r->lhs);
+    free(r->pool);
+}
+
+/* The emulated device, or a GPU when BERTC_TEST_DEVICE=cuda (tools/gpu_validate.sh
+ * runs this suite so, on plans compiled for the GPU's arch as well). */
+static bertc_device_kind test_device(void) {
+    const char *e = getenv("BERTC_TEST_DEVICE");
+    return e && !strcmp(e, "cuda") ? BERTC_DEVICE_CUDA : BERTC_DEVICE_EMULATED;
+}
+
+static bertc_context *emu_context(bertc_plan *pl) {
+    bertc_context_options o;
+    bertc_context_options_init(&o);
+    o.device = test_device();
+    o.capture_on_first_use = 1;
+    bertc_context *c = NULL;
+    char err[1024];
+    bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_OK, "context: %s", err);
+    return c;
+}
+
+/* ------------------------------------------------------------ against transformers */
+
+static void check_goldens(const char *model, const char *prec) {
+    char name[128];
+    snprintf(name, sizeof name, "%s-%s", model, prec);
+    golden_file g;
+    char err[512];
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "tests/golden/%s.bgld", model);
+    if (golden_load(&g, gpath, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    bertc_plan *pl = NULL;
+    if (bertc_plan_open(build_path("plans/%s.plan", name), &pl, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        golden_free(&g);
+        return;
+    }
+    bertc_context *c = emu_context(pl);
+    tol t = tolerance(prec);
+    int limit = strncmp(model, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len;
+    for (int i = 0; c && i < g.count; i++) {
+        const golden_case *gc = &g.cases[i];
+        if (gc->len > limit) {
+            printf("  (%s %s: %d tokens, skipped under the sanitizer)\n", name, gc->name, gc->len);
+            continue;
+        }
+        bertc_request rq = {gc->input_ids, gc->token_type_ids, gc->attention_mask, gc->len};
+        run r;
+        if (run_plan(c, pl, &rq, &r)) continue;
+        char what[256];
+        snprintf(what, sizeof what, "%s %s last_hidden_state vs transformers", name, gc->name);
+        compare(what, r.lhs, gc->last_hidden_state, gc->len, gc->hidden, t);
+        if (gc->pooler_output) {
+            CHECK(r.pool != NULL, "%s has no pooler_output", name);
+            snprintf(what, sizeof what, "%s %s pooler_output vs transformers", name, gc->name);
+            if (r.pool) compare(what, r.pool, gc->pooler_output, 1, gc->hidden, t);
+        }
+        run_free(&r);
+    }
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+    golden_free(&g);
+}
+
+#define GOLDEN_CASE(fn, model, prec) \
+    static void fn(void) { check_goldens(model, prec); }
+GOLDEN_CASE(golden_tiny_bert_fp32, "tiny-bert", "fp32")
+GOLDEN_CASE(golden_tiny_bert_fp16, "tiny-bert", "fp16")
+GOLDEN_CASE(golden_tiny_bert_bf16, "tiny-bert", "bf16")
+GOLDEN_CASE(golden_tiny_bert_prefixed_fp16, "tiny-bert-prefixed", "fp16")
+GOLDEN_CASE(golden_tiny_bert_relu_fp32, "tiny-bert-relu", "fp32")
+GOLDEN_CASE(golden_tiny_bert_relu_bf16, "tiny-bert-relu", "bf16")
+GOLDEN_CASE(golden_tiny_bert_tanh_fp32, "tiny-bert-tanh", "fp32")
+GOLDEN_CASE(golden_minilm_fp32, "all-MiniLM-L6-v2", "fp32")
+GOLDEN_CASE(golden_minilm_fp16, "all-MiniLM-L6-v2", "fp16")
+GOLDEN_CASE(golden_minilm_bf16, "all-MiniLM-L6-v2", "bf16")
+
+/* ------------------------------------------------------------ against the reference executor */
+
+typedef struct req_buf {
+    int32_t ids[512], types[512], mask[512];
+    bertc_request rq;
+} req_buf;
+
+static void req_random(req_buf *r, const bertc_plan *pl, int64_t len) {
+    int64_t vocab = bertc_plan_vocab_size(pl), nt = bertc_plan_type_vocab_size(pl);
+    for (int64_t i = 0; i < len; i++) {
+        r->ids[i] = (int32_t)check_rng_range(0, vocab - 1);
+        r->types[i] = nt > 0 ? (int32_t)check_rng_range(0, nt - 1) : 0;
+        r->mask[i] = check_rng_range(0, 4) ? 1 : 0;
+    }
+    r->mask[0] = 1;
+    r->rq = (bertc_request){r->ids, nt > 0 ? r->types : NULL, r->mask, len};
+}
+
+static void check_reference(const char *mname, const char *prec) {
+    char name[128], err[1024];
+    snprintf(name, sizeof name, "%s-%s", mname, prec);
+    model m;
+    memset(&m, 0, sizeof m);
+    diag d;
+    diag_init(&d);
+    if (model_load(&m, build_path("plans/%s.yaml", mname), &d)) {
+        CHECK(0, "%s", d.text);
+        return;
+    }
+    bertc_plan *pl = NULL;
+    if (bertc_plan_open(build_path("plans/%s.plan", name), &pl, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        model_free(&m);
+        return;
+    }
+    bertc_context *c = emu_context(pl);
+    /* 1, every edge and edge + 1, the maximum */
+    int lens[32], n = 0;
+    lens[n++] = 1;
+    for (int b = 0; b < bertc_plan_bucket_count(pl); b++) {
+        int e = bertc_plan_bucket_len(pl, b);
+        lens[n++] = e;
+        if (b + 1 < bertc_plan_bucket_count(pl)) lens[n++] = e + 1;
+    }
+    /* the reference executor is slow in double, and the sanitizer build slower still */
+    int maxlen = !strncmp(mname, "all-MiniLM", 10) ? (minilm_max_len < 129 ? minilm_max_len : 129) : 1 << 30;
+    tol t = tolerance(prec);
+    for (int i = 0; c && i < n; i++) {
+        if (lens[i] > maxlen) continue;
+        req_buf r;
+        req_random(&r, pl, lens[i]);
+        ref_request rr = {.len = lens[i], .input_ids = r.ids, .token_type_ids = r.rq.token_type_ids,
+                          .attention_mask = r.mask};
+        ref_result res;
+        memset(&res, 0, sizeof res);
+        if (ref_run(&m.graph, &m.weights, &rr, &res, &d)) {
+            CHECK(0, "reference: %s", d.text);
+            continue;
+        }
+        run got;
+        if (!run_plan(c, pl, &r.rq, &got)) {
+            char what[256];
+            snprintf(what, sizeof what, "%s len %d last_hidden_state vs the reference executor", name, lens[i]);
+            const ref_tensor *lhs = ref_result_find(&res, "last_hidden_state");
+            compare(what, got.lhs, lhs->data, lens[i], bertc_plan_hidden(pl), t);
+            const ref_tensor *pool = ref_result_find(&res, "pooler_output");
+            if (pool && got.pool) {
+                snprintf(what, sizeof what, "%s len %d pooler_output vs the reference executor", name, lens[i]);
+                compare(what, got.pool, pool->data, 1, bertc_plan_hidden(pl), t);
+            }
+            CHECK(!pool == !got.pool, "%s: pooler_output present in one executor only", name);
+            run_free(&got);
+        }
+        ref_result_free(&res);
+    }
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+    model_free(&m);
+}
+
+#define REF_CASE(fn, model, prec) \
+    static void fn(void) { check_reference(model, prec); }
+REF_CASE(reference_tiny_bert_fp32, "tiny-bert", "fp32")
+REF_CASE(reference_tiny_bert_fp16, "tiny-bert", "fp16")
+REF_CASE(reference_tiny_bert_bf16, "tiny-bert", "bf16")
+REF_CASE(reference_tiny_bert_prefixed_fp16, "tiny-bert-prefixed", "fp16")
+REF_CASE(reference_tiny_bert_relu_fp32, "tiny-bert-relu", "fp32")
+REF_CASE(reference_tiny_bert_tanh_fp32, "tiny-bert-tanh", "fp32")
+REF_CASE(reference_minilm_fp16, "all-MiniLM-L6-v2", "fp16")
+
+/* ------------------------------------------------------------ padding */
+
+/* The output of a request must not depend on what the bucket's padding
+ * rows (activations, request block) hold: first run on fresh memory (every
+ * byte NaN), then after a full-bucket request filled the padding, then on a
+ * device whose fresh memory holds large finite numbers. */
+static void check_padding(const char *name) {
+    char err[1024];
+    bertc_plan *pl = NULL;
+    if (bertc_plan_open(build_path("plans/%s.plan", name), &pl, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    int b = bertc_plan_bucket_count(pl) > 1 ? 1 : 0;
+    if (bertc_plan_bucket_len(pl, b) > (strncmp(name, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len)) b = 0;
+    int lo = b ? bertc_plan_bucket_len(pl, b - 1) : 0, hi = bertc_plan_bucket_len(pl, b);
+    int64_t H = bertc_plan_hidden(pl);
+    int64_t len = check_rng_range(lo + 1, hi - 1);
+    req_buf r, full;
+    req_random(&r, pl, len);
+    req_random(&full, pl, hi);
+    run a, bb, cc;
+    E->set_fill(0xff);
+    bertc_context *c = emu_context(pl);
+    if (!c || run_plan(c, pl, &r.rq, &a)) goto out;
+    run tmp;
+    if (run_plan(c, pl, &full.rq, &tmp)) goto out;
+    run_free(&tmp);
+    if (run_plan(c, pl, &r.rq, &bb)) goto out;
+    CHECK(!memcmp(a.lhs, bb.lhs, (size_t)(len * H) * sizeof(float)),
+          "%s len %lld: the output changed after a longer request filled the padding", name, (long long)len);
+    bertc_context_destroy(c);
+    c = NULL;
+    if (test_device() != BERTC_DEVICE_EMULATED) { /* only the emulated device can choose what fresh memory holds */
+        run_free(&bb);
+        run_free(&a);
+        goto out;
+    }
+    E->set_fill(0x7f); /* 0x7f7f7f7f: 3.4e38 in fp32, 0x7f7f = 3.4e38 in bf16, NaN in fp16 */
+    c = emu_context(pl);
+    if (!c || run_plan(c, pl, &r.rq, &cc)) goto out;
+    CHECK(!memcmp(a.lhs, cc.lhs, (size_t)(len * H) * sizeof(float)),
+          "%s len %lld: the output depends on the initial contents of device memory", name, (long long)len);
+    run_free(&bb);
+    run_free(&cc);
+    run_free(&a);
+out:
+    E->set_fill(0xff);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+}
+
+static void padding_tiny_bert_fp32(void) { check_padding("tiny-bert-fp32"); }
+static void padding_tiny_bert_fp16(void) { check_padding("tiny-bert-fp16"); }
+static void padding_tiny_bert_relu_bf16(void) { check_padding("tiny-bert-relu-bf16"); }
+static void padding_minilm_fp16(void) { check_padding("all-MiniLM-L6-v2-fp16"); }
+
+/* Every schedule of the fibers gives the same bits (a race would not). */
+static void schedules_agree(void) {
+    char err[1024];
+    bertc_plan *pl = NULL;
+    if (bertc_plan_open(build_path("plans/%s.plan", "tiny-bert-fp16"), &pl, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    req_buf r;
+    req_random(&r, pl, check_rng_range(17, 64));
+    float *first = NULL;
+    for (int s = 0; s < (test_device() == BERTC_DEVICE_EMULATED ? 4 : 2); s++) {
+        E->set_schedule(s, check_rng_u64());
+        bertc_context *c = emu_context(pl);
+        run x;
+        if (c && !run_plan(c, pl, &r.rq, &x)) {
+            if (!first) first = x.lhs, x.lhs = NULL;
+            else CHECK(!memcmp(first, x.lhs, (size_t)(r.rq.len * 96) * sizeof(float)), "schedule %d differs", s);
+            run_free(&x);
+        }
+        bertc_context_destroy(c);
+    }
+    E->set_schedule(1, 0);
+    free(first);
+    bertc_plan_close(pl);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    E = emuctl_get();
+    if (!E) {
+        printf("FAIL emulated_device: libbertc_emudev.so or its controls are missing\n");
+        return 1;
+    }
+    E->reset();
+    CHECK_CASE(golden_tiny_bert_fp32);
+    CHECK_CASE(golden_tiny_bert_fp16);
+    CHECK_CASE(golden_tiny_bert_bf16);
+    CHECK_CASE(golden_tiny_bert_prefixed_fp16);
+    CHECK_CASE(golden_tiny_bert_relu_fp32);
+    CHECK_CASE(golden_tiny_bert_relu_bf16);
+    CHECK_CASE(golden_tiny_bert_tanh_fp32);
+    CHECK_CASE(golden_minilm_fp32);
+    CHECK_CASE(golden_minilm_fp16);
+    CHECK_CASE(golden_minilm_bf16);
+    CHECK_CASE(reference_tiny_bert_fp32);
+    CHECK_CASE(reference_tiny_bert_fp16);
+    CHECK_CASE(reference_tiny_bert_bf16);
+    CHECK_CASE(reference_tiny_bert_prefixed_fp16);
+    CHECK_CASE(reference_tiny_bert_relu_fp32);
+    CHECK_CASE(reference_tiny_bert_tanh_fp32);
+    CHECK_CASE(reference_minilm_fp16);
+    CHECK_CASE(padding_tiny_bert_fp32);
+    CHECK_CASE(padding_tiny_bert_fp16);
+    CHECK_CASE(padding_tiny_bert_relu_bf16);
+    CHECK_CASE(padding_minilm_fp16);
+    CHECK_CASE(schedules_agree);
+    return check_summary();
+}

@@ -1,0 +1,608 @@
+/*
+ * test_runtime — the runtime library's contract, on the emulated device:
+ * which kernel image runs where, what one request costs in device calls,
+ * that bad plans, bad requests, a missing driver and every injected device
+ * or host failure give a clear status and message and leave nothing
+ * allocated, and that contexts on several threads agree bit for bit with
+ * one thread.
+ *
+ * Numerics against Hugging Face and the reference executor are in
+ * test_e2e; here outputs are compared with outputs of the same plan (the
+ * question is "did the runtime do the same thing", not "is it right").
+ * Plans come from `make plans` (build/plans/).  The emulated device's
+ * counters (bertc_emudev_get_stats) say what exists on the "device", so
+ * "no leak" is checked as "every counter back to zero", and LeakSanitizer
+ * (make sanitize) checks the host side.
+ */
+#include <pthread.h>
+
+#include "bertc.h"
+#include "check.h"
+#include "emuctl.h"
+#include "rt.h"
+
+static const emuctl *E;
+
+static const char *plan_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ & 3];
+    snprintf(p, 512, "%s/plans/%s.plan", check_build_dir(), name);
+    return p;
+}
+
+static bertc_plan *open_plan(const char *name) {
+    bertc_plan *pl = NULL;
+    char err[1024];
+    bertc_status st = bertc_plan_open(plan_path(name), &pl, err, sizeof err);
+    CHECK(st == BERTC_STATUS_OK, "opening %s: %s", name, err);
+    return pl;
+}
+
+static bertc_context_options emu_options(void) {
+    bertc_context_options o;
+    bertc_context_options_init(&o);
+    o.device = BERTC_DEVICE_EMULATED;
+    return o;
+}
+
+static bertc_context *make_ctx(bertc_plan *pl, const bertc_context_options *o) {
+    bertc_context *c = NULL;
+    char err[1024];
+    bertc_status st = bertc_context_create(pl, o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_OK, "context: %s (%s)", err, bertc_status_name(st));
+    return c;
+}
+
+static int stats_all_zero(const char *when) {
+    bertc_emudev_stats s;
+    E->get_stats(&s);
+    int ok = !s.live_allocations && !s.live_host_allocations && !s.live_bytes && !s.live_modules && !s.live_streams &&
+             !s.live_events && !s.live_graphs && !s.live_graph_execs && !s.live_primary_retains &&
+             !s.live_blaslt_objects;
+    CHECK(ok,
+          "%s: device objects left: %ld allocations (%ld bytes), %ld host, %ld modules, %ld streams, %ld events, "
+          "%ld graphs, %ld execs, %ld primary retains, %ld cuBLASLt objects",
+          when, s.live_allocations, s.live_bytes, s.live_host_allocations, s.live_modules, s.live_streams,
+          s.live_events, s.live_graphs, s.live_graph_execs, s.live_primary_retains, s.live_blaslt_objects);
+    return ok;
+}
+
+/* Random request of length len for a plan. */
+typedef struct req_buf {
+    int32_t ids[512], types[512], mask[512];
+    bertc_request rq;
+} req_buf;
+
+static void req_random(req_buf *r, const bertc_plan *pl, int64_t len, int with_types, int with_mask) {
+    int64_t vocab = bertc_plan_vocab_size(pl), nt = bertc_plan_type_vocab_size(pl);
+    for (int64_t i = 0; i < len; i++) {
+        r->ids[i] = (int32_t)check_rng_range(0, vocab - 1);
+        r->types[i] = nt > 0 ? (int32_t)check_rng_range(0, nt - 1) : 0;
+        r->mask[i] = check_rng_range(0, 3) ? 1 : 0;
+    }
+    r->mask[0] = 1;
+    r->rq.input_ids = r->ids;
+    r->rq.token_type_ids = with_types ? r->types : NULL;
+    r->rq.attention_mask = with_mask ? r->mask : NULL;
+    r->rq.len = len;
+}
+
+/* Runs a request and returns last_hidden_state (malloc'd), NULL on failure. */
+static float *run_lhs(bertc_context *c, const bertc_plan *pl, const bertc_request *rq) {
+    bertc_status st = bertc_infer(c, rq);
+    CHECK(st == BERTC_STATUS_OK, "infer len %lld: %s", (long long)rq->len, bertc_context_error(c));
+    if (st) return NULL;
+    size_t n = (size_t)(rq->len * bertc_plan_hidden(pl));
+    float *o = malloc(n * sizeof *o);
+    st = bertc_output_read(c, bertc_plan_output_index(pl, "last_hidden_state"), o, n);
+    CHECK(st == BERTC_STATUS_OK, "read: %s", bertc_context_error(c));
+    return o;
+}
+
+/* ------------------------------------------------------------ image choice */
+
+/* An independent statement of CUDA's rules for a fixed set of images. */
+static void test_image_select(void) {
+    plan p;
+    memset(&p, 0, sizeof p);
+    plan_image im[6];
+    memset(im, 0, sizeof im);
+    const char *arch[6] = {"sm_75", "sm_80", "sm_86", "sm_90", "compute_75", "emu"};
+    plan_image_kind kind[6] = {PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_PTX,
+                               PLAN_IMAGE_EMU};
+    for (int i = 0; i < 6; i++) {
+        snprintf(im[i].arch, sizeof im[i].arch, "%s", arch[i]);
+        im[i].kind = kind[i];
+    }
+    p.images = im;
+    p.nimages = 6;
+    struct {
+        int major, minor;
+        const char *want;
+    } cases[] = {{7, 5, "sm_75"}, {8, 0, "sm_80"}, {8, 6, "sm_86"}, {8, 7, "sm_86"}, {8, 9, "sm_86"},
+                 {9, 0, "sm_90"}, {10, 0, "compute_75"}, {12, 0, "compute_75"}, {7, 0, NULL}, {6, 1, NULL},
+                 {0, 0, "emu"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[16], why[512];
+        device_arch_name(cases[i].major, cases[i].minor, name, sizeof name);
+        int got = rt_image_select(&p, name, cases[i].major, cases[i].minor, why, sizeof why);
+        if (!cases[i].want) {
+            CHECK(got < 0, "%d.%d: chose %s, expected none", cases[i].major, cases[i].minor, got >= 0 ? arch[got] : "");
+            CHECK(strstr(why, "sm_75") && strstr(why, "compute_75 (PTX)") && strstr(why, "--arch"),
+                  "%d.%d: unclear: %s", cases[i].major, cases[i].minor, why);
+        } else {
+            CHECK(got >= 0 && !strcmp(arch[got], cases[i].want), "%d.%d: chose %s, expected %s", cases[i].major,
+                  cases[i].minor, got >= 0 ? arch[got] : "none", cases[i].want);
+        }
+    }
+    /* Without the PTX, a newer major has nothing; without emu, the emulated device has nothing. */
+    p.nimages = 4;
+    CHECK(rt_image_select(&p, "sm_100", 10, 0, NULL, 0) < 0, "sm_100 must not take an sm_90 CUBIN");
+    CHECK(rt_image_select(&p, "emu", 0, 0, NULL, 0) < 0, "the emulated device took a CUBIN");
+}
+
+/* The same plan through CUBIN (8.9 -> sm_86), PTX (10.0 -> compute_75) and
+ * EMU: the runtime's image choice and the module path of a GPU, with the
+ * emulated device binding the CUBIN's kernels to their twins by name. */
+static void test_image_paths_run(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp16");
+    if (!pl) return;
+    req_buf r;
+    req_random(&r, pl, 13, 1, 1);
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    float *want = c ? run_lhs(c, pl, &r.rq) : NULL;
+    CHECK(c && !strcmp(bertc_context_image_kind(c), "emu"), "emulated device ran %s", c ? bertc_context_image_kind(c) : "");
+    bertc_context_destroy(c);
+    /* The twins are the plan's own EMU image. */
+    plan raw;
+    diag d;
+    diag_init(&d);
+    CHECK(plan_read(&raw, plan_path("tiny-bert-fp16"), &d) == 0, "%s", d.text);
+    int emu_img = -1;
+    for (int i = 0; i < raw.nimages; i++)
+        if (raw.images[i].kind == PLAN_IMAGE_EMU) emu_img = i;
+    CHECK(emu_img >= 0 && E->add_twins(raw.images[emu_img].data, raw.images[emu_img].size) == 0, "twins not accepted");
+    struct {
+        int major, minor;
+        const char *arch, *kind;
+    } gpus[] = {{8, 9, "sm_86", "cubin"}, {7, 5, "sm_75", "cubin"}, {10, 0, "compute_75", "ptx"}};
+    for (int g = 0; g < 3 && want; g++) {
+        E->set_arch(gpus[g].major, gpus[g].minor);
+        c = make_ctx(pl, &o);
+        if (!c) continue;
+        CHECK(!strcmp(bertc_context_image_arch(c), gpus[g].arch) && !strcmp(bertc_context_image_kind(c), gpus[g].kind),
+              "%d.%d ran %s %s, expected %s %s", gpus[g].major, gpus[g].minor, bertc_context_image_arch(c),
+              bertc_context_image_kind(c), gpus[g].arch, gpus[g].kind);
+        float *got = run_lhs(c, pl, &r.rq);
+        CHECK(got && !memcmp(got, want, (size_t)(13 * bertc_plan_hidden(pl)) * sizeof(float)),
+              "%s gives other outputs than the EMU image", gpus[g].arch);
+        free(got);
+        bertc_context_destroy(c);
+    }
+    /* 7.0: neither a CUBIN nor the PTX runs. */
+    E->set_arch(7, 0);
+    bertc_context *none = NULL;
+    char err[1024];
+    bertc_status st = bertc_context_create(pl, &o, &none, err, sizeof err);
+    CHECK(st == BERTC_STATUS_NO_DEVICE && !none, "7.0 gave %s", bertc_status_name(st));
+    CHECK(strstr(err, "no kernel image for sm_70") && strstr(err, "sm_86") && strstr(err, plan_path("tiny-bert-fp16")),
+          "unclear: %s", err);
+    E->reset();
+    plan_free(&raw);
+    free(want);
+    bertc_plan_close(pl);
+    stats_all_zero("after the image paths");
+}
+
+/* ------------------------------------------------------------ plans and drivers */
+
+static unsigned char *slurp(const char *path, size_t *n) { return (unsigned char *)check_read_file(path, n); }
+
+static void expect_bad_plan(const unsigned char *bytes, size_t n, const char *what, const char *needle) {
+    const char *path = check_write_temp("bad.plan", bytes, n);
+    bertc_plan *pl = (bertc_plan *)1;
+    char err[1024];
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    CHECK(st == BERTC_STATUS_BAD_PLAN && pl == NULL, "%s: status %s", what, bertc_status_name(st));
+    CHECK(strstr(err, path) && strstr(err, "offset 0x") && strstr(err, needle), "%s: message lacks '%s': %s", what,
+          needle, err);
+}
+
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void test_bad_plans(void) {
+    size_t n;
+    unsigned char *b = slurp(plan_path("tiny-bert-fp32"), &n);
+    CHECK(b && n > 4096, "fixture plan missing");
+    if (!b) return;
+    char err[1024];
+    bertc_plan *pl = NULL;
+    CHECK(bertc_plan_open("/nonexistent/x.plan", &pl, err, sizeof err) == BERTC_STATUS_BAD_PLAN &&
+              strstr(err, "/nonexistent/x.plan"),
+          "missing file: %s", err);
+    /* Truncated anywhere: reported as truncated. */
+    for (int i = 0; i < 8; i++) {
+        size_t cut = (size_t)check_rng_range(24, (int64_t)n - 1);
+        expect_bad_plan(b, cut, "truncated", "truncated");
+    }
+    /* A flipped bit in each section is that section's checksum mismatch. */
+    uint64_t tab = le64(b + 0x20);
+    uint32_t count = b[0x28] | b[0x29] << 8;
+    int tested = 0;
+    for (uint32_t s = 0; s < count; s++) {
+        const unsigned char *e = b + tab + 32u * s;
+        uint64_t off = le64(e + 8), size = le64(e + 16);
+        if (!size) continue;
+        unsigned char *copy = malloc(n);
+        memcpy(copy, b, n);
+        uint64_t at = off + (uint64_t)check_rng_range(0, (int64_t)size - 1);
+        copy[at] ^= (unsigned char)(1u << check_rng_range(0, 7));
+        expect_bad_plan(copy, n, "bit flip", "checksum mismatch");
+        free(copy);
+        tested++;
+    }
+    CHECK(tested >= 7, "only %d non-empty sections", tested);
+    /* Another format version (the version is checked before the header CRC). */
+    unsigned char *v2 = malloc(n);
+    memcpy(v2, b, n);
+    v2[8] = 2;
+    expect_bad_plan(v2, n, "version 2", "format_version");
+    free(v2);
+    free(b);
+}
+
+static void test_missing_driver(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o;
+    bertc_context_options_init(&o);
+    bertc_context *c = NULL;
+    char err[1024];
+    /* A machine without libcuda.so.1 (this one) or with a missing library. */
+    o.driver_library = "/nonexistent/libcuda.so.1";
+    bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_NO_DEVICE && !c && strstr(err, "no CUDA driver") && strstr(err, "/nonexistent/libcuda.so.1"),
+          "missing driver: %s (%s)", err, bertc_status_name(st));
+    /* A library that is not a driver. */
+    o.driver_library = "libm.so.6";
+    st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_NO_DEVICE && strstr(err, "does not export cuInit"), "not a driver: %s", err);
+    /* Device ordinal beyond the machine's. */
+    o = emu_options();
+    o.device_ordinal = 3;
+    st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_NO_DEVICE && strstr(err, "device 3 does not exist"), "ordinal: %s", err);
+    bertc_plan_close(pl);
+    stats_all_zero("after driver errors");
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void test_bad_requests(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    if (!c) { bertc_plan_close(pl); return; }
+    req_buf r;
+    req_random(&r, pl, 10, 1, 1);
+    struct {
+        const char *what, *needle;
+        bertc_status st;
+    } cases[] = {{"len 0", "outside 1..64", BERTC_STATUS_BAD_REQUEST},
+                 {"len 65", "outside 1..64", BERTC_STATUS_BAD_REQUEST},
+                 {"id = vocab", "outside the vocabulary", BERTC_STATUS_BAD_REQUEST},
+                 {"id < 0", "outside the vocabulary", BERTC_STATUS_BAD_REQUEST},
+                 {"type = 2", "token_type_ids[4] = 2", BERTC_STATUS_BAD_REQUEST},
+                 {"mask = 2", "attention_mask[7] = 2", BERTC_STATUS_BAD_REQUEST},
+                 {"ids NULL", "input_ids is NULL", BERTC_STATUS_INVALID_ARGUMENT}};
+    for (int i = 0; i < 7; i++) {
+        req_buf q = r;
+        q.rq.input_ids = q.ids;
+        q.rq.token_type_ids = q.types;
+        q.rq.attention_mask = q.mask;
+        if (i == 0) q.rq.len = 0;
+        if (i == 1) q.rq.len = 65;
+        if (i == 2) q.ids[3] = (int32_t)bertc_plan_vocab_size(pl);
+        if (i == 3) q.ids[9] = -1;
+        if (i == 4) q.types[4] = 2;
+        if (i == 5) q.mask[7] = 2;
+        if (i == 6) q.rq.input_ids = NULL;
+        bertc_status st = bertc_infer(c, &q.rq);
+        CHECK(st == cases[i].st && strstr(bertc_context_error(c), cases[i].needle), "%s: %s: %s", cases[i].what,
+              bertc_status_name(st), bertc_context_error(c));
+        float x;
+        CHECK(bertc_output_read(c, 0, &x, 1) == BERTC_STATUS_INVALID_ARGUMENT, "%s: outputs readable after a failure",
+              cases[i].what);
+    }
+    /* The context is still good, and the output size is checked. */
+    float *o1 = run_lhs(c, pl, &r.rq);
+    float small[4];
+    CHECK(bertc_output_read(c, 0, small, 4) == BERTC_STATUS_INVALID_ARGUMENT && strstr(bertc_context_error(c), "960"),
+          "short buffer: %s", bertc_context_error(c));
+    free(o1);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+}
+
+/* One request is one graph launch; nothing runs outside the graph. */
+static void test_one_launch_per_request(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    if (!c) { bertc_plan_close(pl); return; }
+    plan raw;
+    diag d;
+    diag_init(&d);
+    plan_read(&raw, plan_path("tiny-bert-fp32"), &d);
+    for (int i = 0; i < 6; i++) {
+        int64_t len = check_rng_range(1, 64);
+        int b = 0;
+        while (raw.buckets[b].seq_len < len) b++;
+        int kernels = 0, gemms = 0;
+        for (int s = 0; s < raw.buckets[b].nsteps; s++) {
+            kernels += raw.buckets[b].steps[s].kind == SCHED_STEP_KERNEL;
+            gemms += raw.buckets[b].steps[s].kind == SCHED_STEP_GEMM;
+        }
+        req_buf r;
+        req_random(&r, pl, len, 1, 1);
+        bertc_emudev_stats s0, s1;
+        E->get_stats(&s0);
+        CHECK(bertc_infer(c, &r.rq) == BERTC_STATUS_OK, "%s", bertc_context_error(c));
+        E->get_stats(&s1);
+        CHECK(s1.graph_launches - s0.graph_launches == 1, "len %lld: %ld graph launches", (long long)len,
+              s1.graph_launches - s0.graph_launches);
+        CHECK(s1.kernel_launches - s0.kernel_launches == kernels && s1.matmuls - s0.matmuls == gemms,
+              "len %lld: %ld kernels and %ld matmuls ran, the bucket has %d and %d", (long long)len,
+              s1.kernel_launches - s0.kernel_launches, s1.matmuls - s0.matmuls, kernels, gemms);
+        CHECK(s1.copies - s0.copies == 1 + raw.buckets[b].noutputs, "len %lld: %ld copies", (long long)len,
+              s1.copies - s0.copies);
+    }
+    plan_free(&raw);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+}
+
+/* Weights are uploaded once per device, whatever the number of contexts. */
+static void test_weights_shared(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    bertc_emudev_stats s0, s1, s2;
+    E->get_stats(&s0);
+    bertc_context *a = make_ctx(pl, &o);
+    E->get_stats(&s1);
+    bertc_context *b = make_ctx(pl, &o);
+    E->get_stats(&s2);
+    plan raw;
+    diag d;
+    diag_init(&d);
+    plan_read(&raw, plan_path("tiny-bert-fp32"), &d);
+    long first = s1.live_bytes - s0.live_bytes, second = s2.live_bytes - s1.live_bytes;
+    CHECK(first - second == (long)raw.weights_size && s2.live_modules == 1,
+          "first context %ld bytes, second %ld, weights %llu, modules %ld", first, second,
+          (unsigned long long)raw.weights_size, s2.live_modules);
+    bertc_context_destroy(a);
+    /* The plan handle may go before the contexts. */
+    bertc_plan_close(pl);
+    bertc_context_destroy(b);
+    plan_free(&raw);
+    stats_all_zero("after two contexts");
+}
+
+/* Lazy capture: a bucket's graph exists only after its first request. */
+static void test_capture_on_first_use(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    o.capture_on_first_use = 1;
+    bertc_emudev_stats s0, s1;
+    E->get_stats(&s0);
+    bertc_context *c = make_ctx(pl, &o);
+    E->get_stats(&s1);
+    CHECK(s1.live_graph_execs == s0.live_graph_execs, "graphs captured at create");
+    req_buf r;
+    req_random(&r, pl, 12, 0, 0);
+    float *a = run_lhs(c, pl, &r.rq);
+    E->get_stats(&s1);
+    CHECK(s1.live_graph_execs == s0.live_graph_execs + 1, "%ld graphs after one request", s1.live_graph_execs);
+    float *b = run_lhs(c, pl, &r.rq);
+    CHECK(a && b && !memcmp(a, b, 12 * 96 * sizeof(float)), "the second run of the same request differs");
+    free(a);
+    free(b);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+}
+
+/* ------------------------------------------------------------ failures */
+
+/* Every device call the runtime makes at create, failing once at each of
+ * its calls in turn: a clear status, and nothing left behind. */
+static void test_injected_device_failures(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    static const struct {
+        const char *fn;
+        int code;
+        bertc_status st;
+    } inj[] = {
+        {"cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cuMemHostAlloc", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cuMemcpyHtoD", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
+        {"cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE, BERTC_STATUS_DEVICE},
+        {"cuModuleGetFunction", CUDA_ERROR_NOT_FOUND, BERTC_STATUS_DEVICE},
+        {"cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cuDevicePrimaryCtxRetain", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cuStreamBeginCapture", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
+        {"cuLaunchKernel", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
+        {"cuMemcpyDtoHAsync", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
+        {"cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, BERTC_STATUS_DEVICE},
+        {"cuGraphInstantiate", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cublasLtCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cublasLtMatmulDescCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cublasLtMatrixLayoutCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cublasLtMatmulPreferenceCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
+        {"cublasLtMatmulAlgoGetHeuristic", CUBLAS_STATUS_NOT_SUPPORTED, BERTC_STATUS_DEVICE},
+        {"cublasLtMatmul", CUBLAS_STATUS_EXECUTION_FAILED, BERTC_STATUS_DEVICE},
+    };
+    for (size_t i = 0; i < sizeof inj / sizeof inj[0]; i++) {
+        int failures = 0;
+        for (int nth = 1; nth < 400; nth++) {
+            E->fail(inj[i].fn, nth, inj[i].code);
+            bertc_context *c = NULL;
+            char err[1024];
+            bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
+            E->fail(inj[i].fn, 0, 0);
+            if (st == BERTC_STATUS_OK) {
+                bertc_context_destroy(c);
+                break;
+            }
+            failures++;
+            CHECK(st == inj[i].st && !c, "%s #%d: status %s", inj[i].fn, nth, bertc_status_name(st));
+            CHECK(strstr(err, inj[i].fn) || (!strcmp(inj[i].fn, "cuDevicePrimaryCtxRetain") && strstr(err, "Primary")),
+                  "%s #%d: the message does not name the call: %s", inj[i].fn, nth, err);
+            if (!stats_all_zero(inj[i].fn)) break;
+        }
+        CHECK(failures >= 1, "%s was never called at create", inj[i].fn);
+    }
+    /* At request time: a failed launch is reported, and the next request works. */
+    bertc_context *c = make_ctx(pl, &o);
+    req_buf r;
+    req_random(&r, pl, 20, 1, 1);
+    E->fail("cuGraphLaunch", 1, CUDA_ERROR_LAUNCH_FAILED);
+    CHECK(bertc_infer(c, &r.rq) == BERTC_STATUS_DEVICE && strstr(bertc_context_error(c), "cuGraphLaunch"),
+          "graph launch failure: %s", bertc_context_error(c));
+    float *a = run_lhs(c, pl, &r.rq);
+    free(a);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+    stats_all_zero("after injections");
+}
+
+/* Each host allocation of plan open and context create fails in turn. */
+static void test_host_alloc_failures(void) {
+    bertc_context_options o = emu_options();
+    int failures = 0;
+    for (long nth = 1; nth < 2000; nth++) {
+        rt_debug_fail_host_alloc(nth);
+        bertc_plan *pl = NULL;
+        bertc_context *c = NULL;
+        char err[1024];
+        bertc_status st = bertc_plan_open(plan_path("tiny-bert-fp32"), &pl, err, sizeof err);
+        if (st == BERTC_STATUS_OK) st = bertc_context_create(pl, &o, &c, err, sizeof err);
+        rt_debug_fail_host_alloc(0);
+        bertc_context_destroy(c);
+        bertc_plan_close(pl);
+        if (st == BERTC_STATUS_OK) break;
+        failures++;
+        CHECK(st == BERTC_STATUS_OUT_OF_MEMORY && strstr(err, "out of memory"), "host allocation #%ld: %s: %s", nth,
+              bertc_status_name(st), err);
+        if (!stats_all_zero("host allocation failure")) break;
+    }
+    CHECK(failures >= 5, "only %d host allocations at create", failures);
+}
+
+/* ------------------------------------------------------------ threads */
+
+#define NTHREADS 4
+#define NREQ 6
+
+typedef struct worker {
+    bertc_plan *pl;
+    int id;
+    req_buf req[NREQ];
+    float *want[NREQ];
+    int mismatches, failures;
+} worker;
+
+static void *worker_run(void *arg) {
+    worker *w = arg;
+    bertc_context_options o = emu_options();
+    bertc_context *c = NULL;
+    char err[1024];
+    if (bertc_context_create(w->pl, &o, &c, err, sizeof err) != BERTC_STATUS_OK) {
+        w->failures++;
+        return NULL;
+    }
+    int64_t H = bertc_plan_hidden(w->pl);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < NREQ; i++) {
+            int k = (i + w->id + round) % NREQ;
+            if (bertc_infer(c, &w->req[k].rq) != BERTC_STATUS_OK) {
+                w->failures++;
+                continue;
+            }
+            size_t n = (size_t)(w->req[k].rq.len * H);
+            float *got = malloc(n * sizeof *got);
+            if (bertc_output_read(c, 0, got, n) != BERTC_STATUS_OK) w->failures++;
+            else if (memcmp(got, w->want[k], n * sizeof *got)) w->mismatches++;
+            free(got);
+        }
+    bertc_context_destroy(c);
+    return NULL;
+}
+
+static void test_threads(void) {
+    bertc_plan *pl = open_plan("tiny-bert-bf16");
+    if (!pl) return;
+    static worker w[NTHREADS];
+    memset(w, 0, sizeof w);
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    if (!c) { bertc_plan_close(pl); return; }
+    for (int i = 0; i < NREQ; i++) {
+        req_random(&w[0].req[i], pl, check_rng_range(1, 64), i & 1, i & 2);
+        w[0].want[i] = run_lhs(c, pl, &w[0].req[i].rq);
+    }
+    bertc_context_destroy(c);
+    pthread_t th[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        w[t].pl = pl;
+        w[t].id = t;
+        for (int i = 0; i < NREQ; i++) {
+            w[t].req[i] = w[0].req[i];
+            w[t].req[i].rq.input_ids = w[t].req[i].ids;
+            w[t].req[i].rq.token_type_ids = w[0].req[i].rq.token_type_ids ? w[t].req[i].types : NULL;
+            w[t].req[i].rq.attention_mask = w[0].req[i].rq.attention_mask ? w[t].req[i].mask : NULL;
+            w[t].want[i] = w[0].want[i];
+        }
+    }
+    for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, worker_run, &w[t]);
+    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < NTHREADS; t++)
+        CHECK(!w[t].failures && !w[t].mismatches, "thread %d: %d failures, %d outputs differ from one thread's", t,
+              w[t].failures, w[t].mismatches);
+    for (int i = 0; i < NREQ; i++) free(w[0].want[i]);
+    bertc_plan_close(pl);
+    stats_all_zero("after the threads");
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    E = emuctl_get();
+    if (!E) {
+        printf("FAIL emulated_device: libbertc_emudev.so or its controls are missing\n");
+        return 1;
+    }
+    E->reset();
+    CHECK_CASE(test_image_select);
+    CHECK_CASE(test_bad_plans);
+    CHECK_CASE(test_missing_driver);
+    CHECK_CASE(test_bad_requests);
+    CHECK_CASE(test_one_launch_per_request);
+    CHECK_CASE(test_weights_shared);
+    CHECK_CASE(test_capture_on_first_use);
+    CHECK_CASE(test_image_paths_run);
+    CHECK_CASE(test_injected_device_failures);
+    CHECK_CASE(test_host_alloc_failures);
+    CHECK_CASE(test_threads);
+    return check_summary();
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# GPU validation, for the day a machine with an NVIDIA GPU is at hand.  Needs
+# the driver, the CUDA toolkit, and for steps 3-4 PyTorch with CUDA and
+# transformers (pip install torch transformers numpy).  Run from the
+# repository root:  sh tools/gpu_validate.sh
+#
+#   1. builds and runs the whole test suite (emulated device, as in CI);
+#   2. runs the end-to-end tests again on the GPU: the same test_e2e, with
+#      BERTC_TEST_DEVICE=cuda (the runtime's device choice is the only
+#      difference) on plans that also carry the GPU's CUBIN;
+#   3. compares bertc (fp32 and fp16 plans) with transformers on the GPU;
+#   4. times bertc bench against PyTorch eager fp16 on the same model.
+set -eu
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
+arch="sm_$cap"
+echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) ($arch)"
+
+make -j"$(nproc)" test
+make -j"$(nproc)" plans PLAN_ARCH="$arch,emu" -W build/bertc      # -W: rebuild the plans with the GPU arch
+BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/test_e2e
+
+for prec in fp32 fp16; do
+    build/bertc compile build/plans/all-MiniLM-L6-v2.yaml -o "build/gpu-minilm-$prec.plan" --precision "$prec" --arch "$arch"
+    python3 tools/gpu_compare.py "build/gpu-minilm-$prec.plan" build/hf/all-MiniLM-L6-v2 "$prec"
+done
+build/bertc bench build/gpu-minilm-fp16.plan --device cuda --iters 500
+python3 tools/bench_torch.py build/hf/all-MiniLM-L6-v2 --iters 500
