@@ -175,7 +175,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
-	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,512 ;; esac; \
+	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
 	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }

@@ -239,17 +239,22 @@ static void hf_json_file_free(hf_json_file *f) {
     hf_json_file_init(f);
 }
 
-static int hf_json_file_load(hf_json_file *f, const char *dir, const char *name, diag *d) {
+/* Loads dir/name, whose top-level value must be of type `want`. */
+static int hf_json_file_load_as(hf_json_file *f, const char *dir, const char *name, json_type want, diag *d) {
     if (!(f->path = hf_path_join(dir, name))) return hf_oom(d);
     if (!(f->text = file_read_all(f->path, &f->len, HF_JSON_MAX, d))) return -1;
     char err[1024];
     if (json_parse(&f->doc, f->text, f->len, f->path, err, sizeof err))
         return diag_set(d, DIAG_CODE_INPUT, "%s", err);
     f->parsed = 1;
-    if (f->doc.root.type != JSON_TYPE_OBJECT)
-        return diag_set(d, DIAG_CODE_INPUT, "%s: expected a JSON object at the top level, got %s", f->path,
-                        json_type_name(f->doc.root.type));
+    if (f->doc.root.type != want)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: expected a JSON %s at the top level, got %s", f->path,
+                        want == JSON_TYPE_ARRAY ? "array" : "object", json_type_name(f->doc.root.type));
     return 0;
+}
+
+static int hf_json_file_load(hf_json_file *f, const char *dir, const char *name, diag *d) {
+    return hf_json_file_load_as(f, dir, name, JSON_TYPE_OBJECT, d);
 }
 
 /* An error at a value of a JSON file: FILE:LINE:COL, the line and a caret. */
@@ -597,6 +602,192 @@ static char *hf_path_relative(const char *from, const char *target) {
     return out;
 }
 
+/* -------------------------------------------------- sentence-transformers */
+
+/*
+ * A sentence-transformers directory says how its sentence embedding is made
+ * in modules.json: a list of modules run in order, each {type, path}.  bertc
+ * states exactly the common heads as ops: Transformer (the BERT itself, in
+ * HF_DIR), Pooling (cls or mean, from PATH/config.json) and an optional
+ * Normalize.  Anything else — another module (Dense, ...), another pooling
+ * mode (max, weightedmean, lasttoken, mean_sqrt_len) or several modes at once
+ * (the embedding would be their concatenation) — is refused naming the file
+ * and the key, for the same reason the config is checked strictly: a graph
+ * that loads but computes something else than sentence-transformers is the
+ * worst outcome.  Pooling's include_prompt only matters when a prompt is
+ * encoded with the text, which a request to bertc never is, so it is not read.
+ */
+typedef struct hf_head {
+    int present;                /* modules.json has a Pooling module */
+    ir_pool_mode mode;
+    int normalize;              /* a Normalize module follows it */
+} hf_head;
+
+#define HF_ST_TYPE "sentence_transformers.models."
+
+/* A string member of a modules.json entry; error at the entry when absent. */
+static int hf_st_string(const hf_json_file *f, const json_value *entry, size_t idx, const char *key,
+                        const char **out, diag *d) {
+    const json_value *v = json_get(entry, key);
+    char shown[256];
+    if (!v) return hf_json_error(f, entry, d, "module %zu has no '%s' (expected a string)", idx, key);
+    if (v->type != JSON_TYPE_STRING || strlen(v->string) != v->string_len)
+        return hf_json_error(f, v, d, "module %zu: %s must be a string, got %s", idx, key,
+                             hf_json_show(f, v, shown, sizeof shown));
+    *out = v->string;
+    return 0;
+}
+
+/* PATH/config.json of a Pooling module -> head->mode. */
+static int hf_st_pooling_read(const char *hf_dir, const char *path, const hf_config *cfg, hf_head *head,
+                              diag *d) {
+    static const struct {
+        const char *key;
+        int supported;
+        ir_pool_mode mode;
+    } modes[] = {
+        {"pooling_mode_cls_token", 1, IR_POOL_CLS},
+        {"pooling_mode_mean_tokens", 1, IR_POOL_MEAN},
+        {"pooling_mode_max_tokens", 0, IR_POOL_CLS},
+        {"pooling_mode_mean_sqrt_len_tokens", 0, IR_POOL_CLS},
+        {"pooling_mode_weightedmean_tokens", 0, IR_POOL_CLS},
+        {"pooling_mode_lasttoken", 0, IR_POOL_CLS},
+    };
+    char *rel = NULL;
+    if (*path) {
+        size_t n = strlen(path) + strlen("/config.json") + 1;
+        if (!(rel = malloc(n))) return hf_oom(d);
+        snprintf(rel, n, "%s/config.json", path);
+    }
+    hf_json_file f;
+    hf_json_file_init(&f);
+    int rc = hf_json_file_load(&f, hf_dir, rel ? rel : "config.json", d);
+    free(rel);
+    const json_value *v, *first = NULL;
+    const char *first_key = NULL;
+    char shown[256];
+    if (rc) goto done;
+    if ((v = json_get(&f.doc.root, "word_embedding_dimension")) &&
+        !(v->type == JSON_TYPE_NUMBER && v->number_is_int && v->integer == cfg->hidden)) {
+        rc = hf_json_error(&f, v, d, "word_embedding_dimension %s does not match the model's hidden_size %lld",
+                           hf_json_show(&f, v, shown, sizeof shown), (long long)cfg->hidden);
+        goto done;
+    }
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (!(v = json_get(&f.doc.root, modes[i].key))) continue;
+        if (v->type != JSON_TYPE_BOOL) {
+            rc = hf_json_error(&f, v, d, "%s must be true or false, got %s", modes[i].key,
+                               hf_json_show(&f, v, shown, sizeof shown));
+            goto done;
+        }
+        if (!v->boolean) continue;
+        if (!modes[i].supported) {
+            rc = hf_json_error(&f, v, d, "%s true is not supported (bertc pools with pooling_mode_cls_token or "
+                                         "pooling_mode_mean_tokens only)", modes[i].key);
+            goto done;
+        }
+        if (first) {
+            rc = hf_json_error(&f, v, d, "%s and %s are both true: several pooling modes at once are not supported "
+                                         "(the embedding would be their concatenation)", first_key, modes[i].key);
+            goto done;
+        }
+        first = v;
+        first_key = modes[i].key;
+        head->mode = modes[i].mode;
+    }
+    if (!first)
+        rc = diag_set(d, DIAG_CODE_INPUT, "%s: no pooling mode is set (expected pooling_mode_cls_token or "
+                                          "pooling_mode_mean_tokens true)", f.path);
+done:
+    hf_json_file_free(&f);
+    return rc;
+}
+
+/*
+ * sentence-transformers truncates to the Transformer module's
+ * max_seq_length (sentence_bert_config.json), not to the tokenizer's
+ * model_max_length: a plan that embeds like sentence-transformers must cut
+ * where it cuts, so that length becomes the tokenizer's maximum.  Its
+ * do_lower_case (lowercase the text before the tokenizer) is not modelled.
+ */
+static int hf_st_max_seq_read(const char *hf_dir, hf_tokenizer *tk, diag *d) {
+    char *p = hf_path_join(hf_dir, "sentence_bert_config.json");
+    if (!p) return hf_oom(d);
+    int exists = hf_is_regular_file(p);
+    free(p);
+    if (!exists) return 0;
+    hf_json_file f;
+    hf_json_file_init(&f);
+    int rc = hf_json_file_load(&f, hf_dir, "sentence_bert_config.json", d);
+    const json_value *v;
+    char shown[256];
+    if (!rc && (v = json_get(&f.doc.root, "max_seq_length")) && v->type != JSON_TYPE_NULL) {
+        if (v->type != JSON_TYPE_NUMBER || !v->number_is_int || v->integer < 1 || v->integer > INT32_MAX)
+            rc = hf_json_error(&f, v, d, "max_seq_length must be a positive integer, got %s",
+                               hf_json_show(&f, v, shown, sizeof shown));
+        else
+            tk->model_max_length = v->integer;
+    }
+    if (!rc && (v = json_get(&f.doc.root, "do_lower_case")) && v->type == JSON_TYPE_BOOL && v->boolean)
+        rc = hf_json_error(&f, v, d, "do_lower_case true (lowercasing before the tokenizer) is not supported");
+    hf_json_file_free(&f);
+    return rc;
+}
+
+/* HF_DIR/modules.json, if there is one -> head (present = 0 without it). */
+static int hf_st_read(const char *hf_dir, const hf_config *cfg, hf_head *head, diag *d) {
+    memset(head, 0, sizeof *head);
+    char *mpath = hf_path_join(hf_dir, "modules.json");
+    if (!mpath) return hf_oom(d);
+    int exists = hf_is_regular_file(mpath);
+    free(mpath);
+    if (!exists) return 0;
+    hf_json_file f;
+    hf_json_file_init(&f);
+    int rc = hf_json_file_load_as(&f, hf_dir, "modules.json", JSON_TYPE_ARRAY, d);
+    int seen_transformer = 0, seen_normalize = 0;
+    for (size_t i = 0; !rc && i < f.doc.root.count; i++) {
+        const json_value *e = &f.doc.root.items[i];
+        const char *type, *path;
+        char shown[256];
+        if (e->type != JSON_TYPE_OBJECT) {
+            rc = hf_json_error(&f, e, d, "module %zu must be an object with 'type' and 'path', got %s", i,
+                               hf_json_show(&f, e, shown, sizeof shown));
+            break;
+        }
+        if ((rc = hf_st_string(&f, e, i, "type", &type, d)) || (rc = hf_st_string(&f, e, i, "path", &path, d))) break;
+        const json_value *tv = json_get(e, "type"), *pv = json_get(e, "path");
+        const char *kind = strncmp(type, HF_ST_TYPE, strlen(HF_ST_TYPE)) ? "" : type + strlen(HF_ST_TYPE);
+        if (!strcmp(kind, "Transformer")) {
+            if (i != 0) {
+                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected it first)", type, i);
+            } else if (*path && strcmp(path, ".")) {
+                rc = hf_json_error(&f, pv, d, "path '%s' of the Transformer module is not supported (expected '': "
+                                              "bertc reads the transformer from %s itself)", path, hf_dir);
+            }
+            seen_transformer = 1;
+        } else if (!strcmp(kind, "Pooling")) {
+            if (!seen_transformer || head->present)
+                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected one Pooling "
+                                              "right after the Transformer)", type, i);
+            else if (!(rc = hf_st_pooling_read(hf_dir, path, cfg, head, d)))
+                head->present = 1;
+        } else if (!strcmp(kind, "Normalize")) {
+            if (!head->present || seen_normalize)
+                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected one Normalize "
+                                              "right after the Pooling)", type, i);
+            seen_normalize = head->normalize = 1;
+        } else {
+            rc = hf_json_error(&f, tv, d, "module type '%s' is not supported (expected " HF_ST_TYPE "Transformer, "
+                                          "Pooling or Normalize)", type);
+        }
+        if (!rc && seen_normalize && strcmp(kind, "Normalize"))
+            rc = hf_json_error(&f, tv, d, "type '%s' after Normalize is not supported (expected Normalize last)", type);
+    }
+    hf_json_file_free(&f);
+    return rc;
+}
+
 /* ------------------------------------------------------------------- YAML */
 
 typedef struct hf_yaml_inputs {
@@ -606,6 +797,7 @@ typedef struct hf_yaml_inputs {
     const hf_config *cfg;
     const hf_names *names;
     const hf_tokenizer *tok;
+    const hf_head *head;
 } hf_yaml_inputs;
 
 static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
@@ -635,6 +827,7 @@ static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
                    "  last_hidden_state: h%lld\n",
                    L);
     if (in->names->has_pooler) hf_text_printf(t, "  pooler_output: pooled\n");
+    if (in->head->present) hf_text_printf(t, "  sentence_embedding: sentence_embedding\n");
 
     if (in->vocab_rel) {
         const hf_tokenizer *tk = in->tok;
@@ -718,6 +911,18 @@ static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
                        "  - {op: activation, out: pool_t, x: pool_b, fn: tanh}\n"
                        "  - {op: reshape, out: pooled, x: pool_t, shape: [H]}\n",
                        L, p, p);
+
+    if (in->head->present) {
+        const hf_head *hd = in->head;
+        const char *pool_out = hd->normalize ? "sentence_pool" : "sentence_embedding";
+        hf_text_printf(t, "  # sentence-transformers head (modules.json): %s pooling%s\n",
+                       ir_pool_mode_name(hd->mode), hd->normalize ? ", L2 normalisation" : "");
+        if (hd->mode == IR_POOL_MEAN)
+            hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mask: attention_mask, mode: mean}\n", pool_out, L);
+        else
+            hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mode: cls}\n", pool_out, L);
+        if (hd->normalize) hf_text_printf(t, "  - {op: l2_normalize, out: sentence_embedding, x: %s}\n", pool_out);
+    }
 }
 
 /* ------------------------------------------------------------------ output */
@@ -773,6 +978,7 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
     hf_config cfg = {0};
     hf_names names = {0};
     hf_tokenizer tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1};
+    hf_head head = {0};
 
     if (!hf_dir || !*hf_dir || !out_yaml || !*out_yaml) {
         diag_set(d, DIAG_CODE_USAGE, "bertc import: expected a model directory and an output path");
@@ -820,6 +1026,9 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
             goto done;
     }
 
+    if (hf_st_read(hf_dir, &cfg, &head, d)) goto done;
+    if (head.present && tok.present && hf_st_max_seq_read(hf_dir, &tok, d)) goto done;
+
     if (!(out_dir = hf_output_dir_real(out_yaml, d))) goto done;
     if (!(hf_real = realpath(hf_dir, NULL))) {
         diag_set(d, DIAG_CODE_INPUT, "%s: cannot resolve path (%s)", hf_dir, strerror(errno));
@@ -845,6 +1054,7 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
         .cfg = &cfg,
         .names = &names,
         .tok = &tok,
+        .head = &head,
     };
     hf_yaml_write(&text, &in);
     if (text.oom) {

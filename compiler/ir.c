@@ -196,6 +196,8 @@ const char *ir_op_name(ir_op op) {
         [IR_OP_MASK] = "mask",
         [IR_OP_SOFTMAX] = "softmax",
         [IR_OP_SLICE] = "slice",
+        [IR_OP_POOL] = "pool",
+        [IR_OP_L2_NORMALIZE] = "l2_normalize",
         [IR_OP_CONST] = "const",
         [IR_OP_CONCAT] = "concat",
         [IR_OP_LINEAR] = "linear",
@@ -214,6 +216,14 @@ const char *ir_act_name(ir_act act) {
         [IR_ACT_TANH] = "tanh",
     };
     return (unsigned)act < IR_ACT_COUNT ? names[act] : "?";
+}
+
+const char *ir_pool_mode_name(ir_pool_mode m) {
+    static const char *const names[IR_POOL_COUNT] = {
+        [IR_POOL_CLS] = "cls",
+        [IR_POOL_MEAN] = "mean",
+    };
+    return (unsigned)m < IR_POOL_COUNT ? names[m] : "?";
 }
 
 const char *ir_dtype_name(ir_dtype t) {
@@ -312,6 +322,9 @@ void ir_graph_dump(const ir_graph *g, void *file) {
                     n->has_residual ? "yes" : "no");
             break;
         case IR_OP_EMBED_LN: fprintf(f, " eps=%g gathers=%d", (double)n->eps, n->ngathers); break;
+        case IR_OP_POOL:
+            fprintf(f, " mode=%s%s", ir_pool_mode_name(n->pool_mode), n->normalize ? " normalize" : "");
+            break;
         default: break;
         }
         fprintf(f, "\n");
@@ -352,6 +365,8 @@ static const char *ir_operand_key_of_op(ir_op op, int i) {
         [IR_OP_MASK] = {"x", "mask"},
         [IR_OP_SOFTMAX] = {"x"},
         [IR_OP_SLICE] = {"x"},
+        [IR_OP_POOL] = {"x", "mask"},
+        [IR_OP_L2_NORMALIZE] = {"x"},
     };
     const char *k = (unsigned)op < IR_OP_COUNT && i >= 0 && i < IR_MAX_SRCS ? keys[op][i] : NULL;
     return k ? k : "operand";
@@ -406,7 +421,9 @@ static int ir_node_arity(const ir_node *n) {
     case IR_OP_TRANSPOSE:
     case IR_OP_SCALE:
     case IR_OP_SOFTMAX:
-    case IR_OP_SLICE: return 1;
+    case IR_OP_SLICE:
+    case IR_OP_L2_NORMALIZE: return 1;
+    case IR_OP_POOL: return n->nsrc == 2 ? 2 : 1;
     case IR_OP_GATHER:
     case IR_OP_ADD:
     case IR_OP_BIAS_ADD:
@@ -699,6 +716,35 @@ static int ir_infer_slice(const ir_infer_ctx *c, ir_node *n) {
     return 0;
 }
 
+/*
+ * pool: x must be [S, H] (the rows are the sequence, so "the rows the mask
+ * keeps" means something), mean needs the mask (an int32 [S]); cls reads
+ * row 0 only and may name a mask or not.  The result is one row, [H].
+ */
+static int ir_check_dims(const ir_infer_ctx *c, const ir_node *n, int i, const int64_t *want, int nwant);
+
+static int ir_infer_pool(const ir_infer_ctx *c, ir_node *n) {
+    char b[96];
+    const ir_node *x = ir_src(c, n, 0);
+    if ((unsigned)n->pool_mode >= IR_POOL_COUNT)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "unknown pooling mode %d", IR_NODE_ARGS(n), (int)n->pool_mode);
+    if (ir_check_float(c, n, 0) || ir_check_ndim(c, n, 0, 2, "a 2-D [S, H]")) return -1;
+    if (x->shape[0] != IR_DIM_SEQ || x->shape[1] == IR_DIM_SEQ)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "x '%s' is %s (expected [S, H]: one row per token)",
+                             IR_NODE_ARGS(n), x->name, ir_shape_str(x, b, sizeof b));
+    if (n->nsrc == 2) {
+        int64_t seq = IR_DIM_SEQ;
+        if (ir_check_int(c, n, 1) || ir_check_dims(c, n, 1, &seq, 1)) return -1;
+    } else if (n->pool_mode == IR_POOL_MEAN) {
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "mode mean needs a mask (the attention_mask input)",
+                             IR_NODE_ARGS(n));
+    }
+    n->dtype = IR_DTYPE_F32;
+    n->ndim = 1;
+    n->shape[0] = x->shape[1];
+    return 0;
+}
+
 /* ---- the fused ops ------------------------------------------------------ */
 
 /* A compile-time tensor: float32 values present, every dimension constant. */
@@ -915,6 +961,12 @@ static int ir_infer_node(const ir_infer_ctx *c, ir_node *n) {
         ir_copy_shape(n, ir_src(c, n, 0));
         return 0;
     case IR_OP_SLICE: return ir_infer_slice(c, n);
+    case IR_OP_POOL: return ir_infer_pool(c, n);
+    case IR_OP_L2_NORMALIZE:
+        if (ir_check_float(c, n, 0) || ir_check_min_ndim(c, n, 0, 1)) return -1;
+        n->dtype = IR_DTYPE_F32;
+        ir_copy_shape(n, ir_src(c, n, 0));
+        return 0;
     case IR_OP_CONST: return ir_infer_const(c, n);
     case IR_OP_CONCAT: return ir_infer_concat(c, n);
     case IR_OP_LINEAR: return ir_infer_linear(c, n);

@@ -62,6 +62,10 @@ typedef enum ir_op {
     IR_OP_MASK,           /* src0 [..., Sk] + (1 - src1[Sk]) * float32 min (Hugging Face's extended mask) */
     IR_OP_SOFTMAX,        /* softmax over the last axis */
     IR_OP_SLICE,          /* src0 restricted to [start, start+len) along axis */
+    IR_OP_POOL,           /* src0 x [S, H] -> [H]: row 0 (pool_mode CLS) or the mean of the rows
+                           * s with src1 mask[s] != 0 (MEAN; sum / max(count, 1e-9)); then
+                           * x / max(||x||_2, 1e-12) when `normalize` (set by fuse_pool_normalize) */
+    IR_OP_L2_NORMALIZE,   /* src0 [..., N] / max(||row||_2, 1e-12) over the last axis */
 
     /*
      * Ops the fusion passes create (compiler/passes.h); the YAML cannot
@@ -89,6 +93,13 @@ typedef enum ir_act {
     IR_ACT_COUNT,
 } ir_act;
 
+/* How IR_OP_POOL turns [S, H] into [H] (sentence-transformers' Pooling modes). */
+typedef enum ir_pool_mode {
+    IR_POOL_CLS,          /* row 0, the [CLS] token; the mask is not read */
+    IR_POOL_MEAN,         /* mean over the rows the attention mask keeps */
+    IR_POOL_COUNT,
+} ir_pool_mode;
+
 typedef struct ir_node {
     ir_op op;
     char *name;                  /* tensor name, unique in the graph */
@@ -110,6 +121,8 @@ typedef struct ir_node {
     int axis;                    /* SLICE */
     int64_t start, len;          /* SLICE */
     int unused;                  /* INPUT: declared but no output depends on it (pass_dce) */
+    ir_pool_mode pool_mode;      /* POOL */
+    int normalize;               /* POOL: L2-normalise the pooled row (fused l2_normalize) */
 
     /* Parameters of the fused ops.  CONCAT reuses `axis`, LINEAR `act`,
      * ATTENTION `scale`, ADD_LN and EMBED_LN `eps`. */
@@ -179,6 +192,7 @@ int64_t ir_dim_bind(int64_t dim, int64_t seq_len);
 
 const char *ir_op_name(ir_op op);          /* "matmul", ... (the YAML spelling) */
 const char *ir_act_name(ir_act act);       /* "gelu", "gelu_tanh", "relu", "tanh" */
+const char *ir_pool_mode_name(ir_pool_mode m); /* "cls", "mean" */
 const char *ir_dtype_name(ir_dtype t);     /* "float32", "float16", "bfloat16", "int32" */
 /* "[S, 96]" into buf. */
 const char *ir_shape_str(const ir_node *n, char *buf, size_t cap);

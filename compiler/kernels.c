@@ -28,6 +28,7 @@
 #include "kernels_internal.h"
 
 _Static_assert(KERNEL_REQ_HEADER_WORDS == 4, "bertc_device.cuh hard-codes the request header (4 words)");
+_Static_assert(IR_POOL_CLS == 0 && IR_POOL_MEAN == 1, "pool.cuh's BERTC_POOL_* follow ir_pool_mode");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2,
                "embed_ln.cuh's BERTC_INDEX_* follow kernel_index");
 
@@ -155,6 +156,7 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d) {
     case KERNEL_KIND_ADD_LN: rc = kernel_ln_source(s, &t, entry, d); break;
     case KERNEL_KIND_ATTENTION: rc = kernel_attention_source(s, &t, entry, d); break;
     case KERNEL_KIND_GEMM: rc = kernel_gemm_source(s, &t, entry, d); break;
+    case KERNEL_KIND_POOL: rc = kernel_pool_source(s, &t, entry, d); break;
     default: rc = diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind); break;
     }
     if (rc == 0 && (t.failed || !*entry))
@@ -177,6 +179,7 @@ int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     case KERNEL_KIND_ADD_LN: return kernel_ln_dims(s, dims, d);
     case KERNEL_KIND_ATTENTION: return kernel_attention_dims(s, dims, d);
     case KERNEL_KIND_GEMM: return kernel_gemm_dims(s, dims, d);
+    case KERNEL_KIND_POOL: return kernel_pool_dims(s, dims, d);
     default: return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
     }
 }
@@ -187,6 +190,7 @@ int kernel_arg_count(kernel_kind kind) {
     case KERNEL_KIND_ADD_LN: return 7;
     case KERNEL_KIND_ATTENTION: return 3;
     case KERNEL_KIND_GEMM: return 6;
+    case KERNEL_KIND_POOL: return 3;
     default: return 0;
     }
 }
@@ -197,6 +201,7 @@ const char *kernel_kind_name(kernel_kind kind) {
     case KERNEL_KIND_ADD_LN: return "add_ln";
     case KERNEL_KIND_ATTENTION: return "attention";
     case KERNEL_KIND_GEMM: return "gemm";
+    case KERNEL_KIND_POOL: return "pool";
     default: return "unknown";
     }
 }

@@ -75,6 +75,16 @@ typedef enum kernel_kind {
      *        const T *residual)
      */
     KERNEL_KIND_GEMM,
+    /*
+     * A sentence embedding (sentence-transformers' Pooling [+ Normalize]):
+     *   pool_mode CLS:  p = x[0, :]
+     *   pool_mode MEAN: p = sum_{s < L, attention_mask[s] != 0} x[s, :] / max(count, 1e-9)
+     *   out[:] = normalize ? p / max(||p||_2, 1e-12) : p
+     * x is [bucket, hidden] with contiguous rows; out is one row [hidden].
+     * Rows >= L and masked rows are never read.  One block.
+     * args: (T *out, const int *req, const T *x)
+     */
+    KERNEL_KIND_POOL,
     KERNEL_KIND_COUNT,
 } kernel_kind;
 
@@ -89,7 +99,7 @@ typedef struct kernel_spec {
     ir_dtype dtype;              /* storage type: F32, F16 or BF16 */
     int bucket;                  /* sequence-length bucket (rows of every [S, *] tensor) */
 
-    /* EMBED_LN, ADD_LN */
+    /* EMBED_LN, ADD_LN, POOL */
     int hidden;
     float eps;
     int ngathers;                /* EMBED_LN: 1..3 */
@@ -108,6 +118,10 @@ typedef struct kernel_spec {
     int x_ld, out_ld, res_ld;
     int has_act;
     ir_act act;
+
+    /* POOL */
+    ir_pool_mode pool_mode;
+    int normalize;
 } kernel_spec;
 
 typedef struct kernel_launch_dims {

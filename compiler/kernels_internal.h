@@ -2,8 +2,8 @@
  * kernels_internal — what the per-kind kernel generators share.
  *
  * kernels.c owns the public entry points (kernels.h) and dispatches on the
- * kind; kernel_ln.c, kernel_attention.c and kernel_gemm.c each know one
- * template: which spec fields matter, the launch geometry they derive from
+ * kind; kernel_ln.c, kernel_attention.c, kernel_gemm.c and kernel_pool.c
+ * each know one template: which spec fields matter, the launch geometry they derive from
  * them, and the instantiation they emit.  Geometry and text come from one
  * function per kind (`*_geom`), so kernel_dims and kernel_source can never
  * disagree about a tile size.
@@ -102,5 +102,17 @@ typedef struct kernel_gemm_geom {
 int kernel_gemm_geom_of(const kernel_spec *s, kernel_gemm_geom *g, diag *d);
 int kernel_gemm_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
 int kernel_gemm_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d);
+
+typedef struct kernel_pool_geom {
+    int vec;                       /* elements per vector */
+    int ct;                        /* column threads: vectors of a row read side by side */
+    int rg;                        /* row groups: rows read at once (1 for cls) */
+    int items;                     /* vectors per column thread */
+    int threads;                   /* block size, a multiple of 32 */
+} kernel_pool_geom;
+
+int kernel_pool_geom_of(const kernel_spec *s, kernel_pool_geom *g, diag *d);
+int kernel_pool_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+int kernel_pool_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d);
 
 #endif

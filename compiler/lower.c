@@ -288,6 +288,11 @@ static int make_output(lctx *c, int i) {
     v->rows = bind_rows(n, c->bucket, &seq);
     v->seq_rows = seq;
     v->cols = node_cols(n, c->bucket);
+    if (n->ndim == 1 && !seq) {
+        /* A vector ([H], a sentence embedding) is one row, as a reshape to [H] views it. */
+        v->rows = 1;
+        v->cols = n->shape[0];
+    }
     v->ld = v->cols;
     v->root = i;
     uint64_t off;
@@ -416,6 +421,39 @@ static int lower_attention(lctx *c, int i) {
     double b = c->bucket, h = (double)s.ctx_ld;
     return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * b * h + 5.0 * b * b * n->heads,
                             (double)c->es * (4.0 * b * h) + 4.0 * b);
+}
+
+/*
+ * POOL: one block reads the [S, H] activation (rows < len the mask keeps)
+ * and writes the [H] result, normalised when the pass fused an
+ * l2_normalize in.  The mask must be the request's attention_mask, which
+ * the kernel reads from the request block.
+ */
+static int lower_pool(lctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const view *x = act_view(c, n, 0);
+    if (require_contiguous(c, n, x, "x")) return -1;
+    if (!x->seq_rows) return fail_node(c, n, "x must have one row per token (%s)", "[S, H]");
+    if (n->nsrc > 1) {
+        const ir_node *m = &c->g->nodes[n->src[1]];
+        if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
+            return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
+    }
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_POOL;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    s.hidden = (int)x->cols;
+    s.pool_mode = n->pool_mode;
+    s.normalize = n->normalize ? 1 : 0;
+    make_output(c, i);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref};
+    double b = c->bucket, h = (double)s.hidden;
+    int mean = s.pool_mode == IR_POOL_MEAN;
+    double flops = (mean ? b * h + h : 0.0) + (s.normalize ? 3.0 * h : 0.0);
+    double bytes = (double)c->es * ((mean ? b * h : h) + h) + (mean ? 4.0 * b : 0.0);
+    return emit_kernel_step(c, n, &s, args, 3, flops, bytes);
 }
 
 static int lower_linear(lctx *c, int i) {
@@ -577,6 +615,7 @@ int lower_bucket(const ir_graph *g, const lower_weights *w, ir_dtype precision, 
         case IR_OP_ADD_LN: rc = lower_add_ln(&c, i); break;
         case IR_OP_ATTENTION: rc = lower_attention(&c, i); break;
         case IR_OP_LINEAR: rc = lower_linear(&c, i); break;
+        case IR_OP_POOL: rc = lower_pool(&c, i); break;
         case IR_OP_SLICE:
         case IR_OP_RESHAPE: rc = lower_view(&c, i); break;
         default:

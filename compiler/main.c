@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ static const char USAGE[] =
     "  inspect PLAN                    buckets, steps, launches, FLOPs, bytes, kernels\n"
     "  run PLAN|MODEL.yaml ...         run one request (GPU, emulated device, or reference)\n"
     "  bench PLAN                      latency percentiles per bucket\n"
+    "  tokenize PLAN --text ...        tokens and ids from the plan's tokenizer\n"
     "\n"
     "options:\n"
     "  -h, --help       this help (bertc COMMAND --help for a command's)\n"
@@ -220,36 +222,33 @@ static int parse_device(const char *s, bertc_device_kind *kind) {
     return 0;
 }
 
+/* The outputs `run` knows by name, in this order. */
+#define RUN_NOUT 3
+static const char *const run_output_names[RUN_NOUT] = {"last_hidden_state", "pooler_output", "sentence_embedding"};
+
 typedef struct run_outputs {
     ref_result res;        /* reference executor */
-    float *data[2];        /* plan: last_hidden_state, pooler_output */
-    int64_t shape[2][2];
-    int ndim[2];
+    float *data[RUN_NOUT]; /* NULL where the model lacks the output */
+    int64_t shape[RUN_NOUT][2];
+    int ndim[RUN_NOUT];
 } run_outputs;
 
-/* Runs the request on a plan through the runtime library; fills o->data. */
-static int run_plan(const char *path, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
+/* Runs the request on an open plan through the runtime library; fills o->data. */
+static int run_plan(bertc_plan *pl, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
     char err[1024];
-    bertc_plan *pl = NULL;
     bertc_context *ctx = NULL;
-    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
-    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
     bertc_context_options opt;
     bertc_context_options_init(&opt);
     opt.device = kind;
     opt.capture_on_first_use = 1;   /* one request: capture only its bucket */
-    st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
-    if (st != BERTC_STATUS_OK) {
-        bertc_plan_close(pl);
-        return runtime_fail(st, err);
-    }
+    bertc_status st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
     bertc_request rq = {req->input_ids, req->token_type_ids, req->attention_mask, req->len};
     int rc = 0;
     st = bertc_infer(ctx, &rq);
     if (st != BERTC_STATUS_OK) rc = runtime_fail(st, bertc_context_error(ctx));
-    static const char *names[2] = {"last_hidden_state", "pooler_output"};
-    for (int i = 0; i < 2 && !rc; i++) {
-        int idx = bertc_plan_output_index(pl, names[i]);
+    for (int i = 0; i < RUN_NOUT && !rc; i++) {
+        int idx = bertc_plan_output_index(pl, run_output_names[i]);
         if (idx < 0) continue;
         bertc_output_info info;
         bertc_plan_output_info(pl, idx, &info);
@@ -263,11 +262,238 @@ static int run_plan(const char *path, bertc_device_kind kind, const ref_request 
         o->shape[i][1] = info.cols;
     }
     bertc_context_destroy(ctx);
+    return rc;
+}
+
+/* Opens a plan and runs one request on it. */
+static int run_plan_file(const char *path, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
+    int rc = run_plan(pl, kind, req, o);
+    bertc_plan_close(pl);
+    return rc;
+}
+
+/* ------------------------------------------------------------ text */
+
+static void json_str(FILE *f, const char *s);
+
+/* Encodes --text/--text-pair with the plan's tokenizer. */
+static int encode_text(bertc_plan *pl, const char *text, const char *pair, long max_len, bertc_encoding **out) {
+    char err[1024];
+    *out = bertc_encoding_create();
+    if (!*out) return runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
+    bertc_status st = bertc_encode(pl, *out, text, pair, max_len, err, sizeof err);
+    if (st != BERTC_STATUS_OK) {
+        fprintf(stderr, "bertc: error: %s%s\n", st == BERTC_STATUS_BAD_REQUEST ? "--text: " : "", err);
+        return status_exit(st);
+    }
+    return 0;
+}
+
+static void print_encoding(const bertc_encoding *e, int json) {
+    int64_t n = bertc_encoding_len(e);
+    if (json) {
+        printf("\"tokens\": [");
+        for (int64_t i = 0; i < n; i++) {
+            printf("%s", i ? ", " : "");
+            json_str(stdout, bertc_encoding_token(e, i));
+        }
+        printf("], \"ids\": [");
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", bertc_encoding_ids(e)[i]);
+        printf("], \"type_ids\": [");
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", bertc_encoding_type_ids(e)[i]);
+        printf("], \"truncated\": %s", bertc_encoding_truncated(e) ? "true" : "false");
+        return;
+    }
+    printf("tokens:");
+    for (int64_t i = 0; i < n; i++) printf(" %s", bertc_encoding_token(e, i));
+    printf("\nids:");
+    for (int64_t i = 0; i < n; i++) printf(" %d", bertc_encoding_ids(e)[i]);
+    printf("\ntype_ids:");
+    for (int64_t i = 0; i < n; i++) printf(" %d", bertc_encoding_type_ids(e)[i]);
+    printf("\n%s", bertc_encoding_truncated(e) ? "(truncated)\n" : "");
+}
+
+static const char USAGE_TOKENIZE[] =
+    "usage: bertc tokenize PLAN --text \"...\" [--text-pair \"...\"] [--max-len N] [--json]\n"
+    "\n"
+    "Tokenizes with the plan's own WordPiece tokenizer (identical to Hugging\n"
+    "Face's BertTokenizerFast): prints the tokens, ids and token types.\n"
+    "--max-len truncates (default: the model's maximum, capped at the plan's\n"
+    "longest bucket).\n";
+
+static int parse_count(const char *s, long lo, long *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > 1000000) return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmd_tokenize(int argc, char **argv) {
+    const char *path = NULL, *text = NULL, *pair = NULL;
+    long max_len = 0;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) { fputs(USAGE_TOKENIZE, stdout); return 0; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        const char **slot = NULL;
+        if (!strcmp(a, "--text")) slot = &text;
+        else if (!strcmp(a, "--text-pair")) slot = &pair;
+        else if (!strcmp(a, "--max-len")) {
+            if (++i >= argc || parse_count(argv[i], 1, &max_len))
+                return usage_error(USAGE_TOKENIZE, "--max-len needs a positive count%s", "");
+            continue;
+        } else if (a[0] == '-' && a[1]) return usage_error(USAGE_TOKENIZE, "tokenize: unknown option '%s'", a);
+        else if (!path) { path = a; continue; }
+        else return usage_error(USAGE_TOKENIZE, "tokenize: unexpected argument '%s'", a);
+        if (++i >= argc) return usage_error(USAGE_TOKENIZE, "%s needs a value", a);
+        *slot = argv[i];
+    }
+    if (!path) return usage_error(USAGE_TOKENIZE, "tokenize: missing PLAN%s", "");
+    if (!text) return usage_error(USAGE_TOKENIZE, "tokenize: missing --text%s", "");
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
+    bertc_encoding *e = NULL;
+    int rc = encode_text(pl, text, pair, max_len, &e);
+    if (!rc) {
+        if (json) printf("{");
+        print_encoding(e, json);
+        if (json) printf("}\n");
+    }
+    bertc_encoding_free(e);
+    bertc_plan_close(pl);
+    return rc;
+}
+
+static const char USAGE_RUN_TEXT[] =
+    "usage: bertc run PLAN --text \"...\" [--text-pair \"...\"] [--device cuda|emu] [--max-len N]\n"
+    "                 [--pooling cls|mean|pooler] [--normalize] [--json]\n"
+    "                 [--output OUT.npy] [--embedding-output E.npy]\n"
+    "\n"
+    "Tokenizes the text with the plan's tokenizer, runs it, and prints the\n"
+    "tokens, ids and the embedding (--json: one JSON object). The embedding is\n"
+    "the plan's sentence_embedding output when the model has a pooling head\n"
+    "(sentence-transformers models), else pooler_output, else the [CLS] row;\n"
+    "--pooling chooses instead: cls (row 0 of last_hidden_state), mean (mean\n"
+    "of its rows: every token of a text is attended), pooler (pooler_output).\n"
+    "--normalize divides it by its L2 norm. --output writes last_hidden_state,\n"
+    "--embedding-output the embedding, as float32 .npy.\n";
+
+static int cmd_run_text(int argc, char **argv) {
+    const char *path = NULL, *text = NULL, *pair = NULL, *device = "cuda", *pooling = NULL;
+    const char *out = NULL, *emb_out = NULL;
+    long max_len = 0;
+    int json = 0, normalize = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) { fputs(USAGE_RUN_TEXT, stdout); return 0; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--normalize")) { normalize = 1; continue; }
+        const char **slot = NULL;
+        if (!strcmp(a, "--text")) slot = &text;
+        else if (!strcmp(a, "--text-pair")) slot = &pair;
+        else if (!strcmp(a, "--device")) slot = &device;
+        else if (!strcmp(a, "--pooling")) slot = &pooling;
+        else if (!strcmp(a, "--output")) slot = &out;
+        else if (!strcmp(a, "--embedding-output")) slot = &emb_out;
+        else if (!strcmp(a, "--max-len")) {
+            if (++i >= argc || parse_count(argv[i], 1, &max_len))
+                return usage_error(USAGE_RUN_TEXT, "--max-len needs a positive count%s", "");
+            continue;
+        } else if (!strcmp(a, "--ids") || !strcmp(a, "--ids-file") || !strcmp(a, "--types") || !strcmp(a, "--mask") ||
+                   !strcmp(a, "--pooled-output"))
+            return usage_error(USAGE_RUN_TEXT, "run: %s cannot be combined with --text", a);
+        else if (a[0] == '-' && a[1]) return usage_error(USAGE_RUN_TEXT, "run: unknown option '%s'", a);
+        else if (!path) { path = a; continue; }
+        else return usage_error(USAGE_RUN_TEXT, "run: unexpected argument '%s'", a);
+        if (++i >= argc) return usage_error(USAGE_RUN_TEXT, "%s needs a value", a);
+        *slot = argv[i];
+    }
+    if (!path) return usage_error(USAGE_RUN_TEXT, "run: missing PLAN%s", "");
+    if (!text) return usage_error(USAGE_RUN_TEXT, "run: missing --text%s", "");
+    bertc_device_kind kind;
+    if (parse_device(device, &kind)) return usage_error(USAGE_RUN_TEXT, "run: --text needs --device cuda or emu, not '%s'", device);
+    if (pooling && strcmp(pooling, "cls") && strcmp(pooling, "mean") && strcmp(pooling, "pooler"))
+        return usage_error(USAGE_RUN_TEXT, "--pooling: '%s' is not one of cls, mean, pooler", pooling);
+    if (!file_is_plan(path)) {
+        fprintf(stderr, "bertc: error: %s is not a compiled plan (--text runs plans, whose tokenizer travels inside them)\n",
+                path);
+        return DIAG_CODE_INPUT;
+    }
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return runtime_fail(st, err);
+    bertc_encoding *e = NULL;
+    run_outputs o;
+    memset(&o, 0, sizeof o);
+    float *emb = NULL;
+    diag d;
+    diag_init(&d);
+    int rc = encode_text(pl, text, pair, max_len, &e);
+    if (rc) goto done;
+    int64_t n = bertc_encoding_len(e), H = bertc_plan_hidden(pl);
+    ref_request req = {.len = n, .input_ids = bertc_encoding_ids(e), .token_type_ids = bertc_encoding_type_ids(e)};
+    if ((rc = run_plan(pl, kind, &req, &o))) goto done;
+    if (!pooling) pooling = o.data[2] ? "model" : o.data[1] ? "pooler" : "cls";
+    if (!strcmp(pooling, "pooler") && !o.data[1]) {
+        fprintf(stderr, "bertc: error: %s has no pooler_output (the model has no pooler); use --pooling cls or mean\n", path);
+        rc = DIAG_CODE_INPUT;
+        goto done;
+    }
+    emb = calloc((size_t)H, sizeof *emb);
+    if (!emb) { rc = runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory"); goto done; }
+    for (int64_t c = 0; c < H; c++) {
+        if (!strcmp(pooling, "model")) emb[c] = o.data[2][c];
+        else if (!strcmp(pooling, "pooler")) emb[c] = o.data[1][c];
+        else if (!strcmp(pooling, "cls")) emb[c] = o.data[0][c];
+        else {
+            double sum = 0; /* mean: a text's tokens are all attended */
+            for (int64_t r = 0; r < n; r++) sum += o.data[0][r * H + c];
+            emb[c] = (float)(sum / (double)n);
+        }
+    }
+    if (normalize) {
+        double ss = 0;
+        for (int64_t c = 0; c < H; c++) ss += (double)emb[c] * emb[c];
+        double nrm = sqrt(ss);
+        if (nrm < 1e-12) nrm = 1e-12;
+        for (int64_t c = 0; c < H; c++) emb[c] = (float)(emb[c] / nrm);
+    }
+    const char *pname = !strcmp(pooling, "model") ? "sentence_embedding" : pooling;
+    if (out && npy_write_f32(out, o.data[0], 2, o.shape[0], &d)) { rc = fail(&d); goto done; }
+    int64_t eshape[1] = {H};
+    if (emb_out && npy_write_f32(emb_out, emb, 1, eshape, &d)) { rc = fail(&d); goto done; }
+    if (json) {
+        printf("{");
+        print_encoding(e, 1);
+        printf(", \"pooling\": \"%s\", \"normalized\": %s, \"embedding\": [", pname, normalize ? "true" : "false");
+        for (int64_t c = 0; c < H; c++) printf("%s%.9g", c ? ", " : "", emb[c]);
+        printf("]}\n");
+    } else {
+        print_encoding(e, 0);
+        printf("embedding (%s%s) [%lld]:", pname, normalize ? ", L2-normalised" : "", (long long)H);
+        for (int64_t c = 0; c < H && c < 8; c++) printf(" %+.6f", emb[c]);
+        printf("%s\n", H > 8 ? " ..." : "");
+    }
+done:
+    for (int i = 0; i < RUN_NOUT; i++) free(o.data[i]);
+    free(emb);
+    bertc_encoding_free(e);
     bertc_plan_close(pl);
     return rc;
 }
 
 static int cmd_run(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--text")) return cmd_run_text(argc, argv);
     const char *file = NULL, *device = NULL, *ids = NULL, *ids_file = NULL, *types = NULL, *mask = NULL;
     const char *out = NULL, *pooled_out = NULL;
     for (int i = 0; i < argc; i++) {
@@ -337,13 +563,12 @@ static int cmd_run(int argc, char **argv) {
 
     ref_request req = {.len = n_ids, .input_ids = id_v, .token_type_ids = type_v, .attention_mask = mask_v};
     if (is_plan) {
-        if ((rc = run_plan(file, kind, &req, &o))) goto done;
+        if ((rc = run_plan_file(file, kind, &req, &o))) goto done;
     } else {
         if (model_load(&m, file, &d)) { rc = fail(&d); goto done; }
         if (ref_run(&m.graph, &m.weights, &req, &o.res, &d)) { rc = fail(&d); goto done; }
-        static const char *names[2] = {"last_hidden_state", "pooler_output"};
-        for (int i = 0; i < 2; i++) {
-            const ref_tensor *t = ref_result_find(&o.res, names[i]);
+        for (int i = 0; i < RUN_NOUT; i++) {
+            const ref_tensor *t = ref_result_find(&o.res, run_output_names[i]);
             if (!t) continue;
             o.data[i] = t->data;
             o.ndim[i] = t->ndim;
@@ -359,12 +584,11 @@ static int cmd_run(int argc, char **argv) {
     if (out && npy_write_f32(out, o.data[0], o.ndim[0], o.shape[0], &d)) { rc = fail(&d); goto done; }
     if (pooled_out && npy_write_f32(pooled_out, o.data[1], o.ndim[1], o.shape[1], &d)) { rc = fail(&d); goto done; }
     if (!out && !pooled_out) {
-        static const char *names[2] = {"last_hidden_state", "pooler_output"};
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < RUN_NOUT; i++) {
             if (!o.data[i]) continue;
             ref_tensor t;
             memset(&t, 0, sizeof t);
-            t.name = (char *)names[i];
+            t.name = (char *)run_output_names[i];
             t.ndim = o.ndim[i];
             t.shape[0] = o.shape[i][0];
             t.shape[1] = o.shape[i][1];
@@ -374,10 +598,8 @@ static int cmd_run(int argc, char **argv) {
     }
 
 done:
-    if (is_plan) {
-        free(o.data[0]);
-        free(o.data[1]);
-    }
+    if (is_plan)
+        for (int i = 0; i < RUN_NOUT; i++) free(o.data[i]);
     ref_result_free(&o.res);
     model_free(&m);
     free(id_v);
@@ -1046,5 +1268,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     return usage_error(USAGE, "unknown command '%s'", cmd);
 }

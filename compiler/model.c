@@ -57,6 +57,7 @@ typedef struct op_rec {
     int transpose_b;
     int axis;
     int64_t start, len;
+    ir_pool_mode pool_mode;
     int64_t shape[IR_MAX_DIMS];
     int nshape;
     /* toposort state */
@@ -374,6 +375,8 @@ static const op_spec OP_SPECS[] = {
     {"mask", IR_OP_MASK, {{"x", OPK_TENSOR, 1}, {"mask", OPK_TENSOR, 1}}},
     {"softmax", IR_OP_SOFTMAX, {{"x", OPK_TENSOR, 1}}},
     {"slice", IR_OP_SLICE, {{"x", OPK_TENSOR, 1}, {"axis", OPK_PARAM, 1}, {"start", OPK_PARAM, 1}, {"len", OPK_PARAM, 1}}},
+    {"pool", IR_OP_POOL, {{"x", OPK_TENSOR, 1}, {"mask", OPK_TENSOR, 0}, {"mode", OPK_PARAM, 1}}},
+    {"l2_normalize", IR_OP_L2_NORMALIZE, {{"x", OPK_TENSOR, 1}}},
 };
 
 static const op_spec *op_spec_find(const char *name) {
@@ -429,6 +432,13 @@ static int parse_param(loader *L, const char *key, const yaml_node_t *v, op_rec 
             if (!strcmp(s, ir_act_name((ir_act)a))) { r->act = (ir_act)a; return 0; }
         return err_node(L, v, "unknown activation '%s' (expected one of: gelu, gelu_tanh, relu, tanh)", s);
     }
+    if (!strcmp(key, "mode")) {
+        const char *s;
+        if (get_string(L, v, "mode", &s)) return -1;
+        for (int m = 0; m < IR_POOL_COUNT; m++)
+            if (!strcmp(s, ir_pool_mode_name((ir_pool_mode)m))) { r->pool_mode = (ir_pool_mode)m; return 0; }
+        return err_node(L, v, "unknown pooling mode '%s' (expected one of: cls, mean)", s);
+    }
     if (!strcmp(key, "shape")) return parse_shape(L, v, r);
     if (!strcmp(key, "perm")) return parse_perm(L, v, r);
     if (!strcmp(key, "transpose_b")) return get_bool(L, v, "transpose_b", &r->transpose_b);
@@ -461,7 +471,7 @@ static int parse_op(loader *L, const yaml_node_t *n) {
     const op_spec *spec = op_spec_find(opname);
     if (!spec) {
         return err_node(L, opn, "unknown op '%s' (expected one of: arange, gather, add, bias_add, layer_norm, matmul, "
-                        "activation, reshape, transpose, batched_matmul, scale, mask, softmax, slice)", opname);
+                        "activation, reshape, transpose, batched_matmul, scale, mask, softmax, slice, pool, l2_normalize)", opname);
     }
     const char *allowed[10] = {"op", "out"};
     int na = 2;
@@ -847,6 +857,7 @@ static int emit(loader *L) {
         n->axis = r->axis;
         n->start = r->start;
         n->len = r->len;
+        n->pool_mode = r->pool_mode;
         if (r->op == IR_OP_RESHAPE) {
             n->ndim = r->nshape;
             for (int k = 0; k < r->nshape; k++) n->shape[k] = r->shape[k];

@@ -13,6 +13,9 @@
  *   fuse_add_ln     after fuse_linear has declined the residual adds that
  *                   feed a LayerNorm; skips embedding sums;
  *   fuse_embed_ln   takes the embedding sums fuse_add_ln left alone;
+ *   fuse_pool_normalize  folds a sentence head's l2_normalize into its pool
+ *                   (independent of the others; after them so it sees the
+ *                   final graph's pools);
  *   fold_constants  last of the rewrites, so it sees every CONCAT the
  *                   fusions created;
  *   dce             removes the weights folding left unread.
@@ -39,6 +42,7 @@ typedef enum passes_id {
     PASSES_ID_FUSE_ATTENTION,
     PASSES_ID_FUSE_ADD_LN,
     PASSES_ID_FUSE_EMBED_LN,
+    PASSES_ID_FUSE_POOL_NORMALIZE,
     PASSES_ID_FOLD_CONSTANTS,
 } passes_id;
 
@@ -52,6 +56,7 @@ static const struct {
     {PASSES_ID_FUSE_ATTENTION, "fuse_attention"},
     {PASSES_ID_FUSE_ADD_LN, "fuse_add_ln"},
     {PASSES_ID_FUSE_EMBED_LN, "fuse_embed_ln"},
+    {PASSES_ID_FUSE_POOL_NORMALIZE, "fuse_pool_normalize"},
     {PASSES_ID_FOLD_CONSTANTS, "fold_constants"},
     {PASSES_ID_DCE, "dce"},
 };
@@ -64,6 +69,7 @@ static int passes_run_one(passes_id id, ir_graph *g, const st_file *weights, dia
     case PASSES_ID_FUSE_ATTENTION: return pass_fuse_attention(g, d);
     case PASSES_ID_FUSE_ADD_LN: return pass_fuse_add_ln(g, d);
     case PASSES_ID_FUSE_EMBED_LN: return pass_fuse_embed_ln(g, d);
+    case PASSES_ID_FUSE_POOL_NORMALIZE: return pass_fuse_pool_normalize(g, d);
     case PASSES_ID_FOLD_CONSTANTS: return pass_fold_constants(g, weights, d);
     }
     return diag_set(d, DIAG_CODE_INTERNAL, "passes: unknown pass %d", (int)id);

@@ -17,12 +17,13 @@
  *
  * passes_run() is the pipeline `bertc compile` uses, in this order (why in
  * docs/passes.md): dce, fuse_linear, merge_qkv, fuse_attention,
- * fuse_add_ln, fuse_embed_ln, fold_constants, dce.  After it, one BERT
+ * fuse_add_ln, fuse_embed_ln, fuse_pool_normalize, fold_constants, dce.  After it, one BERT
  * encoder layer is exactly LINEAR(qkv, bias) -> ATTENTION -> LINEAR(bias)
  * -> ADD_LN(residual) -> LINEAR(bias, act) -> LINEAR(bias) ->
  * ADD_LN(residual), the embeddings one EMBED_LN (its position index an
  * ARANGE node, which lowers to no work), the pooler SLICE -> LINEAR(bias,
- * tanh) -> RESHAPE.
+ * tanh) -> RESHAPE, a sentence-transformers head one POOL (normalize set
+ * when an l2_normalize follows).
  *
  * Every pass returns 0, or -1 with d filled: DIAG_CODE_INTERNAL when the
  * rewritten graph fails its own checks (a pass bug) or memory runs out,
@@ -64,6 +65,10 @@ int pass_fuse_add_ln(ir_graph *g, diag *d);
  * or arange) -> EMBED_LN. */
 int pass_fuse_embed_ln(ir_graph *g, diag *d);
 
+/* l2_normalize(pool(x [, mask])), the pool read by it alone -> POOL with
+ * `normalize` set: the sentence embedding in one kernel. */
+int pass_fuse_pool_normalize(ir_graph *g, diag *d);
+
 /* Evaluates every node whose sources are all WEIGHT or CONST nodes with the
  * reference executor's code and replaces it by a CONST, so no layout work
  * (concat, transpose, reshape, scale of weights) runs at inference. */
@@ -71,7 +76,7 @@ int pass_fold_constants(ir_graph *g, const st_file *weights, diag *d);
 
 /* ---- the pipeline --------------------------------------------------------- */
 
-#define PASSES_MAX_STEPS 8
+#define PASSES_MAX_STEPS 9
 
 typedef struct passes_step {
     const char *name;                 /* "dce", "fuse_linear", ... (static) */

@@ -746,6 +746,66 @@ static int ref_op_embed_ln(ref_ctx *c, int i) {
     return 0;
 }
 
+/* x / max(||x||_2, 1e-12) in place, as torch.nn.functional.normalize: the
+ * squares summed in double, the norm in double, each quotient rounded once. */
+static void ref_l2_normalize_row(float *x, int64_t n) {
+    double ss = 0.0;
+    for (int64_t k = 0; k < n; k++) ss += (double)x[k] * (double)x[k];
+    double norm = sqrt(ss);
+    if (norm < 1e-12) norm = 1e-12;
+    for (int64_t k = 0; k < n; k++) x[k] = (float)((double)x[k] / norm);
+}
+
+static int ref_op_l2_normalize(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const float *x = ref_src_f32(c, n, 0);
+    int64_t rows, cols;
+    ref_rows(c, i, &rows, &cols);
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    memcpy(out, x, (size_t)(rows * cols) * sizeof *out);
+    for (int64_t r = 0; r < rows; r++) ref_l2_normalize_row(out + r * cols, cols);
+    return 0;
+}
+
+/*
+ * sentence-transformers' Pooling: cls takes row 0; mean is
+ * sum(x[s] * mask[s]) / clamp(sum(mask), min = 1e-9) with the mask read as
+ * 0 or 1 (a row counts when mask[s] != 0), summed in double and rounded once
+ * — so an all-zero mask gives 0 / 1e-9 = 0 in every column, exactly as
+ * sentence-transformers.  A fused normalize (fuse_pool_normalize) then runs
+ * l2_normalize's row code on the rounded pooled row, which is what the
+ * unfused chain stores in between: the same bits either way.
+ */
+static int ref_op_pool(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    int64_t shape[IR_MAX_DIMS];
+    ref_bind_shape(&c->g->nodes[n->src[0]], c->seq, shape);
+    int64_t rows = shape[0], cols = shape[1];
+    const float *x = ref_src_f32(c, n, 0);
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    if (n->pool_mode == IR_POOL_CLS) {
+        if (rows < 1) return ref_fail_node(c, n, "pool '%s': no row 0 to take", n->name);
+        memcpy(out, x, (size_t)cols * sizeof *out);
+    } else {
+        const int32_t *mask = ref_src_i32(c, n, 1);
+        double *acc = calloc((size_t)(cols ? cols : 1), sizeof *acc);
+        if (!acc) return ref_fail_oom(c, n, cols * (int64_t)sizeof *acc);
+        int64_t count = 0;
+        for (int64_t s = 0; s < rows; s++) {
+            if (!mask[s]) continue;
+            count++;
+            for (int64_t k = 0; k < cols; k++) acc[k] += x[s * cols + k];
+        }
+        double denom = count > 0 ? (double)count : 1e-9;
+        for (int64_t k = 0; k < cols; k++) out[k] = (float)(acc[k] / denom);
+        free(acc);
+    }
+    if (n->normalize) ref_l2_normalize_row(out, cols);
+    return 0;
+}
+
 /* Sources read row by row from the weights file rather than widened whole:
  * gather's table and embed_ln's tables (the word table is the largest
  * weight and a request touches S of its rows). */
@@ -780,6 +840,8 @@ static int ref_run_node(ref_ctx *c, int i) {
     case IR_OP_MASK: return ref_op_mask(c, i);
     case IR_OP_SOFTMAX: return ref_op_softmax(c, i);
     case IR_OP_SLICE: return ref_op_slice(c, i);
+    case IR_OP_POOL: return ref_op_pool(c, i);
+    case IR_OP_L2_NORMALIZE: return ref_op_l2_normalize(c, i);
     case IR_OP_CONST: return ref_op_const(c, i);
     case IR_OP_CONCAT: return ref_op_concat(c, i);
     case IR_OP_LINEAR: return ref_op_linear(c, i);

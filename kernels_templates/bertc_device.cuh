@@ -9,9 +9,14 @@
  * the prelude maps by macro (exp, log, round, abs, fma, ...), no inline
  * assembly in a kernel body.  The few instructions C++ cannot say (mma.sync,
  * cp.async) live in named helpers below, each with a GPU body (one asm
- * statement) and a portable body used by the emulator, which rebuilds the
- * tensor-core fragments with warp shuffles so that the very indexing the
- * GPU path relies on is what the emulator checks.
+ * statement), an emulator body (BERTC_EMU) and a portable body for the
+ * GPUs that lack the instruction (compiled there, never called: the paths
+ * that use them need BERTC_HAS_MMA16816).  The emulator body rebuilds the
+ * tensor-core fragments from one warp exchange (every lane's registers, or
+ * row addresses, gathered to every lane with bertc_emu_warp_allgather), so
+ * the very indexing the GPU path relies on is what the emulator checks, at
+ * the cost of one exchange per instruction; the portable body does the same
+ * with warp shuffles, one exchange per register.
  *
  * Values travel as float.  Storage is float, __half or __nv_bfloat16
  * (`T` everywhere); loads widen to float, stores round once
@@ -288,9 +293,10 @@ template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
  *   a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..]   a[2] = A[g][2t+8..]   a[3] = A[g+8][2t+8..]
  *   b[0] = B[2t..2t+1][g]    b[1] = B[2t+8..2t+9][g]
  *   d[0..1] = D[g][2t..2t+1] d[2..3] = D[g+8][2t..2t+1]
- * The portable body gathers the rows of A and the columns of B it needs
- * from the owning lanes with 64-bit shuffles and sums in float.  All 32
- * lanes must call it together.
+ * The emulator body widens each lane's fragment registers to float and
+ * gathers them in one warp exchange, picks the rows of A and the columns of
+ * B it needs from the owning lanes and sums in float; the portable body fetches the same words
+ * with 64-bit shuffles.  All 32 lanes must call it together.
  */
 template <typename T>
 BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b) {
@@ -307,6 +313,51 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+#elif defined(BERTC_EMU)
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    /* One exchange gives every lane all 32 fragments, widened to float by
+     * their owners (each element once, not once per reader): per lane
+     * a[0..3] then b[0..1], low half first.  Row g of A is spread over lanes
+     * 4g..4g+3 (a[0], a[2]), row g+8 over the same lanes (a[1], a[3]),
+     * column n of B over lanes 4n..4n+3. */
+    float mine[12];
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+        const unsigned w = i < 4 ? a[i] : b[i - 4];
+        mine[2 * i] = bertc_type<T>::bits_to_float(w);
+        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w >> 16);
+    }
+    float all[32][12];
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+    float arow[2][16], bcol[2][16];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            /* register a[2*half] (a[2*half+1], b[half]) holds k = 2s + 8*half and the next */
+            const int k = 2 * s + 8 * half;
+            arow[0][k] = la[4 * half];
+            arow[0][k + 1] = la[4 * half + 1];
+            arow[1][k] = la[4 * half + 2];
+            arow[1][k + 1] = la[4 * half + 3];
+            bcol[0][k] = l0[8 + 2 * half];
+            bcol[0][k + 1] = l0[8 + 2 * half + 1];
+            bcol[1][k] = l1[8 + 2 * half];
+            bcol[1][k + 1] = l1[8 + 2 * half + 1];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
+            d[2 * r + c] += s;
+        }
     }
 #else
     const int lane = (int)threadIdx.x & 31;
@@ -358,9 +409,10 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
  * ldmatrix .x4 of 16-bit elements: lane i passes the shared-memory address
  * of row i % 8 of matrix i / 8 (16 bytes, 16-byte aligned); r[j] receives
  * the word of matrix j holding row lane / 4, elements 2 * (lane % 4) and
- * the next — exactly one mma fragment register.  The portable body fetches
- * each row address from its lane with a shuffle and reads the word itself
- * (shared memory is ordinary memory there).  All 32 lanes call it.
+ * the next — exactly one mma fragment register.  The emulator body gathers
+ * the 32 row addresses in one warp exchange (the portable body fetches each
+ * with a shuffle) and reads the words itself (shared memory is ordinary
+ * memory there).  All 32 lanes call it.
  */
 BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
 #if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -368,6 +420,15 @@ BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(s));
+#elif defined(BERTC_EMU)
+    const int lane = (int)threadIdx.x & 31;
+    const void *rows[32];
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, &row, rows, (unsigned)sizeof row);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const void *a = rows[8 * j + (lane >> 2)];
+        r[j] = *reinterpret_cast<const unsigned *>(reinterpret_cast<const unsigned char *>(a) + 4 * (lane & 3));
+    }
 #else
     const int lane = (int)threadIdx.x & 31;
     const unsigned long long mine = reinterpret_cast<unsigned long long>(row);
@@ -391,6 +452,18 @@ BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(s));
+#elif defined(BERTC_EMU)
+    const int lane = (int)threadIdx.x & 31;
+    const void *rows[32];
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, &row, rows, (unsigned)sizeof row);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const void *a0 = rows[8 * j + 2 * (lane & 3)];
+        const void *a1 = rows[8 * j + 2 * (lane & 3) + 1];
+        const unsigned short lo = reinterpret_cast<const unsigned short *>(a0)[lane >> 2];
+        const unsigned short hi = reinterpret_cast<const unsigned short *>(a1)[lane >> 2];
+        r[j] = (unsigned)lo | ((unsigned)hi << 16);
+    }
 #else
     const int lane = (int)threadIdx.x & 31;
     const unsigned long long mine = reinterpret_cast<unsigned long long>(row);

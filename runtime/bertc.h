@@ -164,6 +164,37 @@ bertc_status bertc_output_read(bertc_context *ctx, int output, float *dst, size_
  * events recorded around its launch. */
 bertc_status bertc_context_last_device_ms(bertc_context *ctx, float *ms);
 
+/* -------------------------------------------------------------------- text */
+
+/*
+ * Text to token ids with the plan's own WordPiece tokenizer (vocabulary and
+ * settings travel inside the plan), identical to Hugging Face's
+ * BertTokenizerFast: [CLS] text [SEP] (pair [SEP]), token types 0 then 1,
+ * 'longest_first' truncation.  An encoding holds its buffers between calls,
+ * so encoding into the same one again allocates nothing once it has grown;
+ * use one per thread.  The plan's tokenizer is built on first use and is
+ * shared read-only.
+ */
+typedef struct bertc_encoding bertc_encoding;
+
+/* 1 if the plan carries a tokenizer (its model had a vocab.txt). */
+int bertc_plan_has_tokenizer(const bertc_plan *plan);
+
+bertc_encoding *bertc_encoding_create(void);   /* NULL: out of memory */
+void bertc_encoding_free(bertc_encoding *enc);  /* NULL is allowed */
+
+/* Encodes UTF-8 `text` (NUL-terminated) and `pair` (NULL or "": none).
+ * max_len > 0 truncates to that many tokens (specials included); 0 uses the
+ * model's maximum length, capped at the plan's longest bucket.  Invalid
+ * UTF-8 is BERTC_STATUS_BAD_REQUEST naming the byte offset. */
+bertc_status bertc_encode(bertc_plan *plan, bertc_encoding *enc, const char *text, const char *pair, int64_t max_len,
+                          char *err, size_t err_cap);
+int64_t bertc_encoding_len(const bertc_encoding *enc);
+const int32_t *bertc_encoding_ids(const bertc_encoding *enc);        /* [len] */
+const int32_t *bertc_encoding_type_ids(const bertc_encoding *enc);   /* [len] */
+const char *bertc_encoding_token(const bertc_encoding *enc, int64_t i); /* "[CLS]", "hello", "##s", ... */
+int bertc_encoding_truncated(const bertc_encoding *enc);             /* 1 if tokens were dropped */
+
 #ifdef __cplusplus
 }
 #endif

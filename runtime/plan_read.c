@@ -75,7 +75,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 1, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 2, "update the enum pins below with the format");
 _Static_assert(IR_DTYPE_F32 == 0 && IR_DTYPE_F16 == 1 && IR_DTYPE_BF16 == 2 && IR_DTYPE_I32 == 3 &&
                    IR_DTYPE_COUNT == 4,
                "ir_dtype values are part of the plan format");
@@ -83,11 +83,13 @@ _Static_assert(IR_ACT_GELU_ERF == 0 && IR_ACT_GELU_TANH == 1 && IR_ACT_RELU == 2
                    IR_ACT_COUNT == 4,
                "ir_act values are part of the plan format");
 _Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KIND_ATTENTION == 2 &&
-                   KERNEL_KIND_GEMM == 3 && KERNEL_KIND_COUNT == 4,
+                   KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
                "kernel_kind values are part of the plan format");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
                    KERNEL_MAX_GATHERS == 3,
                "kernel_index values are part of the plan format");
+_Static_assert(IR_POOL_CLS == 0 && IR_POOL_MEAN == 1 && IR_POOL_COUNT == 2,
+               "ir_pool_mode values are part of the plan format");
 _Static_assert(PLAN_IMAGE_CUBIN == 0 && PLAN_IMAGE_PTX == 1 && PLAN_IMAGE_EMU == 2,
                "plan_image_kind values are part of the plan format");
 _Static_assert(SCHED_STEP_KERNEL == 0 && SCHED_STEP_GEMM == 1, "sched_step_kind values are part of the plan format");
@@ -696,6 +698,10 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (cur_bool(c, "spec.has_act", &s->has_act) || cur_enum(c, "spec.act", "an activation", IR_ACT_COUNT, &v))
         return -1;
     s->act = (ir_act)v;
+    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean)", IR_POOL_COUNT, &v) ||
+        cur_bool(c, "spec.normalize", &s->normalize))
+        return -1;
+    s->pool_mode = (ir_pool_mode)v;
     return cur_zero(c, 4, "reserved");
 }
 

@@ -7,6 +7,7 @@
  *   rt_context.c  bertc_context: stream, arena, cuBLASLt objects, one CUDA
  *                 Graph per bucket, requests and outputs
  *   rt_image.c    which kernel image of a plan runs on a device
+ *   rt_text.c     bertc_encode: the plan's tokenizer behind the public API
  *
  * Ownership is a tree: a plan owns its device states (created by the first
  * context on a device, destroyed with the last), a context owns everything
@@ -35,6 +36,7 @@ struct bertc_plan {
     pthread_mutex_t lock;          /* refs and devices */
     int refs;                      /* the opener's + one per context */
     rt_device *devices[2][RT_MAX_DEVICES];   /* [bertc_device_kind][ordinal] */
+    struct tokenizer *tok;         /* built on first bertc_encode (under lock) */
 };
 
 /* What a plan needs on one device, shared by its contexts there. */
@@ -79,5 +81,15 @@ void rt_device_release(bertc_plan *plan, rt_device *d);
 int rt_image_select(const plan *p, const char *arch, int major, int minor, char *why, size_t cap);
 
 void rt_plan_retain(bertc_plan *plan);
+
+/*
+ * Every entry point makes the device's primary context current and, on the
+ * way out, gives the thread back whatever context it had: a service's own
+ * CUDA code on the same thread must not find bertc's context in its place.
+ */
+CUresult rt_ctx_enter(const device_table *t, CUcontext ctx, CUcontext *prev);
+void rt_ctx_leave(const device_table *t, CUcontext ctx, CUcontext prev);
+/* Frees the plan's tokenizer (rt_text.c), at the plan's end. */
+void rt_text_free(bertc_plan *plan);
 
 #endif

@@ -268,7 +268,8 @@ void bertc_context_destroy(bertc_context *c) {
     const plan *p = &c->plan->p;
     if (c->dev) {
         const device_table *t = c->t;
-        t->cuCtxSetCurrent(c->dev->ctx);
+        CUcontext prev;
+        rt_ctx_enter(t, c->dev->ctx, &prev);
         if (c->stream) t->cuStreamSynchronize(c->stream);
         for (int b = 0; c->exec && b < p->nbuckets; b++)
             if (c->exec[b]) t->cuGraphExecDestroy(c->exec[b]);
@@ -285,6 +286,7 @@ void bertc_context_destroy(bertc_context *c) {
         if (c->staging) t->cuMemFreeHost(c->staging);
         if (c->outputs) t->cuMemFreeHost(c->outputs);
         if (c->stream) t->cuStreamDestroy(c->stream);
+        rt_ctx_leave(t, c->dev->ctx, prev);
         rt_device_release(c->plan, c->dev);
     }
     free(c->gemms);
@@ -393,8 +395,10 @@ bertc_status bertc_context_create(bertc_plan *pl, const bertc_context_options *o
     bertc_status st = rt_device_acquire(pl, &o, &c->dev, c->err, sizeof c->err);
     if (st == BERTC_STATUS_OK) {
         c->t = &c->dev->t;
-        CUresult r = c->t->cuCtxSetCurrent(c->dev->ctx);
+        CUcontext prev;
+        CUresult r = rt_ctx_enter(c->t, c->dev->ctx, &prev);
         st = r == CUDA_SUCCESS ? rt_context_build(c) : rt_cu_error(c->t, r, c->err, sizeof c->err, "cuCtxSetCurrent");
+        rt_ctx_leave(c->t, c->dev->ctx, prev);
     }
     if (st != BERTC_STATUS_OK) {
         rt_error(st, err, err_cap, "%s", c->err);
@@ -456,18 +460,12 @@ static bertc_status rt_check_request(bertc_context *c, const bertc_request *q, i
     return BERTC_STATUS_OK;
 }
 
-bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
-    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
-    if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "bertc_infer: request is NULL");
-    c->last_bucket = -1;
-    c->timed = 0;
-    int b = 0;
-    bertc_status st = rt_check_request(c, q, &b);
-    if (st != BERTC_STATUS_OK) return st;
+/* The request on the device; the caller has made our context current. */
+static bertc_status rt_infer(bertc_context *c, const bertc_request *q, int b) {
     const plan *p = &c->plan->p;
     const device_table *t = c->t;
-    CUresult r = t->cuCtxSetCurrent(c->dev->ctx);
-    if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "cuCtxSetCurrent");
+    bertc_status st;
+    CUresult r;
     if (!c->exec[b] && (st = rt_capture(c, b)) != BERTC_STATUS_OK) return st;
 
     /* The bucket's request block layout: header, then three arrays of B. */
@@ -493,6 +491,22 @@ bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
     c->last_len = q->len;
     c->timed = c->opt.timing;
     return BERTC_STATUS_OK;
+}
+
+bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
+    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
+    if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "bertc_infer: request is NULL");
+    c->last_bucket = -1;
+    c->timed = 0;
+    int b = 0;
+    bertc_status st = rt_check_request(c, q, &b);
+    if (st != BERTC_STATUS_OK) return st;
+    CUcontext prev;
+    CUresult r = rt_ctx_enter(c->t, c->dev->ctx, &prev);
+    if (r != CUDA_SUCCESS) return rt_cu_error(c->t, r, c->err, sizeof c->err, "cuCtxSetCurrent");
+    st = rt_infer(c, q, b);
+    rt_ctx_leave(c->t, c->dev->ctx, prev);
+    return st;
 }
 
 /* IEEE binary16 -> binary32, exact (every half is a float). */
@@ -557,7 +571,10 @@ bertc_status bertc_context_last_device_ms(bertc_context *c, float *ms) {
     if (!c->timed)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "no timed request (create the context with options.timing = 1)");
-    CUresult r = c->t->cuEventElapsedTime(ms, c->ev_start, c->ev_stop);
+    CUcontext prev;
+    CUresult r = rt_ctx_enter(c->t, c->dev->ctx, &prev);
+    if (r == CUDA_SUCCESS) r = c->t->cuEventElapsedTime(ms, c->ev_start, c->ev_stop);
+    rt_ctx_leave(c->t, c->dev->ctx, prev);
     if (r != CUDA_SUCCESS) return rt_cu_error(c->t, r, c->err, sizeof c->err, "cuEventElapsedTime");
     return BERTC_STATUS_OK;
 }

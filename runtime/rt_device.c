@@ -24,14 +24,25 @@
 
 #define RT_SMEM_NO_OPTIN 49152u
 
+CUresult rt_ctx_enter(const device_table *t, CUcontext ctx, CUcontext *prev) {
+    if (t->cuCtxGetCurrent(prev) != CUDA_SUCCESS) *prev = NULL;
+    return *prev == ctx ? CUDA_SUCCESS : t->cuCtxSetCurrent(ctx);
+}
+
+void rt_ctx_leave(const device_table *t, CUcontext ctx, CUcontext prev) {
+    if (prev != ctx) t->cuCtxSetCurrent(prev);
+}
+
 static void rt_device_free(rt_device *d) {
     if (!d) return;
     device_table *t = &d->t;
     if (d->ctx) {
-        t->cuCtxSetCurrent(d->ctx);
+        CUcontext prev;
+        rt_ctx_enter(t, d->ctx, &prev);
         if (d->weights) t->cuMemFree(d->weights);
         if (d->module) t->cuModuleUnload(d->module);
-        t->cuCtxSetCurrent(NULL);
+        /* the primary context may outlive this release (other users); leave the thread as it was */
+        rt_ctx_leave(t, d->ctx, prev == d->ctx ? NULL : prev);
         t->cuDevicePrimaryCtxRelease(d->dev);
     }
     free(d->functions);
@@ -147,23 +158,23 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         st = rt_cu_error(t, r, err, cap, "cuDevicePrimaryCtxRetain(device %d)", d->ordinal);
         goto fail;
     }
-    if ((r = t->cuCtxSetCurrent(d->ctx)) != CUDA_SUCCESS) {
+    CUcontext prev;
+    if ((r = rt_ctx_enter(t, d->ctx, &prev)) != CUDA_SUCCESS) {
         st = rt_cu_error(t, r, err, cap, "cuCtxSetCurrent");
         goto fail;
     }
-    if ((st = rt_device_load_module(d, p, err, cap)) != BERTC_STATUS_OK) goto fail;
-    if ((st = rt_device_bind_kernels(d, p, err, cap)) != BERTC_STATUS_OK) goto fail;
-    if (p->weights_size) {
+    st = rt_device_load_module(d, p, err, cap);
+    if (st == BERTC_STATUS_OK) st = rt_device_bind_kernels(d, p, err, cap);
+    if (st == BERTC_STATUS_OK && p->weights_size) {
         if ((r = t->cuMemAlloc(&d->weights, p->weights_size)) != CUDA_SUCCESS) {
             d->weights = 0;
             st = rt_cu_error(t, r, err, cap, "cuMemAlloc(weights, %llu bytes)", (unsigned long long)p->weights_size);
-            goto fail;
-        }
-        if ((r = t->cuMemcpyHtoD(d->weights, p->weights, p->weights_size)) != CUDA_SUCCESS) {
+        } else if ((r = t->cuMemcpyHtoD(d->weights, p->weights, p->weights_size)) != CUDA_SUCCESS) {
             st = rt_cu_error(t, r, err, cap, "cuMemcpyHtoD(weights, %llu bytes)", (unsigned long long)p->weights_size);
-            goto fail;
         }
     }
+    rt_ctx_leave(t, d->ctx, prev);
+    if (st != BERTC_STATUS_OK) goto fail;
     *out = d;
     return BERTC_STATUS_OK;
 fail:

@@ -137,6 +137,7 @@ void bertc_plan_close(bertc_plan *pl) {
     pthread_mutex_unlock(&pl->lock);
     if (!last) return;
     pthread_mutex_destroy(&pl->lock);
+    rt_text_free(pl);
     plan_free(&pl->p);
     free(pl->path);
     free(pl);

@@ -99,7 +99,7 @@ static const char *build_path(const char *fmt, const char *a) {
 }
 
 typedef struct run {
-    float *lhs, *pool;
+    float *lhs, *pool, *sent;   /* sent: sentence_embedding, when the plan has one */
 } run;
 
 static int run_plan(bertc_context *c, bertc_plan *pl, const bertc_request *rq, run *out) {
@@ -117,12 +117,38 @@ static int run_plan(bertc_context *c, bertc_plan *pl, const bertc_request *rq, r
         st = bertc_output_read(c, pi, out->pool, (size_t)H);
         CHECK(st == BERTC_STATUS_OK, "read pooler: %s", bertc_context_error(c));
     }
+    int si = bertc_plan_output_index(pl, "sentence_embedding");
+    if (si >= 0) {
+        out->sent = malloc((size_t)H * sizeof(float));
+        st = bertc_output_read(c, si, out->sent, (size_t)H);
+        CHECK(st == BERTC_STATUS_OK, "read sentence_embedding: %s", bertc_context_error(c));
+    }
     return 0;
 }
 
 static void run_free(run *r) {
     free(r->lhs);
     free(r->pool);
+    free(r->sent);
+}
+
+/* sentence-transformers' mean pooling + Normalize of transformers' own
+ * last_hidden_state (the golden), in double: what the MiniLM plans'
+ * sentence_embedding must be. */
+static void st_mean_normalize(const float *lhs, const int32_t *mask, int64_t len, int64_t H, float *out) {
+    double *acc = calloc((size_t)H, sizeof *acc), cnt = 0, ss = 0;
+    for (int64_t s = 0; s < len; s++) {
+        if (mask && !mask[s]) continue;
+        cnt += 1;
+        for (int64_t k = 0; k < H; k++) acc[k] += lhs[s * H + k];
+    }
+    for (int64_t k = 0; k < H; k++) {
+        acc[k] /= cnt > 0 ? cnt : 1e-9;
+        ss += acc[k] * acc[k];
+    }
+    double norm = sqrt(ss) > 1e-12 ? sqrt(ss) : 1e-12;
+    for (int64_t k = 0; k < H; k++) out[k] = (float)(acc[k] / norm);
+    free(acc);
 }
 
 /* The emulated device, or a GPU when BERTC_TEST_DEVICE=cuda (tools/gpu_validate.sh
@@ -183,6 +209,14 @@ static void check_goldens(const char *model, const char *prec) {
             snprintf(what, sizeof what, "%s %s pooler_output vs transformers", name, gc->name);
             if (r.pool) compare(what, r.pool, gc->pooler_output, 1, gc->hidden, t);
         }
+        if (r.sent) {
+            float *want = malloc((size_t)gc->hidden * sizeof *want);
+            st_mean_normalize(gc->last_hidden_state, gc->attention_mask, gc->len, gc->hidden, want);
+            snprintf(what, sizeof what, "%s %s sentence_embedding vs mean pooling of transformers", name, gc->name);
+            compare(what, r.sent, want, 1, gc->hidden, t);
+            free(want);
+        }
+        CHECK(!r.sent == !!strncmp(model, "all-MiniLM", 10), "%s: sentence_embedding only in MiniLM", name);
         run_free(&r);
     }
     bertc_context_destroy(c);
@@ -274,6 +308,12 @@ static void check_reference(const char *mname, const char *prec) {
                 compare(what, got.pool, pool->data, 1, bertc_plan_hidden(pl), t);
             }
             CHECK(!pool == !got.pool, "%s: pooler_output present in one executor only", name);
+            const ref_tensor *sent = ref_result_find(&res, "sentence_embedding");
+            if (sent && got.sent) {
+                snprintf(what, sizeof what, "%s len %d sentence_embedding vs the reference executor", name, lens[i]);
+                compare(what, got.sent, sent->data, 1, bertc_plan_hidden(pl), t);
+            }
+            CHECK(!sent == !got.sent, "%s: sentence_embedding present in one executor only", name);
             run_free(&got);
         }
         ref_result_free(&res);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_abi.h"
 #include "emu.h"
 #include "emudev_internal.h"
 #include "kbuild.h"
@@ -440,7 +441,7 @@ static void test_emu_handmade(void) {
         {"k_a__emu", obj, 1},                                 /* repeated */
         {"__odr_asan.k_a__emu", obj, 1},                      /* AddressSanitizer's ODR indicator */
     };
-    size_t n = build_emu(buf, sizeof buf, syms, 8, 1, 1);
+    size_t n = build_emu(buf, sizeof buf, syms, 8, 1, BERTC_EMU_ABI_VERSION);
     CHECK(n > 0, "hand-made EMU image does not fit");
     emudev_image_info in;
     CHECK(inspect_copy(buf, n, &in) == 0, "inspect failed");
@@ -451,8 +452,10 @@ static void test_emu_handmade(void) {
           kind_name(in.kind), list, in.why);
     emudev_image_info_free(&in);
 
-    n = build_emu(buf, sizeof buf, syms, 2, 1, 2);
-    CHECK(inspect_copy(buf, n, &in) == 0 && in.kind == EMUDEV_IMAGE_UNKNOWN && strstr(in.why, "ABI version 2"),
+    n = build_emu(buf, sizeof buf, syms, 2, 1, BERTC_EMU_ABI_VERSION + 1);
+    char want_why[64];
+    snprintf(want_why, sizeof want_why, "ABI version %u", BERTC_EMU_ABI_VERSION + 1);
+    CHECK(inspect_copy(buf, n, &in) == 0 && in.kind == EMUDEV_IMAGE_UNKNOWN && strstr(in.why, want_why),
           "wrong ABI version: %s '%s'", kind_name(in.kind), in.why);
     emudev_image_info_free(&in);
 
@@ -736,7 +739,7 @@ static void test_bit_flips(void) {
     if (emu_img) flips(emu_img, emu_size, "EMU image", 3000);
     unsigned char buf[1024];
     const tsym syms[] = {{"k_a__emu", ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), 1}};
-    size_t n = build_emu(buf, sizeof buf, syms, 1, 1, 1);
+    size_t n = build_emu(buf, sizeof buf, syms, 1, 1, BERTC_EMU_ABI_VERSION);
     if (n) flips(buf, n, "hand-made EMU image", 4000);
 }
 

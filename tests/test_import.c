@@ -30,6 +30,7 @@
 #include "ir.h"
 #include "json.h"
 #include "model.h"
+#include "ref.h"
 #include "safetensors.h"
 
 /* ------------------------------------------------------------- utilities */
@@ -143,6 +144,7 @@ typedef struct expect {
     ir_act act;
     const char *prefix;
     int legacy, pooler, has_vocab;
+    int sentence;                /* modules.json: a sentence-transformers head */
 } expect;
 
 static int64_t cfg_int(const json_doc *doc, const char *key, int64_t def) {
@@ -200,6 +202,9 @@ static int expect_read(expect *e, const char *dir) {
     e->pooler = st_file_find(&e->st, name) != NULL;
     p = fmt_alloc("%s/vocab.txt", dir);
     e->has_vocab = path_exists(p);
+    free(p);
+    p = fmt_alloc("%s/modules.json", dir);
+    e->sentence = path_exists(p);
     free(p);
     return 0;
 }
@@ -312,7 +317,13 @@ static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
               tag, (long long)e->hidden);
     else
         CHECK(!pooled, "%s: pooler_output present without pooler weights", tag);
-    CHECK(g->noutputs == 1 + e->pooler, "%s: %d outputs", tag, g->noutputs);
+    const ir_node *sent = graph_output(g, "sentence_embedding");
+    if (e->sentence)
+        CHECK(sent && sent->ndim == 1 && sent->shape[0] == e->hidden, "%s: sentence_embedding missing or not [%lld]",
+              tag, (long long)e->hidden);
+    else
+        CHECK(!sent, "%s: sentence_embedding without modules.json", tag);
+    CHECK(g->noutputs == 1 + e->pooler + e->sentence, "%s: %d outputs", tag, g->noutputs);
     CHECK(g->max_seq_len == e->max_pos, "%s: max_seq_len %lld, expected %lld", tag, (long long)g->max_seq_len,
           (long long)e->max_pos);
 }
@@ -356,6 +367,22 @@ static void tokenizer_check(const char *tag, const ir_graph *g, const char *dir,
           t->strip_accents);
     v = json_get(&doc.root, "model_max_length");
     int64_t mml = v && v->number_is_int && v->integer > 0 && v->integer <= INT32_MAX ? v->integer : 0;
+    /* a sentence-transformers model truncates at its max_seq_length instead */
+    char *mj = fmt_alloc("%s/modules.json", dir), *sj = fmt_alloc("%s/sentence_bert_config.json", dir);
+    size_t slen;
+    char *stext = access(mj, R_OK) == 0 ? check_read_file(sj, &slen) : NULL;
+    if (stext) {
+        json_doc sdoc;
+        char serr[256];
+        if (json_parse(&sdoc, stext, slen, sj, serr, sizeof serr) == 0) {
+            const json_value *m = json_get(&sdoc.root, "max_seq_length");
+            if (m && m->number_is_int && m->integer > 0) mml = m->integer;
+            json_free(&sdoc);
+        }
+        free(stext);
+    }
+    free(mj);
+    free(sj);
     CHECK(t->model_max_length == mml, "%s: model_max_length %lld, expected %lld", tag, (long long)t->model_max_length,
           (long long)mml);
     struct { const char *key; const char *got; } toks[] = {
@@ -510,6 +537,9 @@ typedef struct fx_tensor {
 typedef struct fx_model {
     char *config;              /* config.json text; NULL: no file */
     const char *tok_config;    /* tokenizer_config.json text; NULL: no file */
+    const char *modules;       /* modules.json text (sentence-transformers); NULL: no file */
+    const char *pool_dir;      /* a directory to make (e.g. "1_Pooling"); NULL: none */
+    const char *pool_config;   /* POOL_DIR/config.json text; NULL: no file */
     int vocab_txt;
     int nt;
     fx_tensor t[64];
@@ -659,6 +689,21 @@ static char *fx_write(const fx_model *m, const char *parent, const char *name) {
         CHECK(write_file(p, m->tok_config, strlen(m->tok_config)) == 0, "cannot write %s", p);
         free(p);
     }
+    if (m->modules) {
+        p = fmt_alloc("%s/modules.json", dir);
+        CHECK(write_file(p, m->modules, strlen(m->modules)) == 0, "cannot write %s", p);
+        free(p);
+    }
+    if (m->pool_dir) {
+        p = fmt_alloc("%s/%s", dir, m->pool_dir);
+        CHECK(mkdir(p, 0777) == 0, "cannot make %s", p);
+        free(p);
+        if (m->pool_config) {
+            p = fmt_alloc("%s/%s/config.json", dir, m->pool_dir);
+            CHECK(write_file(p, m->pool_config, strlen(m->pool_config)) == 0, "cannot write %s", p);
+            free(p);
+        }
+    }
     if (m->vocab_txt) {
         static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\nd\ne\n";
         p = fmt_alloc("%s/vocab.txt", dir);
@@ -756,6 +801,7 @@ static void case_handbuilt_ok(void) {
         }
         CHECK(nscale == 1 && nact == 1, "%d scales, %d activations", nscale, nact);
         CHECK(graph_output(&m.graph, "pooler_output") != NULL, "no pooler_output");
+        CHECK(graph_output(&m.graph, "sentence_embedding") == NULL, "sentence_embedding without modules.json");
         CHECK(!m.graph.has_tokenizer, "tokenizer section without vocab.txt");
         CHECK(m.graph.max_seq_len == 6, "max_seq_len %lld", (long long)m.graph.max_seq_len);
         model_free(&m);
@@ -1119,6 +1165,156 @@ static void case_error_tokenizer_class(void) {
     fx_free(&fx);
 }
 
+/* ------------------------------------------------ sentence-transformers */
+
+/* modules.json as sentence-transformers writes it for MiniLM. */
+#define ST_MODULES_3                                                                                       \
+    "[\n  {\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n" \
+    "  {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n" \
+    "  {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}\n]\n"
+#define ST_MODULES_2                                                                                       \
+    "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n" \
+    " {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}]\n"
+
+static char *st_pool_config(int cls, int mean, int max, int weighted) {
+    return fmt_alloc("{\n  \"word_embedding_dimension\": 8,\n  \"pooling_mode_cls_token\": %s,\n"
+                     "  \"pooling_mode_mean_tokens\": %s,\n  \"pooling_mode_max_tokens\": %s,\n"
+                     "  \"pooling_mode_mean_sqrt_len_tokens\": false,\n  \"pooling_mode_weightedmean_tokens\": %s,\n"
+                     "  \"pooling_mode_lasttoken\": false,\n  \"include_prompt\": true\n}\n",
+                     cls ? "true" : "false", mean ? "true" : "false", max ? "true" : "false",
+                     weighted ? "true" : "false");
+}
+
+/* mean + Normalize: the YAML lines, the graph, and the reference executor's
+ * sentence_embedding against mean pooling + L2 of its last_hidden_state. */
+static void case_st_mean_normalize(void) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    char *pc = st_pool_config(0, 1, 0, 0);
+    fx.modules = ST_MODULES_3;
+    fx.pool_dir = "1_Pooling";
+    fx.pool_config = pc;
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    CHECK(text && has_line(text, "  sentence_embedding: sentence_embedding") &&
+              has_line(text, "  - {op: pool, out: sentence_pool, x: h1, mask: attention_mask, mode: mean}") &&
+              has_line(text, "  - {op: l2_normalize, out: sentence_embedding, x: sentence_pool}"),
+          "sentence-transformers lines missing:\n%s", text ? text : "");
+    if (loaded) {
+        const ir_node *se = graph_output(&m.graph, "sentence_embedding");
+        CHECK(se && se->op == IR_OP_L2_NORMALIZE && se->ndim == 1 && se->shape[0] == 8, "sentence_embedding node");
+        const ir_node *pool = se ? &m.graph.nodes[se->src[0]] : NULL;
+        CHECK(pool && pool->op == IR_OP_POOL && pool->pool_mode == IR_POOL_MEAN && pool->nsrc == 2 &&
+                  !strcmp(m.graph.nodes[pool->src[1]].name, "attention_mask"),
+              "mean pool over the attention mask");
+        int32_t ids[5] = {2, 5, 6, 7, 3}, mask[5] = {1, 1, 0, 1, 0};
+        ref_request req = {.len = 5, .input_ids = ids, .attention_mask = mask};
+        ref_result res;
+        diag d;
+        diag_init(&d);
+        int rc = ref_run(&m.graph, &m.weights, &req, &res, &d);
+        CHECK(rc == 0, "ref_run: %s", d.text);
+        if (!rc) {
+            const ref_tensor *h = ref_result_find(&res, "last_hidden_state");
+            const ref_tensor *e = ref_result_find(&res, "sentence_embedding");
+            CHECK(h && e && e->ndim == 1 && e->shape[0] == 8, "outputs");
+            if (h && e) {
+                double want[8] = {0}, ss = 0;
+                for (int s = 0; s < 5; s++)
+                    for (int k = 0; k < 8 && mask[s]; k++) want[k] += h->data[s * 8 + k];
+                for (int k = 0; k < 8; k++) {
+                    want[k] /= 3.0;
+                    ss += want[k] * want[k];
+                }
+                for (int k = 0; k < 8; k++)
+                    CHECK(fabs(e->data[k] - want[k] / sqrt(ss)) < 1e-6, "sentence_embedding[%d] %.9g, want %.9g", k,
+                          (double)e->data[k], want[k] / sqrt(ss));
+            }
+            ref_result_free(&res);
+        }
+        model_free(&m);
+    }
+    free(text);
+    free(pc);
+    fx_free(&fx);
+}
+
+/* cls without Normalize: the pool is the output, no mask. */
+static void case_st_cls(void) {
+    fx_model fx;
+    fx_init(&fx, "bert.", 0, 0, "F16");
+    char *pc = st_pool_config(1, 0, 0, 0);
+    fx.modules = ST_MODULES_2;
+    fx.pool_dir = "1_Pooling";
+    fx.pool_config = pc;
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    CHECK(text && has_line(text, "  - {op: pool, out: sentence_embedding, x: h1, mode: cls}") &&
+              !strstr(text, "l2_normalize"),
+          "cls lines:\n%s", text ? text : "");
+    if (loaded) {
+        const ir_node *se = graph_output(&m.graph, "sentence_embedding");
+        CHECK(se && se->op == IR_OP_POOL && se->pool_mode == IR_POOL_CLS && se->nsrc == 1, "cls pool output");
+        model_free(&m);
+    }
+    free(text);
+    free(pc);
+    fx_free(&fx);
+}
+
+static void st_expect(const char *modules, const char *pool_config, const char *const *needles) {
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx.modules = modules;
+    fx.pool_dir = "1_Pooling";
+    fx.pool_config = pool_config;
+    fx_expect_error(&fx, needles);
+    fx_free(&fx);
+}
+
+static void case_st_errors(void) {
+    char *max = st_pool_config(0, 0, 1, 0), *wm = st_pool_config(0, 0, 0, 1), *both = st_pool_config(1, 1, 0, 0);
+    char *none = st_pool_config(0, 0, 0, 0), *mean = st_pool_config(0, 1, 0, 0);
+    /* modes bertc does not compute, several at once, none */
+    st_expect(ST_MODULES_3, max,
+              (const char *const[]){"1_Pooling/config.json:5:", "pooling_mode_max_tokens true is not supported", NULL});
+    st_expect(ST_MODULES_3, wm,
+              (const char *const[]){"1_Pooling/config.json:7:", "pooling_mode_weightedmean_tokens", NULL});
+    st_expect(ST_MODULES_3, both,
+              (const char *const[]){"1_Pooling/config.json:4:", "pooling_mode_cls_token and pooling_mode_mean_tokens",
+                                    "several pooling modes", NULL});
+    st_expect(ST_MODULES_3, none, (const char *const[]){"1_Pooling/config.json", "no pooling mode is set", NULL});
+    st_expect(ST_MODULES_3, "{\"pooling_mode_mean_tokens\": 1}",
+              (const char *const[]){"1_Pooling/config.json:1:", "pooling_mode_mean_tokens must be true or false", NULL});
+    st_expect(ST_MODULES_3, "{\"word_embedding_dimension\": 384, \"pooling_mode_mean_tokens\": true}",
+              (const char *const[]){"1_Pooling/config.json:1:", "word_embedding_dimension 384",
+                                    "hidden_size 8", NULL});
+    /* the Pooling module's config is missing */
+    st_expect(ST_MODULES_3, NULL, (const char *const[]){"1_Pooling/config.json", NULL});
+    /* modules.json itself */
+    st_expect("[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
+              " {\"idx\": 1, \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n"
+              " {\"idx\": 2, \"path\": \"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"}]",
+              mean, (const char *const[]){"modules.json:3:", "sentence_transformers.models.Dense", "is not supported",
+                                          NULL});
+    st_expect("[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
+              " {\"idx\": 1, \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}]",
+              mean, (const char *const[]){"modules.json:2:", "Normalize", "right after the Pooling", NULL});
+    st_expect("[{\"idx\": 0, \"path\": \"0_Transformer\", \"type\": \"sentence_transformers.models.Transformer\"}]",
+              mean, (const char *const[]){"modules.json:1:", "path '0_Transformer'", NULL});
+    st_expect("{\"modules\": []}", mean, (const char *const[]){"modules.json", "expected a JSON array", NULL});
+    st_expect("[{\"idx\": 0, \"path\": \"\"}]", mean, (const char *const[]){"modules.json:1:", "no 'type'", NULL});
+    st_expect("[{\"idx\": 0, \"path\": \"\", \"type\": 7}]", mean,
+              (const char *const[]){"modules.json:1:", "type must be a string", NULL});
+    free(max);
+    free(wm);
+    free(both);
+    free(none);
+    free(mean);
+}
+
 /* A failed import leaves an existing output as it was. */
 static void case_error_keeps_old_output(void) {
     char *tmp = temp_dir_make();
@@ -1171,6 +1367,9 @@ int main(int argc, char **argv) {
     CHECK_CASE(case_error_tensor_dtype);
     CHECK_CASE(case_error_missing_files);
     CHECK_CASE(case_error_tokenizer_class);
+    CHECK_CASE(case_st_mean_normalize);
+    CHECK_CASE(case_st_cls);
+    CHECK_CASE(case_st_errors);
     CHECK_CASE(case_error_keeps_old_output);
     return check_summary();
 }

@@ -89,6 +89,13 @@ static void t_gemm(ir_dtype dt, int bucket, int n, int k, int bias, int res, int
     s->act = act;
 }
 
+static void t_pool(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int normalize) {
+    kernel_spec *s = t_new(KERNEL_KIND_POOL, dt, bucket);
+    s->hidden = hidden;
+    s->pool_mode = mode;
+    s->normalize = normalize;
+}
+
 /* The representative set; the first entries of each kind are "main" configs. */
 static void t_specs_init(void) {
     if (t_nspecs) return;
@@ -129,6 +136,15 @@ static void t_specs_init(void) {
     t_gemm(F16, 512, 1024, 4096, 1, 1, 1, IR_ACT_GELU_ERF);
     t_gemm(F32, 32, 65, 97, 1, 1, 0, IR_ACT_RELU);           /* odd everything */
     t_gemm(F16, 64, 30, 100, 0, 0, 1, IR_ACT_TANH);
+
+    t_pool(F16, 128, 384, IR_POOL_MEAN, 1);                   /* all-MiniLM-L6-v2 */
+    t_pool(BF16, 512, 768, IR_POOL_MEAN, 1);
+    t_pool(F32, 32, 384, IR_POOL_MEAN, 0);
+    t_pool(F16, 512, 4096, IR_POOL_MEAN, 1);                  /* two vectors per thread */
+    t_pool(F32, 64, 1100, IR_POOL_MEAN, 1);                   /* five */
+    t_pool(BF16, 32, 97, IR_POOL_MEAN, 1);                    /* odd: scalar loads */
+    t_pool(F16, 128, 768, IR_POOL_CLS, 1);
+    t_pool(F32, 8, 96, IR_POOL_CLS, 0);
 }
 
 static const char *t_first_line(const char *text, char *buf, size_t cap) {
@@ -167,6 +183,8 @@ static void test_kinds(void) {
     CHECK(strcmp(kernel_kind_name(KERNEL_KIND_ADD_LN), "add_ln") == 0, "add_ln name");
     CHECK(strcmp(kernel_kind_name(KERNEL_KIND_ATTENTION), "attention") == 0, "attention name");
     CHECK(strcmp(kernel_kind_name(KERNEL_KIND_GEMM), "gemm") == 0, "gemm name");
+    CHECK(strcmp(kernel_kind_name(KERNEL_KIND_POOL), "pool") == 0, "pool name");
+    CHECK(kernel_arg_count(KERNEL_KIND_POOL) == 3, "pool args");
     CHECK(kernel_arg_count(KERNEL_KIND_EMBED_LN) == 7, "embed_ln args %d", kernel_arg_count(KERNEL_KIND_EMBED_LN));
     CHECK(kernel_arg_count(KERNEL_KIND_ADD_LN) == 7, "add_ln args");
     CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 3, "attention args");
@@ -245,6 +263,12 @@ static void test_first_line(void) {
                 CHECK(t_has_token(line, tok), "%s: act: %s", entry, line);
             }
             break;
+        case KERNEL_KIND_POOL:
+            snprintf(tok, sizeof tok, "mode=%s", ir_pool_mode_name(s->pool_mode));
+            CHECK(t_has_kv(line, "hidden", s->hidden) && t_has_token(line, tok) &&
+                      t_has_kv(line, "normalize", s->normalize),
+                  "%s: pool parameters: %s", entry, line);
+            break;
         default: break;
         }
         /* one self-contained unit: header, extern "C" entry, export */
@@ -275,7 +299,9 @@ static void test_names(void) {
         if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f;
         if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
         if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
-        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.hidden = 17, s.eps = 0.5f;
+        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.eps = 0.5f;
+        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN && s.kind != KERNEL_KIND_POOL) s.hidden = 17;
+        if (s.kind != KERNEL_KIND_POOL) s.pool_mode = IR_POOL_MEAN, s.normalize = 1;
         char *t2, *e2;
         if (kernel_source(&s, &t2, &e2, &d) != 0) {
             CHECK(0, "spec %d again: %s", i, d.text);
@@ -291,6 +317,7 @@ static void test_names(void) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
         case KERNEL_KIND_ATTENTION: s.scale *= 0.5f; break;
+        case KERNEL_KIND_POOL: s.normalize = !s.normalize; break;
         default: s.has_act = !s.has_act; break;
         }
         if (kernel_source(&s, &t2, &e2, &d) == 0) {
@@ -345,6 +372,12 @@ static void test_dims(void) {
                   "spec %d: grid.x %u for n %d", i, dm.grid[0], s->n);
             CHECK(dm.grid[1] * 64 >= (unsigned)s->bucket && (dm.grid[1] - 1) * 32 < (unsigned)s->bucket,
                   "spec %d: grid.y %u for bucket %d", i, dm.grid[1], s->bucket);
+            break;
+        case KERNEL_KIND_POOL:
+            /* one output row: one block, static shared memory only */
+            CHECK(dm.grid[0] == 1 && dm.grid[1] == 1 && dm.grid[2] == 1 && dm.shared_bytes == 0 && threads <= 256,
+                  "spec %d: pool launch %ux%u, %u threads, %u bytes", i, dm.grid[0], dm.grid[1], threads,
+                  dm.shared_bytes);
             break;
         default: break;
         }

@@ -342,6 +342,53 @@ static void test_op_errors(void) {
                       "expected an op (a mapping), got a list");
 }
 
+/* pool and l2_normalize: the sentence-transformers head, and its mistakes. */
+static void test_pool_ops(void) {
+    char *base = format(BASE, weights_path);
+    char *text = edit(base, "{op: matmul, out: y, x: n, weight: w}",
+                      "{op: pool, out: p, x: n, mask: attention_mask, mode: mean}\n"
+                      "  - {op: l2_normalize, out: y, x: p}\n"
+                      "  - {op: pool, out: c, x: e, mode: cls}");
+    char *text2 = text ? edit(text, "  y: y\n", "  y: y\n  c: c\n") : NULL;
+    model m;
+    diag d;
+    int rc = text2 ? load_text(&m, text2, &d) : -1;
+    CHECK(rc == 0, "pool model failed: %s", d.text);
+    if (!rc) {
+        int y = ir_graph_find(&m.graph, "y"), p = ir_graph_find(&m.graph, "p"), c = ir_graph_find(&m.graph, "c");
+        CHECK(y >= 0 && m.graph.nodes[y].op == IR_OP_L2_NORMALIZE && m.graph.nodes[y].ndim == 1 &&
+                  m.graph.nodes[y].shape[0] == 8,
+              "y should be an l2_normalize [8]");
+        CHECK(p >= 0 && m.graph.nodes[p].op == IR_OP_POOL && m.graph.nodes[p].pool_mode == IR_POOL_MEAN &&
+                  m.graph.nodes[p].nsrc == 2 && m.graph.nodes[p].line == 15 && m.graph.nodes[p].col == 5,
+              "p should be a mean pool with a mask, at 15:5");
+        CHECK(c >= 0 && m.graph.nodes[c].op == IR_OP_POOL && m.graph.nodes[c].pool_mode == IR_POOL_CLS &&
+                  m.graph.nodes[c].nsrc == 1,
+              "c should be a cls pool without a mask");
+    }
+    if (text2) model_free(&m);
+    free(text);
+    free(text2);
+    free(base);
+    const char *mm = "{op: matmul, out: y, x: n, weight: w}";
+    expect_edit_error(mm, "{op: pool, out: y, x: n, mask: attention_mask, mode: max}", "max}",
+                      "unknown pooling mode 'max' (expected one of: cls, mean)");
+    expect_edit_error(mm, "{op: pool, out: y, x: n, mask: attention_mask}", "{op: pool",
+                      "missing required key 'mode' in op 'pool'");
+    expect_edit_error(mm, "{op: pool, out: y, x: n, mode: mean}", "{op: pool",
+                      "pool 'y': mode mean needs a mask (the attention_mask input)");
+    expect_edit_error(mm, "{op: pool, out: y, x: n, mode: mean, mask: attention_mask, eps: 1}", "eps: 1}",
+                      "unknown key 'eps' in op 'pool'");
+    expect_edit_error(mm, "{op: pool, out: y, x: n, mode: cls, mask: n}", "{op: pool",
+                      "pool 'y': mask 'n' is float32 (expected int32)");
+    expect_edit_error(mm, "{op: pool, out: y, x: attention_mask, mode: cls}", "{op: pool",
+                      "pool 'y': x 'attention_mask' is int32 (expected a floating-point tensor)");
+    expect_edit_error(mm, "{op: l2_normalize, out: y, x: input_ids}", "{op: l2_normalize",
+                      "l2_normalize 'y': x 'input_ids' is int32");
+    expect_edit_error(mm, "{op: l2_normalize, out: y, x: n, axis: 0}", "axis: 0",
+                      "unknown key 'axis' in op 'l2_normalize'");
+}
+
 static void test_shape_errors(void) {
     /* layer_norm gamma must match the last dim of x: w is [4, 8], not [8]. */
     expect_edit_error("gamma: g,", "gamma: w,", "{op: layer_norm", "layer_norm");
@@ -422,6 +469,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_top_level_errors);
     CHECK_CASE(test_input_output_errors);
     CHECK_CASE(test_op_errors);
+    CHECK_CASE(test_pool_ops);
     CHECK_CASE(test_shape_errors);
     CHECK_CASE(test_cycle);
     CHECK_CASE(test_repeat_errors);

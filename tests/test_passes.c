@@ -481,6 +481,7 @@ typedef struct tp_expect {
     float scale;         /* ATTENTION's scale */
     ir_act act;          /* the intermediate activation */
     int pooler;
+    int sentence;        /* a sentence-transformers head: mean pool + l2_normalize, fused */
 } tp_expect;
 
 /* The compute ops of g in order (leaves left out). */
@@ -510,6 +511,7 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
         want[nw++] = IR_OP_LINEAR;
         want[nw++] = IR_OP_RESHAPE;
     }
+    if (e->sentence) want[nw++] = IR_OP_POOL;
     int same = n == nw;
     for (int k = 0; same && k < n; k++) same = ops[k] == want[k];
     if (!same) {
@@ -519,6 +521,13 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
             len += (size_t)snprintf(got + len, sizeof got - len, "%s ", ir_op_name((ir_op)ops[k]));
         CHECK(0, "%s: op sequence after the passes is: %s", what, got);
         return;
+    }
+    if (e->sentence) {
+        const ir_node *pool = &g->nodes[node[nw - 1]];
+        CHECK(pool->pool_mode == IR_POOL_MEAN && pool->normalize && pool->nsrc == 2 &&
+                  pool->src[0] == node[1 + 7 * e->layers] && strcmp(tp_src(g, pool, 1), "attention_mask") == 0 &&
+                  tp_count(g, IR_OP_L2_NORMALIZE) == 0,
+              "%s: the sentence head is not one normalising mean pool over the last layer", what);
     }
     /* Only compile-time leaves and the request remain besides these. */
     CHECK(tp_count(g, IR_OP_CONCAT) == 0 && tp_count(g, IR_OP_MATMUL) == 0, "%s: leftovers", what);
@@ -562,7 +571,8 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
         prev = L[6];
     }
     if (e->pooler) {
-        const ir_node *sl = &g->nodes[node[nw - 3]], *lin = &g->nodes[node[nw - 2]];
+        int end = nw - !!e->sentence;
+        const ir_node *sl = &g->nodes[node[end - 3]], *lin = &g->nodes[node[end - 2]];
         CHECK(sl->src[0] == prev && sl->axis == 0 && sl->start == 0 && sl->len == 1, "%s: pooler slice", what);
         CHECK(lin->has_bias && lin->has_act && lin->act == IR_ACT_TANH && !lin->has_residual, "%s: pooler linear", what);
     }
@@ -690,6 +700,41 @@ static void test_ir_fused_infer(void) {
     g.nodes[e].eps = 1e-5f;
     tp_expect_infer_error(&g, "embed_ln 'e': has 0 gathers");
     ir_graph_free(&g);
+}
+
+/* fuse_pool_normalize: l2_normalize(pool) becomes one POOL with normalize
+ * set; a pool read elsewhere or an output stays, and so does its normalize. */
+static void test_fuse_pool_normalize(void) {
+    for (int v = 0; v < 3; v++) {
+        ir_graph g;
+        ir_graph_init(&g);
+        int x = tp_leaf(&g, IR_OP_WEIGHT, "x", IR_DTYPE_F32, 2, 4, 6);
+        int am = tp_leaf(&g, IR_OP_INPUT, "attention_mask", IR_DTYPE_I32, 1, IR_DIM_SEQ, 0);
+        /* x must be [S, H]: a gather by ids stands in for the encoder */
+        int ids = tp_leaf(&g, IR_OP_INPUT, "input_ids", IR_DTYPE_I32, 1, IR_DIM_SEQ, 0);
+        int h = tp_op(&g, IR_OP_GATHER, "h", 2, x, ids);
+        int p = tp_op(&g, IR_OP_POOL, "p", 2, h, am);
+        g.nodes[p].pool_mode = IR_POOL_MEAN;
+        int n = tp_op(&g, IR_OP_L2_NORMALIZE, "sentence_embedding", 1, p);
+        ir_graph_add_output(&g, "sentence_embedding", n);
+        if (v == 1) ir_graph_add_output(&g, "pooled", p);           /* shared: not fused */
+        if (v == 2) tp_op(&g, IR_OP_L2_NORMALIZE, "again", 1, n);   /* a chain: only the first fuses */
+        diag d;
+        diag_init(&d);
+        CHECK(ir_graph_infer(&g, "t.yaml", NULL, 0, &d) == 0, "infer: %s", d.text);
+        CHECK(pass_fuse_pool_normalize(&g, &d) == 0, "pass: %s", d.text);
+        const ir_node *se = tp_node(&g, "sentence_embedding");
+        if (v == 1) {
+            CHECK(se && se->op == IR_OP_L2_NORMALIZE && tp_count(&g, IR_OP_POOL) == 1, "shared pool fused");
+        } else {
+            CHECK(se && se->op == IR_OP_POOL && se->normalize && se->pool_mode == IR_POOL_MEAN && se->nsrc == 2 &&
+                      strcmp(tp_src(&g, se, 0), "h") == 0 && strcmp(tp_src(&g, se, 1), "attention_mask") == 0,
+                  "variant %d: not one normalising pool", v);
+            CHECK(ir_graph_find(&g, "p") < 0 && tp_count(&g, IR_OP_POOL) == 1, "variant %d: the pool remains", v);
+            CHECK(tp_count(&g, IR_OP_L2_NORMALIZE) == (v == 2), "variant %d: l2_normalize count", v);
+        }
+        ir_graph_free(&g);
+    }
 }
 
 /* ======================================================================= */
@@ -1611,10 +1656,10 @@ static void tp_pipeline_fixture(const tp_fixture *f, int heads, int head_dim, in
         if (!rc) {
             tp_expect e = {.layers = layers, .hidden = hidden, .heads = heads, .head_dim = head_dim,
                            .ngathers = 3, .mask = 1, .scale = (float)(1.0 / sqrt((double)head_dim)),
-                           .act = act, .pooler = pooler};
+                           .act = act, .pooler = pooler, .sentence = !strcmp(f->name, "all-MiniLM-L6-v2")};
             tp_check_pipeline_shape(f->name, &g, &e);
-            CHECK(r.nsteps == 8 && strcmp(r.steps[0].name, "dce") == 0 &&
-                      strcmp(r.steps[6].name, "fold_constants") == 0 && r.steps[7].nodes_after == g.count,
+            CHECK(r.nsteps == 9 && strcmp(r.steps[0].name, "dce") == 0 &&
+                      strcmp(r.steps[7].name, "fold_constants") == 0 && r.steps[8].nodes_after == g.count,
                   "%s: report", f->name);
             int ran = 0;
             for (int c = 0; c < gf.count; c++) {
@@ -1775,10 +1820,11 @@ static void test_passes_report(void) {
     if (ir_graph_clone(&g, &t.m.graph) == 0) {
         int rc = passes_run(&g, &t.m.weights, &r, &d);
         CHECK(rc == 0, "passes_run: %s", d.text);
-        static const char *const names[8] = {"dce", "fuse_linear", "merge_qkv", "fuse_attention",
-                                             "fuse_add_ln", "fuse_embed_ln", "fold_constants", "dce"};
-        CHECK(r.nsteps == 8, "%d steps", r.nsteps);
-        for (int k = 0; !rc && k < r.nsteps && k < 8; k++) {
+        static const char *const names[9] = {"dce",           "fuse_linear",         "merge_qkv",
+                                             "fuse_attention", "fuse_add_ln",        "fuse_embed_ln",
+                                             "fuse_pool_normalize", "fold_constants", "dce"};
+        CHECK(r.nsteps == 9, "%d steps", r.nsteps);
+        for (int k = 0; !rc && k < r.nsteps && k < 9; k++) {
             const passes_step *s = &r.steps[k];
             CHECK(strcmp(s->name, names[k]) == 0, "step %d is %s", k, s->name);
             int before = 0, after = 0;
@@ -1789,7 +1835,7 @@ static void test_passes_report(void) {
             CHECK(before == s->nodes_before && after == s->nodes_after, "step %s: counts do not add up", s->name);
             if (k) CHECK(s->nodes_before == r.steps[k - 1].nodes_after, "step %s: chain broken", s->name);
         }
-        const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fo = &r.steps[6], *last = &r.steps[7];
+        const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fo = &r.steps[7], *last = &r.steps[8];
         /* tiny-bert-tanh: 2 layers of 6 dense layers, and the pooler. */
         CHECK(fl->ops_before[IR_OP_MATMUL] == 13 && fl->ops_after[IR_OP_MATMUL] == 0 &&
                   fl->ops_after[IR_OP_LINEAR] == 13,
@@ -1825,6 +1871,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_fuse_embed_ln_trees);
     CHECK_CASE(test_fuse_embed_ln_negative);
     CHECK_CASE(test_fold_constants);
+    CHECK_CASE(test_fuse_pool_normalize);
     CHECK_CASE(test_each_pass_on_fixtures);
     CHECK_CASE(test_pipeline_tiny_bert);
     CHECK_CASE(test_pipeline_tiny_bert_prefixed);

@@ -230,6 +230,8 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         s->res_ld = (int)check_rng_range(-1, 1 << 16);
         s->has_act = (int)check_rng_range(0, 1);
         s->act = (ir_act)check_rng_range(0, IR_ACT_COUNT - 1);
+        s->pool_mode = (ir_pool_mode)check_rng_range(0, IR_POOL_COUNT - 1);
+        s->normalize = (int)check_rng_range(0, 1);
     }
 
     /* Images: distinct architectures, junk after each arch's NUL. */
@@ -410,6 +412,7 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
     DIFF(a->n != b->n || a->k != b->k || a->x_ld != b->x_ld || a->out_ld != b->out_ld || a->res_ld != b->res_ld,
          "kernel %d gemm fields", i);
     DIFF(a->has_act != b->has_act || a->act != b->act, "kernel %d act", i);
+    DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
     return 0;
 }
 
@@ -740,7 +743,7 @@ static void test_layout_matches_spec(void) {
         return;
     }
     CHECK(memcmp(b, "BERTCPLN", 8) == 0, "magic");
-    CHECK(ld32(b + 0x08) == 1, "version");
+    CHECK(ld32(b + 0x08) == 2, "version");
     CHECK(b[0x0C] == 4 && b[0x0D] == 3 && b[0x0E] == 2 && b[0x0F] == 1, "endianness probe bytes");
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
@@ -748,7 +751,7 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(b + 0x28) == 9, "9 sections with a tokenizer, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 144, 40, 16, 24, 232, 48, 16, 56, 0};
+    static const uint16_t records[12] = {128, 32, 80, 152, 40, 16, 24, 232, 48, 16, 56, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -799,7 +802,8 @@ static void test_layout_matches_spec(void) {
     CHECK(ld64(k + 16) == strlen(p.kernels[0].source), "kernel source_len");
     CHECK(ld32(k + 24) == (uint32_t)ks->kind && (int32_t)ld32(k + 32) == ks->bucket && eps == ks->eps, "kernel spec");
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
-              ld32(k + 136) == (uint32_t)ks->act,
+              ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
+              ld32(k + 144) == (uint32_t)ks->normalize && ld32(k + 148) == 0,
           "kernel spec tail");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
@@ -911,10 +915,10 @@ static void example_plan(plan *p) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x01, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x01, 0xed, 0x89, 0xcb,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x02, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x10, 0x21, 0xcf, 0x24,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x90, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x98, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x38, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -924,7 +928,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x90, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x88, 0xd6, 0xb5, 0xbf, 0x00, 0x00, 0x00, 0x00,
+    0x98, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5b, 0x86, 0x7a, 0x0f, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1106,9 +1110,12 @@ static void test_header_fields(void) {
     EXPECT_FAIL((const uint8_t *)text, sizeof text - 1, "text file", "not a bertc plan");
     memcpy(c, b, len);
 
-    st32(c + 0x08, 2);
+    st32(c + 0x08, 3);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 2", "offset 0x8: header: field format_version: 2 is not supported", "newer bertc");
+    EXPECT_FAIL(c, len, "version 3", "offset 0x8: header: field format_version: 3 is not supported", "newer bertc");
+    st32(c + 0x08, 1);
+    fix_checksums(c, len);
+    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 2)");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "version 0", "field format_version: 0 is not supported");
@@ -1125,10 +1132,10 @@ static void test_header_fields(void) {
     EXPECT_FAIL(c, len, "header size", "field header_size: 256");
     memcpy(c, b, len);
 
-    c[0x38 + 2 * PLAN_RECORD_KERNEL] = 148;
+    c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 148 bytes in this plan, 144 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 152 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1371,7 +1378,7 @@ static void test_semantic_errors(void) {
     st32(c + t.sig.off + 76, 1);
     FIXED_FAIL("signature reserved", "section SIGNATURE: field reserved: byte 0x01");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 144 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 152 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1398,6 +1405,12 @@ static void test_semantic_errors(void) {
     }
     st32(c + t.kern.off + 136, IR_ACT_COUNT);
     FIXED_FAIL("act", "field spec.act: ", "is not an activation");
+    st32(c + t.kern.off + 140, IR_POOL_COUNT);
+    FIXED_FAIL("pool mode", "section KERNELS: kernel 0: field spec.pool_mode: ", "is not a pooling mode");
+    st32(c + t.kern.off + 144, 2);
+    FIXED_FAIL("normalize", "section KERNELS: kernel 0: field spec.normalize: 2 is not a flag");
+    st32(c + t.kern.off + 148, 1);
+    FIXED_FAIL("kernel reserved", "section KERNELS: kernel 0: field reserved: ");
     {
         float nan = NAN;
         uint32_t u;

@@ -765,6 +765,151 @@ static void test_slice(void) {
     t_model_free(&m);
 }
 
+/* ---- sentence-transformers heads: pool and l2_normalize ------------------- */
+
+/* Hand computations in long double, written from sentence-transformers'
+ * Pooling (sum(x * mask) / clamp(sum(mask), min=1e-9)) and
+ * torch.nn.functional.normalize (x / max(||x||_2, 1e-12)). */
+static void t_want_mean(const float *xs, const int32_t *mask, int64_t len, int64_t D, long double *want) {
+    long double count = 0;
+    for (int64_t d = 0; d < D; d++) want[d] = 0;
+    for (int64_t s = 0; s < len; s++) {
+        long double m = mask[s] != 0 ? 1.0L : 0.0L;
+        count += m;
+        if (m != 0)
+            for (int64_t d = 0; d < D; d++) want[d] += (long double)xs[s * D + d] * m;
+    }
+    long double denom = count < 1e-9L ? 1e-9L : count;
+    for (int64_t d = 0; d < D; d++) want[d] /= denom;
+}
+
+static void t_want_normalize(const long double *x, int64_t D, long double *want) {
+    long double ss = 0;
+    for (int64_t d = 0; d < D; d++) ss += x[d] * x[d];
+    long double norm = sqrtl(ss);
+    if (norm < 1e-12L) norm = 1e-12L;
+    for (int64_t d = 0; d < D; d++) want[d] = x[d] / norm;
+}
+
+/*
+ * pool (cls and mean, over a mask with zeros) and l2_normalize (of the
+ * pooled rows and row by row of a matrix), against the hand computations;
+ * a POOL with `normalize` set (what fuse_pool_normalize makes) gives the
+ * chain's bits exactly.
+ */
+static void test_pool_l2_normalize(void) {
+    for (int round = 0; round < 6; round++) {
+        t_model m;
+        int64_t V = check_rng_range(2, 40), D = check_rng_range(1, 70), len = check_rng_range(1, 30);
+        t_model_init(&m, 32);
+        int ids = t_input(&m, "input_ids", 0, 0);
+        int am = t_input(&m, "attention_mask", 1, 1);
+        int x = t_activation_in(&m, "x", ids, V, D, 2.0f);
+        int mean = t_op(&m, IR_OP_POOL, "mean", x, am, -1);
+        m.g.nodes[mean].pool_mode = IR_POOL_MEAN;
+        int cls = t_op(&m, IR_OP_POOL, "cls", x, -1, -1);
+        m.g.nodes[cls].pool_mode = IR_POOL_CLS;
+        int mean_n = t_op(&m, IR_OP_L2_NORMALIZE, "mean_n", mean, -1, -1);
+        int cls_n = t_op(&m, IR_OP_L2_NORMALIZE, "cls_n", cls, -1, -1);
+        int rows_n = t_op(&m, IR_OP_L2_NORMALIZE, "rows_n", x, -1, -1);
+        int fused = t_op(&m, IR_OP_POOL, "fused", x, am, -1);
+        m.g.nodes[fused].pool_mode = IR_POOL_MEAN;
+        m.g.nodes[fused].normalize = 1;
+        const char *outs[6] = {"mean", "cls", "mean_n", "cls_n", "rows_n", "fused"};
+        int nodes[6] = {mean, cls, mean_n, cls_n, rows_n, fused};
+        for (int k = 0; k < 6; k++) ir_graph_add_output(&m.g, outs[k], nodes[k]);
+        if (t_model_finish(&m)) { t_model_free(&m); return; }
+        CHECK(m.g.nodes[mean].ndim == 1 && m.g.nodes[mean].shape[0] == D && m.g.nodes[rows_n].ndim == 2,
+              "pool infers [H], l2_normalize keeps the shape");
+        int32_t *id = t_rand_ids(len, 0, (int32_t)V - 1);
+        int32_t *mask = malloc((size_t)len * sizeof *mask);
+        /* rounds 0-3: zeros at random (values other than 1 count as kept);
+         * round 4: one kept row; round 5: all zero */
+        for (int64_t s = 0; s < len; s++)
+            mask[s] = round == 5 ? 0 : round == 4 ? s == len - 1 : (int32_t)check_rng_range(0, 2);
+        ref_request req = {.len = len, .input_ids = id, .attention_mask = mask};
+        ref_result res;
+        const ref_tensor *t[6] = {t_run_ok(&m, &req, &res, "mean")};
+        for (int k = 1; t[0] && k < 6; k++) t[k] = ref_result_find(&res, outs[k]);
+        if (t[0] && t[5]) {
+            float *xs = t_rows(&m, x, id, len);
+            long double *w = malloc((size_t)(len * D + 4 * D) * sizeof *w), *wn = w + D, *wc = wn + D, *wcn = wc + D,
+                        *wr = wcn + D;
+            t_want_mean(xs, mask, len, D, w);
+            t_want_normalize(w, D, wn);
+            for (int64_t d = 0; d < D; d++) wc[d] = xs[d];
+            t_want_normalize(wc, D, wcn);
+            for (int64_t s = 0; s < len; s++) {
+                long double row[80];
+                for (int64_t d = 0; d < D; d++) row[d] = xs[s * D + d];
+                t_want_normalize(row, D, wr + s * D);
+            }
+            CHECK(t_shape_eq(t[0], 1, (int64_t[]){D}) && t_shape_eq(t[1], 1, (int64_t[]){D}) &&
+                      t_shape_eq(t[4], 2, (int64_t[]){len, D}),
+                  "output shapes");
+            t_check_close("mean pool", t[0]->data, w, D, 1e-6, 1e-30);
+            t_check_exact("cls pool", t[1]->data, xs, D);
+            t_check_close("mean pool, normalized", t[2]->data, wn, D, 1e-6, 1e-30);
+            t_check_close("cls pool, normalized", t[3]->data, wcn, D, 1e-6, 1e-30);
+            t_check_close("rows normalized", t[4]->data, wr, len * D, 1e-6, 1e-30);
+            t_check_exact("pool with normalize = pool -> l2_normalize", t[5]->data, t[2]->data, D);
+            if (round == 5) {
+                /* sentence-transformers: 0 / clamp(0, 1e-9) = 0, then 0 / 1e-12 = 0 */
+                for (int64_t d = 0; d < D; d++)
+                    CHECK(t[0]->data[d] == 0.0f && t[2]->data[d] == 0.0f && !signbit(t[2]->data[d]),
+                          "all-zero mask: element %lld is %g / %g, expected 0", (long long)d, (double)t[0]->data[d],
+                          (double)t[2]->data[d]);
+            } else {
+                double ss = 0;
+                for (int64_t d = 0; d < D; d++) ss += (double)t[2]->data[d] * t[2]->data[d];
+                CHECK(fabs(ss - 1.0) < 1e-5, "normalized norm^2 %.9g", ss);
+            }
+            free(xs);
+            free(w);
+        }
+        ref_result_free(&res);
+        free(id);
+        free(mask);
+        t_model_free(&m);
+    }
+}
+
+/* Shapes the ops refuse, each at the node's line. */
+static void test_pool_shape_errors(void) {
+    for (int k = 0; k < 3; k++) {
+        t_model m;
+        t_model_init(&m, 16);
+        int ids = t_input(&m, "input_ids", 0, 0);
+        int am = t_input(&m, "attention_mask", 1, 1);
+        int x = t_activation_in(&m, "x", ids, 5, 8, 1.0f);
+        int bad;
+        const char *want;
+        if (k == 0) {
+            int p = t_op(&m, IR_OP_POOL, "p", x, am, -1);
+            m.g.nodes[p].pool_mode = IR_POOL_MEAN;
+            bad = t_op(&m, IR_OP_POOL, "pp", p, -1, -1); /* a pool of a pooled row */
+            want = "pool 'pp': x 'p' is [8] (expected a 2-D [S, H])";
+        } else if (k == 1) {
+            bad = t_op(&m, IR_OP_POOL, "nomask", x, -1, -1);
+            m.g.nodes[bad].pool_mode = IR_POOL_MEAN;
+            want = "pool 'nomask': mode mean needs a mask";
+        } else {
+            bad = t_op(&m, IR_OP_POOL, "fmask", x, x, -1);
+            m.g.nodes[bad].pool_mode = IR_POOL_MEAN;
+            want = "pool 'fmask': mask 'x' is float32 (expected int32)";
+        }
+        ir_graph_add_output(&m.g, "out", bad);
+        diag d;
+        diag_init(&d);
+        /* t_model_finish runs infer and CHECKs it; call infer ourselves */
+        int rc = ir_graph_infer(&m.g, "test.yaml", NULL, 0, &d);
+        char where[32];
+        snprintf(where, sizeof where, "test.yaml:%d:", m.g.nodes[bad].line);
+        CHECK(rc != 0 && strstr(d.text, want) && strstr(d.text, where), "case %d: '%s'", k, d.text);
+        t_model_free(&m);
+    }
+}
+
 /* ---- requests ------------------------------------------------------------ */
 
 static void test_request_errors(void) {
@@ -1217,6 +1362,8 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_mask_softmax);
     CHECK_CASE(test_all_masked_row_is_uniform);
     CHECK_CASE(test_slice);
+    CHECK_CASE(test_pool_l2_normalize);
+    CHECK_CASE(test_pool_shape_errors);
     CHECK_CASE(test_request_errors);
     CHECK_CASE(test_missing_weight);
     CHECK_CASE(test_optional_defaults);

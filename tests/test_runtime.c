@@ -251,8 +251,8 @@ static void test_bad_plans(void) {
     /* Another format version (the version is checked before the header CRC). */
     unsigned char *v2 = malloc(n);
     memcpy(v2, b, n);
-    v2[8] = 2;
-    expect_bad_plan(v2, n, "version 2", "format_version");
+    v2[8] = PLAN_FORMAT_VERSION + 1;
+    expect_bad_plan(v2, n, "a newer version", "format_version");
     free(v2);
     free(b);
 }
@@ -395,6 +395,35 @@ static void test_weights_shared(void) {
     bertc_context_destroy(b);
     plan_free(&raw);
     stats_all_zero("after two contexts");
+}
+
+/* The runtime leaves the calling thread's current CUDA context as it found
+ * it (a service's own CUDA code on that thread must not find bertc's). */
+static void test_current_context_restored(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    device_table t;
+    diag d;
+    diag_init(&d);
+    if (device_table_open(&t, DEVICE_KIND_EMU, NULL, NULL, &d)) {
+        CHECK(0, "%s", d.text);
+        bertc_plan_close(pl);
+        return;
+    }
+    t.cuInit(0);
+    CUcontext cur = (CUcontext)1;
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "a context is current before the test");
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_context_create left its context current");
+    req_buf r;
+    req_random(&r, pl, 5, 1, 1);
+    free(run_lhs(c, pl, &r.rq));
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_infer left its context current");
+    bertc_context_destroy(c);
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_context_destroy left a context current");
+    device_table_close(&t);
+    bertc_plan_close(pl);
 }
 
 /* Lazy capture: a bucket's graph exists only after its first request. */
@@ -600,6 +629,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_one_launch_per_request);
     CHECK_CASE(test_weights_shared);
     CHECK_CASE(test_capture_on_first_use);
+    CHECK_CASE(test_current_context_restored);
     CHECK_CASE(test_image_paths_run);
     CHECK_CASE(test_injected_device_failures);
     CHECK_CASE(test_host_alloc_failures);

@@ -14,9 +14,10 @@
  *   name device code uses is a macro onto a `bertc_emu_` function (with the
  *   float/double overloads CUDA's device math provides).
  * - The built-in variables are macros over the calling CUDA thread's record,
- *   which the emulator keeps at the top of the fiber's aligned stack window
- *   (emu_abi.h): masking the stack pointer finds it, with no thread-local
- *   storage and no global state.
+ *   which the emulator keeps near the top of the fiber's aligned stack
+ *   window, offset by the window's colour (emu_abi.h): masking and shifting
+ *   the stack pointer finds it, with no thread-local storage and no global
+ *   state.
  * - __syncthreads and warp intrinsics call into the emulator, passing the
  *   source position so a deadlock or divergent barrier is reported with the
  *   kernel's file and line.  Shuffles compute their source lane here (CUDA's
@@ -110,8 +111,7 @@ static inline ushort2 make_ushort2(unsigned short x, unsigned short y) { return 
 static inline __attribute__((always_inline)) bertc_emu_thread *bertc_emu_self(void) {
     unsigned long sp;
     __asm__("movq %%rsp, %0" : "=r"(sp));
-    return (bertc_emu_thread *)((sp | (unsigned long)(BERTC_EMU_STACK_SPAN - 1u)) + 1ul -
-                                BERTC_EMU_THREAD_SLOT);
+    return (bertc_emu_thread *)BERTC_EMU_THREAD_AT(sp);
 }
 static inline uint3 bertc_emu_thread_idx(void) {
     const bertc_emu_thread *t = bertc_emu_self();

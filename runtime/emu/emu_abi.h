@@ -14,21 +14,39 @@
  * every __syncthreads).  Instead of thread-local storage (a __tls_get_addr
  * call per access inside a dlopened object) the emulator places each
  * fiber's stack in an aligned window of BERTC_EMU_STACK_SPAN bytes and
- * keeps the thread record in the top BERTC_EMU_THREAD_SLOT bytes of that
- * window; kernel code finds it by masking its own stack pointer.  That is
- * two instructions, needs no global state, and stays correct when several
- * OS threads launch kernels at once.  The window is, from low to high: a
- * PROT_NONE guard page, the stack (growing down), the thread record.
+ * keeps the thread record near the top of that window; kernel code finds
+ * it from its own stack pointer (BERTC_EMU_THREAD_AT).  That is a handful
+ * of register instructions, needs no global state, and stays correct when
+ * several OS threads launch kernels at once.  The window is, from low to
+ * high: a PROT_NONE guard page, the stack (growing down from the record),
+ * the thread record (BERTC_EMU_THREAD_SLOT bytes), unused colour padding.
+ *
+ * The padding is the window's *colour*: (window index mod
+ * BERTC_EMU_COLOURS) * BERTC_EMU_COLOUR_STRIDE bytes, the window index
+ * being the address divided by the span.  Without it every record and
+ * every live stack top sits at the same offset of a 64 KiB-aligned window,
+ * so the 32 fibers of a warp, which run one after another at every warp
+ * exchange, all map to the same few L1 sets (which have 8 ways) and evict
+ * each other at every switch.  Consecutive windows get consecutive colours,
+ * which spreads a warp's records and stack tops over the whole L1.
  *
  * Everything here is plain C so both sides read the same layout.
  */
 #ifndef BERTC_EMU_ABI_H
 #define BERTC_EMU_ABI_H
 
-#define BERTC_EMU_ABI_VERSION 1u
+#define BERTC_EMU_ABI_VERSION 2u
 #define BERTC_EMU_STACK_SPAN 65536u     /* power of two; window per fiber */
-#define BERTC_EMU_THREAD_SLOT 512u      /* top of the window: the thread record */
+#define BERTC_EMU_THREAD_SLOT 512u      /* near the top of the window: the thread record */
 #define BERTC_EMU_GUARD 4096u           /* bottom of the window: guard page */
+#define BERTC_EMU_COLOURS 32u           /* power of two; distinct record offsets */
+#define BERTC_EMU_COLOUR_STRIDE 128u    /* bytes between two colours (two cache lines) */
+
+/* The record of the fiber whose stack holds `sp` (any address in its
+ * window): the window's top, less the slot, less the window's colour. */
+#define BERTC_EMU_THREAD_AT(sp)                                                              \
+    (((sp) | (unsigned long)(BERTC_EMU_STACK_SPAN - 1u)) + 1ul - BERTC_EMU_THREAD_SLOT -       \
+     (((sp) / BERTC_EMU_STACK_SPAN) & (BERTC_EMU_COLOURS - 1u)) * BERTC_EMU_COLOUR_STRIDE)
 
 /* Warp operations routed to the host (the shuffle variants differ only in
  * the source lane, which the prelude computes). */
@@ -65,13 +83,12 @@ typedef struct bertc_emu_u3 {
 typedef struct bertc_emu_launch bertc_emu_launch;
 typedef struct bertc_emu_thread bertc_emu_thread;
 
-/* Per CUDA thread; lives in the top slot of the fiber's stack window. */
+/* Per CUDA thread; lives in the thread slot of the fiber's stack window. */
 struct bertc_emu_thread {
     bertc_emu_launch *launch;
     bertc_emu_u3 tid;             /* threadIdx */
     unsigned linear;              /* x + y*bx + z*bx*by */
     unsigned lane, warp;          /* linear % 32, linear / 32 */
-    unsigned long long result;    /* warp-op result, written by the host */
 };
 
 /* Host services; `self` is the calling thread's record. */

@@ -3,7 +3,9 @@
  * emulated device runs a grid.
  *
  * Every CUDA thread of a block is a fiber with its own 64 KiB stack window
- * (emu_abi.h: guard page, stack, thread record); blocks run one after
+ * (emu_abi.h: guard page, stack, thread record at a per-window colour
+ * offset, so that a warp's records and stack tops do not all fall into the
+ * same cache sets); blocks run one after
  * another on the launching OS thread, each reusing the same fibers.  A
  * fiber runs until it must wait — at __syncthreads, at a warp intrinsic
  * whose other lanes have not arrived, or because it returned — and then
@@ -24,11 +26,18 @@
  *
  * A warp intrinsic is an exchange among the lanes of its mask (restricted
  * to lanes that exist; a partial last warp is normal).  Each lane publishes
- * its value, source lane and mask in its own record and waits; the lane
- * that completes the set computes every participant's result (the value of
- * its source lane, or the ballot) into that participant's record, releases
- * them and yields.  Results live per lane, so a fast lane that moves on to
- * the next exchange cannot overwrite what a slow one has yet to read.
+ * its value, source lane and mask in its slot of the warp's exchange block
+ * and waits; the lane that completes the set computes every participant's
+ * result (the value of its source lane, or the ballot) into that
+ * participant's result slot, releases them and yields.  Results live per
+ * lane, so a fast lane that moves on to the next exchange cannot overwrite
+ * what a slow one has yet to read.  An all-gather is staged once (each
+ * lane's bytes copied one time) and the staged block is then copied to
+ * every participant.  The exchange block is one compact per-warp array in
+ * the run, not 32 records in 32 stack windows, and which fibers are
+ * runnable, at the barrier or waiting in an exchange is kept in bitmasks,
+ * so completing an exchange or a barrier touches a few cache lines and
+ * needs no scan over the threads.
  * Lanes that disagree on the mask or on the intrinsic, a mask naming a lane
  * that has exited, or a lane exiting while others wait for it, fail the
  * launch.
@@ -71,37 +80,43 @@ __attribute__((visibility("hidden"))) void emu_ctx_start(void);
 
 #define EMU_WORDS (EMU_MAX_BLOCK_THREADS / 64u)
 #define EMU_MAX_WARPS (EMU_MAX_BLOCK_THREADS / 32u)
-#define EMU_STACK_BYTES (BERTC_EMU_STACK_SPAN - BERTC_EMU_GUARD - BERTC_EMU_THREAD_SLOT)
 #define EMU_MXCSR_DEFAULT 0x1f80ull     /* round to nearest, all exceptions masked, no FTZ/DAZ */
 #define EMU_X87CW_DEFAULT 0x037full
 
-typedef enum emu_fiber_state {
-    EMU_FIBER_RUNNABLE,
-    EMU_FIBER_AT_BARRIER,
-    EMU_FIBER_AT_WARP,
-    EMU_FIBER_EXITED,
-} emu_fiber_state;
-
 typedef struct emu_run emu_run;
 
-/* One CUDA thread; lives in the thread slot at the top of its stack window. */
+/* One CUDA thread; lives in the thread slot of its stack window.  Only the
+ * fiber itself and the switch into it touch it: what other lanes read or
+ * write during an exchange lives in the run's per-warp block. */
 typedef struct emu_fiber {
     bertc_emu_thread abi;          /* first: the part kernel code sees */
     emu_run *run;
     void *sp;                      /* saved stack pointer while switched out */
     unsigned index;                /* linear thread index in the block */
-    emu_fiber_state state;
-    int wop;                       /* warp op waited in (bertc_emu_warp_op) */
-    unsigned wtarget;              /* lanes of that exchange */
-    int wsrc;
-    unsigned long long wvalue;
-    const char *wfile;             /* where it waits */
-    int wline;
     void *asan_fake;
 } emu_fiber;
 
+/* The exchange block of one warp; slot j belongs to lane j.  A lane's
+ * op/target/src/value/file/line describe the exchange it waits in (valid
+ * while its bit is in `waiting`), result is what its last exchange gave. */
+typedef struct emu_warp {
+    uint32_t waiting;              /* lanes waiting in an exchange */
+    uint32_t exited;               /* lanes that have returned */
+    uint32_t exists;               /* lanes the block has */
+    uint32_t target[32];           /* lanes of the exchange waited in */
+    int op[32];                    /* bertc_emu_warp_op */
+    int src[32];
+    int line[32];
+    unsigned long long value[32];
+    unsigned long long result[32];
+    const char *file[32];
+} emu_warp;
+
 _Static_assert(sizeof(emu_fiber) <= BERTC_EMU_THREAD_SLOT, "thread record larger than its slot");
 _Static_assert((BERTC_EMU_STACK_SPAN & (BERTC_EMU_STACK_SPAN - 1u)) == 0, "span must be a power of two");
+_Static_assert((BERTC_EMU_COLOURS & (BERTC_EMU_COLOURS - 1u)) == 0, "colours must be a power of two");
+_Static_assert(BERTC_EMU_COLOURS * BERTC_EMU_COLOUR_STRIDE <= BERTC_EMU_STACK_SPAN / 8u,
+               "colour padding would eat the stack");
 
 /* A reusable set of stack windows. */
 typedef struct emu_stacks {
@@ -121,13 +136,13 @@ struct emu_run {
     unsigned nthreads, nwarps;
     emu_stacks *stacks;
     uint64_t runnable[EMU_WORDS];
+    uint64_t at_barrier[EMU_WORDS];
     unsigned live;                 /* threads that have not returned */
     unsigned arrived;              /* at the current __syncthreads */
     const char *bar_file;
     int bar_line;
-    uint32_t warp_waiting[EMU_MAX_WARPS];
-    uint32_t warp_exited[EMU_MAX_WARPS];
-    uint32_t warp_exists[EMU_MAX_WARPS];
+    unsigned char *stage;          /* all-gather staging, stage_cap bytes */
+    size_t stage_cap;
     void *main_sp;
     emu_status status;
     char msg[3072];
@@ -137,6 +152,7 @@ struct emu_run {
     size_t main_size;
     const void *from_lo;
     size_t from_size;
+    emu_warp warps[EMU_MAX_WARPS];
 };
 
 static _Thread_local emu_launch_stats emu_stats_last;
@@ -192,13 +208,19 @@ static void emu_stacks_put(emu_stacks *s) {
     pthread_mutex_unlock(&emu_pool_lock);
 }
 
+/* The record of window i: where the prelude's BERTC_EMU_THREAD_AT finds it. */
 static inline emu_fiber *emu_fiber_at(const emu_run *r, unsigned i) {
-    return (emu_fiber *)(r->stacks->base + (size_t)i * BERTC_EMU_STACK_SPAN + BERTC_EMU_STACK_SPAN -
-                         BERTC_EMU_THREAD_SLOT);
+    unsigned long window = (unsigned long)(uintptr_t)(r->stacks->base + (size_t)i * BERTC_EMU_STACK_SPAN);
+    return (emu_fiber *)(uintptr_t)BERTC_EMU_THREAD_AT(window);
 }
 
 static inline char *emu_fiber_stack_lo(const emu_run *r, unsigned i) {
     return r->stacks->base + (size_t)i * BERTC_EMU_STACK_SPAN + BERTC_EMU_GUARD;
+}
+
+/* The stack of window i runs from its guard page up to its record. */
+static inline size_t emu_fiber_stack_size(const emu_run *r, unsigned i) {
+    return (size_t)((char *)emu_fiber_at(r, i) - emu_fiber_stack_lo(r, i));
 }
 
 /* ------------------------------------------------------------ switching */
@@ -222,7 +244,7 @@ static inline void emu_switch(emu_run *r, void **save_sp, void **fake_save, void
 
 static void emu_to_fiber(emu_run *r, emu_fiber *from, emu_fiber *to, int dying) {
     emu_switch(r, &from->sp, dying ? NULL : &from->asan_fake, to->sp, emu_fiber_stack_lo(r, to->index),
-               EMU_STACK_BYTES);
+               emu_fiber_stack_size(r, to->index));
 }
 
 __attribute__((noreturn)) static void emu_to_main(emu_run *r, emu_fiber *from) {
@@ -234,6 +256,15 @@ __attribute__((noreturn)) static void emu_to_main(emu_run *r, emu_fiber *from) {
 
 static inline void emu_set_runnable(emu_run *r, unsigned i) { r->runnable[i >> 6] |= 1ull << (i & 63u); }
 static inline void emu_clear_runnable(emu_run *r, unsigned i) { r->runnable[i >> 6] &= ~(1ull << (i & 63u)); }
+static inline void emu_set_warp_runnable(emu_run *r, unsigned w, uint32_t lanes) {
+    r->runnable[w >> 1] |= (uint64_t)lanes << ((w & 1u) * 32u);
+}
+/* First thread waiting at the barrier, or NULL. */
+static emu_fiber *emu_first_at_barrier(const emu_run *r) {
+    for (unsigned w = 0; w < (r->nthreads + 63u) / 64u; w++)
+        if (r->at_barrier[w]) return emu_fiber_at(r, w * 64u + (unsigned)__builtin_ctzll(r->at_barrier[w]));
+    return NULL;
+}
 static inline uint32_t emu_warp_runnable(const emu_run *r, unsigned w) {
     return (uint32_t)(r->runnable[w >> 1] >> ((w & 1u) * 32u));
 }
@@ -362,29 +393,28 @@ static void emu_schedule_next(emu_run *r, emu_fiber *f, int dying) {
 }
 
 static void emu_release_barrier(emu_run *r) {
-    for (unsigned i = 0; i < r->nthreads; i++) {
-        emu_fiber *g = emu_fiber_at(r, i);
-        if (g->state == EMU_FIBER_AT_BARRIER) {
-            g->state = EMU_FIBER_RUNNABLE;
-            emu_set_runnable(r, i);
-        }
+    for (unsigned w = 0; w < (r->nthreads + 63u) / 64u; w++) {
+        r->runnable[w] |= r->at_barrier[w];
+        r->at_barrier[w] = 0;
     }
     r->arrived = 0;
 }
 
 __attribute__((noreturn)) static void emu_fiber_exit(emu_run *r, emu_fiber *f) {
     unsigned w = f->abi.warp, bit = 1u << f->abi.lane;
-    f->state = EMU_FIBER_EXITED;
+    emu_warp *x = &r->warps[w];
     emu_clear_runnable(r, f->index);
     r->live--;
-    r->warp_exited[w] |= bit;
-    for (uint32_t waiting = r->warp_waiting[w]; waiting; waiting &= waiting - 1u) {
-        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(waiting));
-        if (g->wtarget & bit)
+    x->exited |= bit;
+    for (uint32_t waiting = x->waiting; waiting; waiting &= waiting - 1u) {
+        unsigned j = (unsigned)__builtin_ctz(waiting);
+        if (x->target[j] & bit) {
+            const emu_fiber *g = emu_fiber_at(r, w * 32u + j);
             emu_fail(r, f, EMU_STATUS_FAULT,
                      "returned while thread (%u,%u,%u) waits for it in %s at %s:%d (mask 0x%08x)",
-                     g->abi.tid.x, g->abi.tid.y, g->abi.tid.z, emu_warp_op_name(g->wop), g->wfile, g->wline,
-                     g->wtarget);
+                     g->abi.tid.x, g->abi.tid.y, g->abi.tid.z, emu_warp_op_name(x->op[j]), x->file[j], x->line[j],
+                     x->target[j]);
+        }
     }
     if (r->arrived != 0 && r->arrived == r->live) emu_release_barrier(r);
     emu_schedule_next(r, f, 1);
@@ -414,127 +444,127 @@ static void emu_op_sync_threads(bertc_emu_thread *self, const char *file, int li
         r->bar_file = file;
         r->bar_line = line;
     } else if (!emu_same_site(file, line, r->bar_file, r->bar_line)) {
-        emu_fiber *g = NULL;
-        for (unsigned i = 0; i < r->nthreads && !g; i++)
-            if (emu_fiber_at(r, i)->state == EMU_FIBER_AT_BARRIER) g = emu_fiber_at(r, i);
+        emu_fiber *g = emu_first_at_barrier(r);
         emu_fail(r, f, EMU_STATUS_FAULT,
                  "divergent __syncthreads: reached at %s:%d while thread (%u,%u,%u) waits at %s:%d",
                  file, line, g ? g->abi.tid.x : 0u, g ? g->abi.tid.y : 0u, g ? g->abi.tid.z : 0u,
                  r->bar_file, r->bar_line);
     }
-    f->state = EMU_FIBER_AT_BARRIER;
-    f->wfile = file;
-    f->wline = line;
+    r->at_barrier[f->index >> 6] |= 1ull << (f->index & 63u);
     emu_clear_runnable(r, f->index);
     if (++r->arrived == r->live) emu_release_barrier(r);
     emu_schedule_next(r, f, 0);
 }
 
-static void emu_warp_complete(emu_run *r, unsigned w, uint32_t target, int op) {
-    unsigned base = w * 32u;
+/* The all-gather of the lanes in `target`: every lane's bytes are staged
+ * once, lanes outside the exchange as 0xff bytes, and the staged block is
+ * copied to every participant. */
+static void emu_warp_gather(emu_run *r, emu_fiber *f, emu_warp *x, uint32_t target) {
+    const bertc_emu_gather *first = (const bertc_emu_gather *)(uintptr_t)x->value[__builtin_ctz(target)];
+    size_t bytes = first->bytes, total = 32u * bytes;
+    if (total > r->stage_cap) {
+        unsigned char *p = realloc(r->stage, total);
+        if (!p)
+            emu_fail(r, f, EMU_STATUS_NO_MEMORY, "out of memory staging a %zu-byte warp all-gather", total);
+        r->stage = p;
+        r->stage_cap = total;
+    }
+    for (unsigned i = 0; i < 32u; i++) {
+        unsigned char *dst = r->stage + (size_t)i * bytes;
+        if ((target >> i) & 1u)
+            memcpy(dst, ((const bertc_emu_gather *)(uintptr_t)x->value[i])->mine, bytes);
+        else
+            memset(dst, 0xff, bytes);
+    }
+    for (uint32_t m = target; m; m &= m - 1u)
+        memcpy(((const bertc_emu_gather *)(uintptr_t)x->value[__builtin_ctz(m)])->all, r->stage, total);
+}
+
+static void emu_warp_complete(emu_run *r, emu_fiber *f, unsigned w, uint32_t target, int op) {
+    emu_warp *x = &r->warps[w];
     unsigned long long ballot = 0;
     if (op == BERTC_EMU_WARP_GATHER) {
-        for (uint32_t m = target; m; m &= m - 1u) {
-            emu_fiber *g = emu_fiber_at(r, base + (unsigned)__builtin_ctz(m));
-            const bertc_emu_gather *req = (const bertc_emu_gather *)(uintptr_t)g->wvalue;
-            for (unsigned i = 0; i < 32u; i++) {
-                unsigned char *dst = (unsigned char *)req->all + (size_t)i * req->bytes;
-                if ((target >> i) & 1u) {
-                    const bertc_emu_gather *src = (const bertc_emu_gather *)(uintptr_t)emu_fiber_at(r, base + i)->wvalue;
-                    memcpy(dst, src->mine, req->bytes);
-                } else {
-                    memset(dst, 0xff, req->bytes);
-                }
-            }
-        }
+        emu_warp_gather(r, f, x, target);
     } else if (op != BERTC_EMU_WARP_SHFL)
         for (uint32_t m = target; m; m &= m - 1u) {
             unsigned j = (unsigned)__builtin_ctz(m);
-            if (emu_fiber_at(r, base + j)->wvalue) ballot |= 1ull << j;
+            if (x->value[j]) ballot |= 1ull << j;
         }
     for (uint32_t m = target; m; m &= m - 1u) {
         unsigned j = (unsigned)__builtin_ctz(m);
-        emu_fiber *g = emu_fiber_at(r, base + j);
         switch (op) {
         case BERTC_EMU_WARP_SHFL: {
-            int s = g->wsrc;
-            g->abi.result = (s >= 0 && s < 32 && ((target >> s) & 1u)) ? emu_fiber_at(r, base + (unsigned)s)->wvalue
-                                                                       : BERTC_EMU_WARP_POISON;
+            int s = x->src[j];
+            x->result[j] = (s >= 0 && s < 32 && ((target >> s) & 1u)) ? x->value[s] : BERTC_EMU_WARP_POISON;
             break;
         }
-        case BERTC_EMU_WARP_BALLOT: g->abi.result = ballot; break;
-        case BERTC_EMU_WARP_ANY: g->abi.result = ballot != 0; break;
-        case BERTC_EMU_WARP_ALL: g->abi.result = ballot == target; break;
-        default: g->abi.result = 0; break;
+        case BERTC_EMU_WARP_BALLOT: x->result[j] = ballot; break;
+        case BERTC_EMU_WARP_ANY: x->result[j] = ballot != 0; break;
+        case BERTC_EMU_WARP_ALL: x->result[j] = ballot == target; break;
+        default: x->result[j] = 0; break;
         }
     }
-    for (uint32_t m = target; m; m &= m - 1u) {
-        unsigned i = base + (unsigned)__builtin_ctz(m);
-        emu_fiber *g = emu_fiber_at(r, i);
-        if (g->state == EMU_FIBER_AT_WARP) {
-            g->state = EMU_FIBER_RUNNABLE;
-            emu_set_runnable(r, i);
-        }
-    }
+    /* the completing lane is runnable already; the others wake up */
+    emu_set_warp_runnable(r, w, target);
 }
 
 static unsigned long long emu_op_warp(bertc_emu_thread *self, int op, unsigned mask, unsigned long long value,
                                       int src, const char *file, int line) {
     emu_fiber *f = (emu_fiber *)self;
     emu_run *r = f->run;
-    unsigned w = self->warp, bit = 1u << self->lane;
+    unsigned w = self->warp, lane = self->lane, bit = 1u << lane;
+    emu_warp *x = &r->warps[w];
     if (op < BERTC_EMU_WARP_SYNC || op > BERTC_EMU_WARP_GATHER)
         emu_fail(r, f, EMU_STATUS_FAULT, "unknown warp op %d at %s:%d", op, file, line);
     if (!(mask & bit))
         emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d with mask 0x%08x that does not name its own lane %u",
-                 emu_warp_op_name(op), file, line, mask, self->lane);
-    uint32_t target = mask & r->warp_exists[w];
-    if (target & r->warp_exited[w])
+                 emu_warp_op_name(op), file, line, mask, lane);
+    uint32_t target = mask & x->exists;
+    if (target & x->exited)
         emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d with mask 0x%08x naming lanes that have returned (0x%08x)",
-                 emu_warp_op_name(op), file, line, mask, target & r->warp_exited[w]);
-    uint32_t waiting = r->warp_waiting[w];
+                 emu_warp_op_name(op), file, line, mask, target & x->exited);
+    uint32_t waiting = x->waiting;
     uint32_t peers = waiting & target;
     if (peers) {
-        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(peers));
-        if (op == BERTC_EMU_WARP_GATHER && g->wop == op &&
-            ((const bertc_emu_gather *)(uintptr_t)g->wvalue)->bytes != ((const bertc_emu_gather *)(uintptr_t)value)->bytes)
+        unsigned p = (unsigned)__builtin_ctz(peers);
+        if (op == BERTC_EMU_WARP_GATHER && x->op[p] == op &&
+            ((const bertc_emu_gather *)(uintptr_t)x->value[p])->bytes != ((const bertc_emu_gather *)(uintptr_t)value)->bytes)
             emu_fail(r, f, EMU_STATUS_FAULT, "%s at %s:%d: lanes gather different sizes (%u and %u bytes)",
                      emu_warp_op_name(op), file, line, ((const bertc_emu_gather *)(uintptr_t)value)->bytes,
-                     ((const bertc_emu_gather *)(uintptr_t)g->wvalue)->bytes);
-        if (g->wtarget != target || g->wop != op)
+                     ((const bertc_emu_gather *)(uintptr_t)x->value[p])->bytes);
+        if (x->target[p] != target || x->op[p] != op)
             emu_fail(r, f, EMU_STATUS_FAULT,
                      "%s at %s:%d (lanes 0x%08x) while lane %u waits in %s at %s:%d (lanes 0x%08x): "
                      "lanes of one exchange must use the same intrinsic and mask",
-                     emu_warp_op_name(op), file, line, target, g->abi.lane, emu_warp_op_name(g->wop), g->wfile,
-                     g->wline, g->wtarget);
+                     emu_warp_op_name(op), file, line, target, p, emu_warp_op_name(x->op[p]), x->file[p],
+                     x->line[p], x->target[p]);
     }
     for (uint32_t others = waiting & ~target; others; others &= others - 1u) {
-        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(others));
-        if (g->wtarget & bit)
+        unsigned j = (unsigned)__builtin_ctz(others);
+        if (x->target[j] & bit)
             emu_fail(r, f, EMU_STATUS_FAULT,
                      "%s at %s:%d (lanes 0x%08x) while lane %u waits for this lane in %s at %s:%d "
                      "(lanes 0x%08x): the masks disagree",
-                     emu_warp_op_name(op), file, line, target, g->abi.lane, emu_warp_op_name(g->wop), g->wfile,
-                     g->wline, g->wtarget);
+                     emu_warp_op_name(op), file, line, target, j, emu_warp_op_name(x->op[j]), x->file[j],
+                     x->line[j], x->target[j]);
     }
-    f->wop = op;
-    f->wtarget = target;
-    f->wvalue = value;
-    f->wsrc = src;
-    f->wfile = file;
-    f->wline = line;
+    x->op[lane] = op;
+    x->target[lane] = target;
+    x->value[lane] = value;
+    x->src[lane] = src;
+    x->file[lane] = file;
+    x->line[lane] = line;
     if (((waiting | bit) & target) == target) {
         /* the last lane completes the exchange, then yields like the others
          * (round-robin then runs warps in lock step, as a GPU would) */
-        r->warp_waiting[w] = waiting & ~target;
-        emu_warp_complete(r, w, target, op);
+        x->waiting = waiting & ~target;
+        emu_warp_complete(r, f, w, target, op);
     } else {
-        r->warp_waiting[w] = waiting | bit;
-        f->state = EMU_FIBER_AT_WARP;
+        x->waiting = waiting | bit;
         emu_clear_runnable(r, f->index);
     }
     emu_schedule_next(r, f, 0);
-    return self->result;
+    return r->warps[w].result[lane];
 }
 
 static void emu_op_trap(bertc_emu_thread *self, const char *what, const char *file, int line) {
@@ -561,14 +591,8 @@ static void emu_fiber_init(emu_run *r, unsigned i) {
     f->abi.linear = i;
     f->abi.lane = i & 31u;
     f->abi.warp = i >> 5;
-    f->abi.result = 0;
     f->run = r;
     f->index = i;
-    f->state = EMU_FIBER_RUNNABLE;
-    f->wop = 0;
-    f->wtarget = 0;
-    f->wfile = NULL;
-    f->wline = 0;
     f->asan_fake = NULL;
     /* A stack that looks switched-away-from (emu_switch.S): return address
      * emu_ctx_start, r12 = the fiber, r13 = emu_fiber_main. */
@@ -588,14 +612,18 @@ static void emu_fiber_init(emu_run *r, unsigned i) {
 static emu_status emu_run_block(emu_run *r) {
     for (unsigned i = 0; i < r->nthreads; i++) emu_fiber_init(r, i);
     memset(r->runnable, 0, sizeof r->runnable);
+    memset(r->at_barrier, 0, sizeof r->at_barrier);
     for (unsigned i = 0; i < r->nthreads; i++) emu_set_runnable(r, i);
     r->live = r->nthreads;
     r->arrived = 0;
-    memset(r->warp_waiting, 0, sizeof r->warp_waiting);
-    memset(r->warp_exited, 0, sizeof r->warp_exited);
+    for (unsigned w = 0; w < r->nwarps; w++) {
+        r->warps[w].waiting = 0;
+        r->warps[w].exited = 0;
+    }
     if (r->launch.dyn_smem_bytes) memset(r->launch.dyn_smem, 0xff, r->launch.dyn_smem_bytes);
     emu_fiber *first = emu_fiber_at(r, (unsigned)emu_pick(r, -1));
-    emu_switch(r, &r->main_sp, &r->main_fake, first->sp, emu_fiber_stack_lo(r, first->index), EMU_STACK_BYTES);
+    emu_switch(r, &r->main_sp, &r->main_fake, first->sp, emu_fiber_stack_lo(r, first->index),
+               emu_fiber_stack_size(r, first->index));
     return r->status;
 }
 
@@ -606,20 +634,19 @@ static void emu_describe_deadlock(emu_run *r) {
                      r->kernel->desc->name, b->x, b->y, b->z, r->live, r->nthreads);
     n = k > 0 ? (size_t)k : 0;
     if (r->arrived && n < cap) {
-        emu_fiber *g = NULL;
-        for (unsigned i = 0; i < r->nthreads && !g; i++)
-            if (emu_fiber_at(r, i)->state == EMU_FIBER_AT_BARRIER) g = emu_fiber_at(r, i);
+        emu_fiber *g = emu_first_at_barrier(r);
         k = snprintf(r->msg + n, cap - n, "; %u wait at __syncthreads %s:%d (e.g. thread (%u,%u,%u))", r->arrived,
                      r->bar_file, r->bar_line, g ? g->abi.tid.x : 0u, g ? g->abi.tid.y : 0u, g ? g->abi.tid.z : 0u);
         n += k > 0 ? (size_t)k : 0;
     }
     for (unsigned w = 0; w < r->nwarps && n < cap; w++) {
-        uint32_t waiting = r->warp_waiting[w];
+        const emu_warp *x = &r->warps[w];
+        uint32_t waiting = x->waiting;
         if (!waiting) continue;
-        emu_fiber *g = emu_fiber_at(r, w * 32u + (unsigned)__builtin_ctz(waiting));
-        uint32_t missing = g->wtarget & ~waiting;
+        unsigned j = (unsigned)__builtin_ctz(waiting);
+        uint32_t missing = x->target[j] & ~waiting;
         k = snprintf(r->msg + n, cap - n, "; warp %u: lanes 0x%08x wait in %s at %s:%d for lanes 0x%08x", w, waiting,
-                     emu_warp_op_name(g->wop), g->wfile, g->wline, missing);
+                     emu_warp_op_name(x->op[j]), x->file[j], x->line[j], missing);
         n += k > 0 ? (size_t)k : 0;
     }
 }
@@ -694,7 +721,7 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
     r->stacks = stacks;
     for (unsigned w = 0; w < r->nwarps; w++) {
         unsigned lanes = n - w * 32u;
-        r->warp_exists[w] = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
+        r->warps[w].exists = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
     }
 
     int serial = (k->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
@@ -715,7 +742,8 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
         diag_set(d, DIAG_CODE_INTERNAL, "%s", r->msg);
 #ifdef EMU_ASAN
         /* fibers abandoned mid-call leave poisoned frames behind */
-        for (unsigned i = 0; i < n; i++) __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), EMU_STACK_BYTES);
+        for (unsigned i = 0; i < n; i++)
+            __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), emu_fiber_stack_size(r, i));
 #endif
     }
     emu_stats_last.blocks = blocks;
@@ -723,6 +751,7 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
     emu_stats_last.switches = r->switches;
     emu_stacks_put(stacks);
     free(smem);
+    free(r->stage);
     free(r);
     return st;
 }

@@ -3,6 +3,12 @@
   npy_golden.py ids|types|mask GOLDEN CASE      print the case's inputs
   npy_golden.py compare GOLDEN CASE LAST.npy [POOLED.npy]
       exit 0 when max |got - want| <= 1e-5 * max |want| for each output.
+  npy_golden.py text GOLDEN CASE                 the case's sentence(s), one per line
+  npy_golden.py tokens GOLDEN CASE JSON          exit 0 when the "ids" and "type_ids"
+      of bertc's --json output equal the case's input_ids and token types
+  npy_golden.py embedding GOLDEN CASE cls|mean|pooler 0|1 E.npy RTOL
+      exit 0 when E (the pooled, optionally L2-normalised, outputs of
+      transformers for the case) matches within RTOL * max |want|
 
 It reads both formats independently of bertc's C code, so a bug in the C
 .npy writer or golden reader cannot cancel out.
@@ -10,6 +16,12 @@ It reads both formats independently of bertc's C code, so a bug in the C
 import ast
 import struct
 import sys
+
+
+def read_header(path):
+    data = open(path, "rb").read()
+    (hlen,) = struct.unpack("<I", data[8:12])
+    return data[12:12 + hlen].decode("utf-8")
 
 
 def read_golden(path):
@@ -76,6 +88,46 @@ def close(name, got, want):
 def main(argv):
     cmd, golden, index = argv[1], argv[2], int(argv[3])
     case = read_golden(golden)[index]
+    if cmd == "text":
+        import json
+        for line in read_header(golden).splitlines():
+            head = "case %s text " % case["name"]
+            if line.startswith(head):
+                rest = line[len(head):]
+                for t in json.loads(rest[:rest.rindex("]") + 1]):
+                    print(t)
+                return
+        raise SystemExit("no text for case %s" % case["name"])
+    if cmd == "tokens":
+        import json
+        got = json.loads(open(argv[4], encoding="utf-8").read())
+        types = case["types"] if case["types"] is not None else [0] * case["len"]
+        if list(got["ids"]) != list(case["ids"]) or list(got["type_ids"]) != list(types):
+            raise SystemExit("ids %s / types %s, transformers %s / %s" % (got["ids"], got["type_ids"], list(case["ids"]), list(types)))
+        print("ok")
+        return
+    if cmd == "embedding":
+        mode, norm, rtol = argv[4], argv[5] == "1", float(argv[7])
+        H, n = case["hidden"], case["len"]
+        last = case["last"]
+        if mode == "pooler":
+            want = list(case["pooled"])
+        elif mode == "cls":
+            want = list(last[:H])
+        else:
+            want = [sum(last[r * H + c] for r in range(n)) / n for c in range(H)]
+        if norm:
+            s = sum(v * v for v in want) ** 0.5
+            want = [v / max(s, 1e-12) for v in want]
+        shape, got = read_npy(argv[6])
+        if tuple(shape) != (H,):
+            raise SystemExit("embedding shape %s" % (shape,))
+        scale = max(abs(v) for v in want)
+        diff = max(abs(a - b) for a, b in zip(got, want))
+        if not diff <= rtol * scale:
+            raise SystemExit("%s%s: max diff %.3g > %g * %.3g" % (mode, " normalised" if norm else "", diff, rtol, scale))
+        print("ok")
+        return
     if cmd in ("ids", "types", "mask"):
         values = case[cmd]
         print(" ".join(str(v) for v in values) if values is not None else "")

@@ -1,0 +1,358 @@
+/*
+ * test_emu_kernels_pool — the POOL kernel (a sentence-transformers head:
+ * cls or mean pooling over the attention mask, optionally L2-normalised),
+ * run on the emulated device against a plain C reference written from the
+ * catalogue's formula in kernels.h.
+ *
+ * What can go wrong in such a kernel, and what each case is for:
+ *   - padding rows leaking in: every row >= len is NaN and its mask is 1,
+ *     so a kernel that forgets the length produces NaN;
+ *   - masked rows leaking in: masked rows below len are NaN too (a kernel
+ *     that multiplies by the mask instead of skipping the row gets NaN);
+ *   - the count: masks with zeros at random places, a single kept row, and
+ *     an all-zero mask, which sentence-transformers turns into 0 / 1e-9 = 0
+ *     (and Normalize into 0 / 1e-12 = 0);
+ *   - the geometry: hidden sizes that give every vector width (97 forces
+ *     one element, 80 and 96 16-byte vectors, 384 MiniLM's), a hidden size
+ *     with more vectors than threads (two items per thread), buckets from 1
+ *     to 512 so the row groups are capped by the bucket or not, and the
+ *     partial sums meet in shared memory under two schedules (warp-greedy
+ *     and random: a missing barrier shows);
+ *   - every storage type.
+ * The output starts as NaN (an unwritten column fails) and has a canary
+ * after it (a write past [hidden] fails).  Tolerances relative to the
+ * largest |reference|: float32 1e-5, float16 2e-3, bfloat16 1.6e-2.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emu.h"
+#include "kernels.h"
+
+#define POOL_NSCHED 2
+#define POOL_CANARY 64
+#define POOL_MAX_CASES 64
+
+static const emu_schedule pool_scheds[POOL_NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
+
+static size_t pool_dsize(ir_dtype t) { return t == IR_DTYPE_F32 ? 4 : 2; }
+
+static double pool_tol(ir_dtype t) { return t == IR_DTYPE_F16 ? 2e-3 : t == IR_DTYPE_BF16 ? 1.6e-2 : 1e-5; }
+
+static uint16_t pool_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static void pool_st(ir_dtype t, void *p, size_t i, float v) {
+    if (t == IR_DTYPE_F32) {
+        memcpy((char *)p + 4 * i, &v, 4);
+    } else if (t == IR_DTYPE_F16) {
+        _Float16 h = (_Float16)v;
+        memcpy((char *)p + 2 * i, &h, 2);
+    } else {
+        uint16_t b = pool_f32_to_bf16(v);
+        memcpy((char *)p + 2 * i, &b, 2);
+    }
+}
+
+static float pool_ld(ir_dtype t, const void *p, size_t i) {
+    if (t == IR_DTYPE_F32) {
+        float f;
+        memcpy(&f, (const char *)p + 4 * i, 4);
+        return f;
+    }
+    if (t == IR_DTYPE_F16) {
+        _Float16 h;
+        memcpy(&h, (const char *)p + 2 * i, 2);
+        return (float)h;
+    }
+    uint16_t b;
+    memcpy(&b, (const char *)p + 2 * i, 2);
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* How a case's mask looks below len (padding rows always have mask 1). */
+typedef enum pool_mask_kind {
+    POOL_MASK_ONES,
+    POOL_MASK_RANDOM,          /* about a third zeros, row 0 kept */
+    POOL_MASK_ONE_ROW,         /* only the last real row kept */
+    POOL_MASK_ZEROS,           /* all zero: the 1e-9 clamp */
+} pool_mask_kind;
+
+typedef struct pool_case {
+    kernel_spec spec;
+    int len;
+    pool_mask_kind mask;
+    char *text, *entry;
+    kernel_launch_dims dims;
+} pool_case;
+
+static pool_case pool_cases[POOL_MAX_CASES];
+static int pool_ncases;
+static emu_image *pool_img;
+static char pool_build_error[4400];
+
+static void pool_add(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int normalize, int len,
+                     pool_mask_kind mask) {
+    pool_case *c = &pool_cases[pool_ncases++];
+    memset(c, 0, sizeof *c);
+    c->spec.kind = KERNEL_KIND_POOL;
+    c->spec.dtype = dt;
+    c->spec.bucket = bucket;
+    c->spec.hidden = hidden;
+    c->spec.pool_mode = mode;
+    c->spec.normalize = normalize;
+    c->len = len;
+    c->mask = mask;
+}
+
+static void pool_make_cases(void) {
+    /* MiniLM's head in every type, real length below the bucket */
+    pool_add(IR_DTYPE_F32, 32, 384, IR_POOL_MEAN, 1, 27, POOL_MASK_RANDOM);
+    pool_add(IR_DTYPE_F16, 128, 384, IR_POOL_MEAN, 1, 100, POOL_MASK_RANDOM);
+    pool_add(IR_DTYPE_BF16, 128, 384, IR_POOL_MEAN, 1, 77, POOL_MASK_RANDOM);
+    /* without the normalisation; awkward sizes and vector widths */
+    pool_add(IR_DTYPE_F32, 64, 96, IR_POOL_MEAN, 0, 50, POOL_MASK_RANDOM);
+    pool_add(IR_DTYPE_F16, 32, 80, IR_POOL_MEAN, 0, 32, POOL_MASK_ONES);
+    pool_add(IR_DTYPE_BF16, 64, 97, IR_POOL_MEAN, 1, 63, POOL_MASK_RANDOM);
+    pool_add(IR_DTYPE_F32, 512, 1100, IR_POOL_MEAN, 1, 300, POOL_MASK_RANDOM); /* two items per thread */
+    pool_add(IR_DTYPE_F16, 8, 16, IR_POOL_MEAN, 1, 5, POOL_MASK_RANDOM);       /* row groups capped by the bucket */
+    pool_add(IR_DTYPE_F32, 1, 96, IR_POOL_MEAN, 0, 1, POOL_MASK_ONES);
+    /* the count's edges */
+    pool_add(IR_DTYPE_F16, 64, 96, IR_POOL_MEAN, 1, 40, POOL_MASK_ONE_ROW);
+    pool_add(IR_DTYPE_F32, 32, 96, IR_POOL_MEAN, 0, 20, POOL_MASK_ZEROS);
+    pool_add(IR_DTYPE_BF16, 32, 80, IR_POOL_MEAN, 1, 20, POOL_MASK_ZEROS);
+    /* cls */
+    pool_add(IR_DTYPE_F32, 32, 96, IR_POOL_CLS, 0, 17, POOL_MASK_RANDOM);
+    pool_add(IR_DTYPE_F16, 128, 384, IR_POOL_CLS, 1, 128, POOL_MASK_ONES);
+    pool_add(IR_DTYPE_BF16, 64, 97, IR_POOL_CLS, 1, 1, POOL_MASK_ONES);
+    pool_add(IR_DTYPE_F32, 32, 1100, IR_POOL_CLS, 1, 9, POOL_MASK_RANDOM);
+}
+
+static int pool_build_image(void) {
+    diag d;
+    diag_init(&d);
+    const char *texts[POOL_MAX_CASES];
+    for (int i = 0; i < pool_ncases; i++) {
+        pool_case *c = &pool_cases[i];
+        if (kernel_source(&c->spec, &c->text, &c->entry, &d) || kernel_dims(&c->spec, &c->dims, &d)) {
+            snprintf(pool_build_error, sizeof pool_build_error, "case %d: %s", i, d.text);
+            return -1;
+        }
+        texts[i] = c->text;
+    }
+    /* distinct texts only: a unit per distinct entry */
+    const char *uniq[POOL_MAX_CASES];
+    int nuniq = 0;
+    for (int i = 0; i < pool_ncases; i++) {
+        int dup = 0;
+        for (int j = 0; j < i; j++) dup |= !strcmp(pool_cases[j].entry, pool_cases[i].entry);
+        if (!dup) uniq[nuniq++] = texts[i];
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_pool.so", "", 0));
+    if (emu_image_build_units(uniq, nuniq, path, &d) != EMU_STATUS_OK) {
+        snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
+        unlink(path);
+        return -1;
+    }
+    pool_img = emu_image_load(path, &d);
+    unlink(path);
+    if (!pool_img) {
+        snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* The catalogue's formula in double, from the stored (rounded) inputs. */
+static void pool_reference(const pool_case *c, const void *x, const int32_t *mask, double *want) {
+    const kernel_spec *s = &c->spec;
+    int H = s->hidden;
+    for (int k = 0; k < H; k++) want[k] = 0;
+    if (s->pool_mode == IR_POOL_CLS) {
+        for (int k = 0; k < H; k++) want[k] = pool_ld(s->dtype, x, (size_t)k);
+    } else {
+        double count = 0;
+        for (int r = 0; r < c->len; r++) {
+            if (!mask[r]) continue;
+            count += 1;
+            for (int k = 0; k < H; k++) want[k] += pool_ld(s->dtype, x, (size_t)r * (size_t)H + (size_t)k);
+        }
+        for (int k = 0; k < H; k++) want[k] /= count > 0 ? count : 1e-9;
+    }
+    if (s->normalize) {
+        double ss = 0;
+        for (int k = 0; k < H; k++) ss += want[k] * want[k];
+        double norm = sqrt(ss) > 1e-12 ? sqrt(ss) : 1e-12;
+        for (int k = 0; k < H; k++) want[k] /= norm;
+    }
+}
+
+static void pool_run_case(const pool_case *c) {
+    const kernel_spec *s = &c->spec;
+    size_t B = (size_t)s->bucket, H = (size_t)s->hidden, es = pool_dsize(s->dtype);
+    int32_t *req = calloc((size_t)KERNEL_REQ_HEADER_WORDS + 3 * B, 4);
+    int32_t *mask = req + KERNEL_REQ_HEADER_WORDS + 2 * B;
+    req[0] = c->len;
+    req[1] = req[2] = req[3] = 0x7eadbeef;
+    for (size_t r = 0; r < B; r++) {
+        int keep = 1;
+        if ((int)r < c->len) {
+            switch (c->mask) {
+            case POOL_MASK_RANDOM: keep = r == 0 || check_rng_range(0, 2) != 0; break;
+            case POOL_MASK_ONE_ROW: keep = (int)r == c->len - 1; break;
+            case POOL_MASK_ZEROS: keep = 0; break;
+            default: break;
+            }
+        }
+        mask[r] = keep;
+        req[KERNEL_REQ_HEADER_WORDS + r] = (int32_t)r + 100;  /* ids and types: never read */
+        req[KERNEL_REQ_HEADER_WORDS + B + r] = 0;
+    }
+    /* rows >= len and masked rows (except row 0, which cls reads whatever its mask) are NaN */
+    void *x = malloc(B * H * es);
+    for (size_t r = 0; r < B; r++)
+        for (size_t k = 0; k < H; k++) {
+            int live = (int)r < c->len && (mask[r] || (r == 0 && s->pool_mode == IR_POOL_CLS));
+            double m = 0.05 + 0.95 * check_rng_uniform();
+            pool_st(s->dtype, x, r * H + k, live ? (float)((check_rng_u64() & 1 ? m : -m) * 2.0) : NAN);
+        }
+    double *want = malloc(H * sizeof *want);
+    pool_reference(c, x, mask, want);
+    unsigned char *out = malloc(H * es + POOL_CANARY);
+
+    diag d;
+    diag_init(&d);
+    emu_kernel *k = emu_image_kernel(pool_img, c->entry, &d);
+    CHECK(k != NULL, "%s", d.text);
+    if (k) {
+        CHECK((int)emu_kernel_arg_count(k) == kernel_arg_count(KERNEL_KIND_POOL), "%s: %u arguments", c->entry,
+              emu_kernel_arg_count(k));
+        CHECK(c->dims.grid[0] == 1 && c->dims.grid[1] == 1 && c->dims.grid[2] == 1 && c->dims.block[0] % 32 == 0 &&
+                  c->dims.block[0] <= 256 && c->dims.shared_bytes == 0,
+              "%s: launch geometry", c->entry);
+        void *vals[3] = {out, req, x};
+        void *args[3] = {&vals[0], &vals[1], &vals[2]};
+        double maxw = 0;
+        for (size_t i = 0; i < H; i++) maxw = fabs(want[i]) > maxw ? fabs(want[i]) : maxw;
+        double tol = pool_tol(s->dtype) * (maxw > 0 ? maxw : 1.0);
+        for (int sc = 0; sc < POOL_NSCHED; sc++) {
+            for (size_t i = 0; i < H; i++) pool_st(s->dtype, out, i, NAN);
+            memset(out + H * es, 0x5a, POOL_CANARY);
+            diag_init(&d);
+            emu_status st = emu_kernel_launch(k, c->dims.grid, c->dims.block, c->dims.shared_bytes, args,
+                                              pool_scheds[sc], check_rng_u64(), &d);
+            CHECK(st == EMU_STATUS_OK, "%s (%s): %s", c->entry, emu_schedule_name(pool_scheds[sc]), d.text);
+            if (st != EMU_STATUS_OK) continue;
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; i < H; i++) {
+                double g = pool_ld(s->dtype, out, i);
+                if (!isfinite(g) || fabs(g - want[i]) > tol) {
+                    if (!bad++) first = i;
+                }
+            }
+            CHECK(bad == 0, "%s (len %d, mask %d, %s): %zu of %zu values off (tol %.3g); [%zu] = %.7g, want %.7g",
+                  c->entry, c->len, (int)c->mask, emu_schedule_name(pool_scheds[sc]), bad, H, tol, first,
+                  (double)pool_ld(s->dtype, out, first), want[first]);
+            int canary = 1;
+            for (size_t i = 0; i < POOL_CANARY; i++) canary &= out[H * es + i] == 0x5a;
+            CHECK(canary, "%s: wrote past the end of its output", c->entry);
+            if (c->mask == POOL_MASK_ZEROS && s->pool_mode == IR_POOL_MEAN)
+                for (size_t i = 0; i < H; i++)
+                    CHECK(pool_ld(s->dtype, out, i) == 0.0f, "%s: an all-zero mask must give 0 at [%zu]", c->entry, i);
+            if (s->normalize && c->mask != POOL_MASK_ZEROS) {
+                double ss = 0;
+                for (size_t i = 0; i < H; i++) ss += (double)pool_ld(s->dtype, out, i) * pool_ld(s->dtype, out, i);
+                CHECK(fabs(sqrt(ss) - 1.0) < 4 * pool_tol(s->dtype), "%s: |out| = %.7g", c->entry, sqrt(ss));
+            }
+        }
+    }
+    free(out);
+    free(want);
+    free(x);
+    free(req);
+}
+
+static void test_pool_cases(void) {
+    if (!pool_img) {
+        CHECK(0, "no kernel image: %s", pool_build_error);
+        return;
+    }
+    for (int i = 0; i < pool_ncases; i++) pool_run_case(&pool_cases[i]);
+}
+
+/* The generated text starts with the template-naming comment, names its
+ * parameters, and every spec field that matters changes the entry. */
+static void test_pool_source(void) {
+    diag d;
+    diag_init(&d);
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_POOL;
+    s.dtype = IR_DTYPE_F16;
+    s.bucket = 128;
+    s.hidden = 384;
+    s.pool_mode = IR_POOL_MEAN;
+    s.normalize = 1;
+    char *text = NULL, *entry = NULL;
+    CHECK(kernel_source(&s, &text, &entry, &d) == 0, "%s", d.text);
+    if (text) {
+        const char *want = "// bertc template=pool dtype=float16 bucket=128 hidden=384 mode=mean normalize=1\n";
+        CHECK(!strncmp(text, want, strlen(want)), "first line: %.120s", text);
+        CHECK(strstr(text, "bertc_pool<__half, 128, 384,") != NULL, "instantiation");
+        CHECK(!strcmp(entry, "bertc_pool_f16_s128_h384_mean_l2"), "entry %s", entry);
+    }
+    free(text);
+    free(entry);
+    const char *names[4];
+    char *ents[4] = {NULL};
+    kernel_spec v[4] = {s, s, s, s};
+    v[1].normalize = 0;
+    v[2].pool_mode = IR_POOL_CLS;
+    v[3].bucket = 64;
+    for (int i = 0; i < 4; i++) {
+        char *t = NULL;
+        CHECK(kernel_source(&v[i], &t, &ents[i], &d) == 0, "%s", d.text);
+        names[i] = ents[i] ? ents[i] : "";
+        free(t);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < i; j++) CHECK(strcmp(names[i], names[j]), "specs %d and %d share %s", i, j, names[i]);
+    for (int i = 0; i < 4; i++) free(ents[i]);
+
+    /* refused specs */
+    kernel_spec bad = s;
+    bad.hidden = 0;
+    CHECK(kernel_source(&bad, &text, &entry, &d) != 0 && strstr(d.text, "hidden size 0"), "hidden 0: %s", d.text);
+    bad = s;
+    bad.pool_mode = IR_POOL_COUNT;
+    diag_init(&d);
+    kernel_launch_dims dims;
+    CHECK(kernel_dims(&bad, &dims, &d) != 0 && strstr(d.text, "pooling mode"), "mode: %s", d.text);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    pool_make_cases();
+    pool_build_image();
+    CHECK_CASE(test_pool_source);
+    CHECK_CASE(test_pool_cases);
+    for (int i = 0; i < pool_ncases; i++) {
+        free(pool_cases[i].text);
+        free(pool_cases[i].entry);
+    }
+    emu_image_free(pool_img);
+    return check_summary();
+}

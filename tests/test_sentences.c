@@ -1,0 +1,114 @@
+/*
+ * test_sentences — text in, sentence embeddings out, against
+ * sentence-transformers.
+ *
+ * For every sentence of tests/golden/all-MiniLM-L6-v2-sentences.bsen
+ * (tools/make_sentence_goldens.py: sentence-transformers' own encode() of
+ * 21 sentences — accents, CJK, emoji, Arabic, punctuation runs, empty text,
+ * one cut at max_seq_length): the plan's tokenizer (bertc_encode, capped at
+ * the golden's max_seq_length) must give exactly the ids sentence-
+ * transformers fed its model, and the plan's `sentence_embedding` output
+ * (mean pooling over the mask + L2 normalisation, computed in the plan by
+ * the fused pooling kernel) must match the golden embedding: cosine
+ * similarity >= 0.99999 for fp32 plans, >= 0.999 for fp16 and bf16 plans
+ * (docs/numerics.md), and for fp32 also every component within 1e-4 of
+ * the unit vector's largest component.
+ *
+ * The plans are made by `make plans` (the CLI's import of the
+ * sentence-transformers directory, then compile --arch emu).
+ */
+#include <math.h>
+
+#include "bertc.h"
+#include "check.h"
+#include "sentences.h"
+
+static bertc_device_kind test_device(void) {
+    const char *e = getenv("BERTC_TEST_DEVICE");
+    return e && !strcmp(e, "cuda") ? BERTC_DEVICE_CUDA : BERTC_DEVICE_EMULATED;
+}
+
+static void check_plan(const char *prec, double min_cos) {
+    sentences_file g;
+    char err[1024];
+    if (sentences_load(&g, "tests/golden/all-MiniLM-L6-v2-sentences.bsen", err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    char value[64];
+    long max_len = 0;
+    if (!sentences_header_value(&g, "max_seq_length", value, sizeof value)) max_len = strtol(value, NULL, 10);
+    CHECK(max_len > 0, "the golden file has no max_seq_length");
+    char path[512];
+    snprintf(path, sizeof path, "%s/plans/all-MiniLM-L6-v2-%s.plan", check_build_dir(), prec);
+    bertc_plan *pl = NULL;
+    bertc_context *c = NULL;
+    bertc_encoding *e = bertc_encoding_create();
+    if (bertc_plan_open(path, &pl, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        goto out;
+    }
+    int out_idx = bertc_plan_output_index(pl, "sentence_embedding");
+    CHECK(out_idx >= 0, "%s has no sentence_embedding output (was the pooling head imported?)", path);
+    bertc_context_options o;
+    bertc_context_options_init(&o);
+    o.device = test_device();
+    o.capture_on_first_use = 1;
+    if (out_idx < 0 || bertc_context_create(pl, &o, &c, err, sizeof err)) {
+        CHECK(out_idx < 0, "context: %s", err);
+        goto out;
+    }
+    int64_t H = bertc_plan_hidden(pl);
+    float *emb = malloc((size_t)H * sizeof *emb);
+    double worst = 1;
+    for (int i = 0; i < g.count; i++) {
+        const sentences_case *sc = &g.cases[i];
+        if (bertc_encode(pl, e, sc->text, NULL, max_len, err, sizeof err)) {
+            CHECK(0, "sentence %d: %s", i, err);
+            continue;
+        }
+        int64_t n = bertc_encoding_len(e);
+        int same = n == sc->n_ids && !memcmp(bertc_encoding_ids(e), sc->ids, (size_t)n * sizeof(int32_t));
+        CHECK(same, "sentence %d (\"%.40s\"): %lld ids, sentence-transformers %d, or they differ", i, sc->text,
+              (long long)n, sc->n_ids);
+        if (!same) continue;
+        bertc_request rq = {bertc_encoding_ids(e), bertc_encoding_type_ids(e), NULL, n};
+        if (bertc_infer(c, &rq) || bertc_output_read(c, out_idx, emb, (size_t)H)) {
+            CHECK(0, "sentence %d: %s", i, bertc_context_error(c));
+            continue;
+        }
+        double dot = 0, ng = 0, nw = 0, maxdiff = 0;
+        for (int64_t k = 0; k < H; k++) {
+            dot += (double)emb[k] * sc->embedding[k];
+            ng += (double)emb[k] * emb[k];
+            nw += (double)sc->embedding[k] * sc->embedding[k];
+            double dd = fabs((double)emb[k] - sc->embedding[k]);
+            if (!(dd <= maxdiff)) maxdiff = dd;
+        }
+        double cs = dot / sqrt(ng * nw);
+        if (!(cs >= worst)) worst = cs;
+        CHECK(cs >= min_cos, "%s sentence %d (\"%.40s\", %lld tokens): cosine %.7f < %.6f", prec, i, sc->text,
+              (long long)n, cs, min_cos);
+        CHECK(fabs(sqrt(ng) - 1) < 1e-3, "%s sentence %d: the embedding's norm is %.6f, not 1", prec, i, sqrt(ng));
+        if (!strcmp(prec, "fp32")) CHECK(maxdiff <= 1e-4, "fp32 sentence %d: a component differs by %.3g", i, maxdiff);
+    }
+    if (getenv("BERTC_E2E_VERBOSE")) printf("  %s: worst cosine %.8f over %d sentences\n", prec, worst, g.count);
+    free(emb);
+out:
+    bertc_encoding_free(e);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+    sentences_free(&g);
+}
+
+static void sentences_fp32(void) { check_plan("fp32", 0.99999); }
+static void sentences_fp16(void) { check_plan("fp16", 0.999); }
+static void sentences_bf16(void) { check_plan("bf16", 0.999); }
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(sentences_fp32);
+    CHECK_CASE(sentences_fp16);
+    CHECK_CASE(sentences_bf16);
+    return check_summary();
+}
