@@ -22,12 +22,14 @@ for t in "$BUILD"/tests/test_* tests/cli/*.sh; do
     [ -f "$t" ] || continue
     case "$t" in *.o|*.d) continue ;; esac
     echo "== $t"
+    t0=$(date +%s)
     case "$t" in
         *.sh) sh "$t" >"$log" 2>&1 ;;
         *) "$t" >"$log" 2>&1 ;;
     esac
     rc=$?
     cat "$log"
+    echo "   ($(( $(date +%s) - t0 )) s)"
     p=$(grep -c '^PASS ' "$log")
     f=$(grep -c '^FAIL ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then

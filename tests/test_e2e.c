@@ -32,6 +32,7 @@
 #include "golden.h"
 #include "model.h"
 #include "ref.h"
+#include "testreq.h"
 
 static const emuctl *E;
 
@@ -239,22 +240,6 @@ GOLDEN_CASE(golden_minilm_bf16, "all-MiniLM-L6-v2", "bf16")
 
 /* ------------------------------------------------------------ against the reference executor */
 
-typedef struct req_buf {
-    int32_t ids[512], types[512], mask[512];
-    bertc_request rq;
-} req_buf;
-
-static void req_random(req_buf *r, const bertc_plan *pl, int64_t len) {
-    int64_t vocab = bertc_plan_vocab_size(pl), nt = bertc_plan_type_vocab_size(pl);
-    for (int64_t i = 0; i < len; i++) {
-        r->ids[i] = (int32_t)check_rng_range(0, vocab - 1);
-        r->types[i] = nt > 0 ? (int32_t)check_rng_range(0, nt - 1) : 0;
-        r->mask[i] = check_rng_range(0, 4) ? 1 : 0;
-    }
-    r->mask[0] = 1;
-    r->rq = (bertc_request){r->ids, nt > 0 ? r->types : NULL, r->mask, len};
-}
-
 static void check_reference(const char *mname, const char *prec) {
     char name[128], err[1024];
     snprintf(name, sizeof name, "%s-%s", mname, prec);
@@ -286,8 +271,8 @@ static void check_reference(const char *mname, const char *prec) {
     tol t = tolerance(prec);
     for (int i = 0; c && i < n; i++) {
         if (lens[i] > maxlen) continue;
-        req_buf r;
-        req_random(&r, pl, lens[i]);
+        testreq r;
+        testreq_random(&r, pl, lens[i], 1, 1);
         ref_request rr = {.len = lens[i], .input_ids = r.ids, .token_type_ids = r.rq.token_type_ids,
                           .attention_mask = r.mask};
         ref_result res;
@@ -351,9 +336,9 @@ static void check_padding(const char *name) {
     int lo = b ? bertc_plan_bucket_len(pl, b - 1) : 0, hi = bertc_plan_bucket_len(pl, b);
     int64_t H = bertc_plan_hidden(pl);
     int64_t len = check_rng_range(lo + 1, hi - 1);
-    req_buf r, full;
-    req_random(&r, pl, len);
-    req_random(&full, pl, hi);
+    testreq r, full;
+    testreq_random(&r, pl, len, 1, 1);
+    testreq_random(&full, pl, hi, 1, 1);
     run a, bb, cc;
     E->set_fill(0xff);
     bertc_context *c = emu_context(pl);
@@ -398,8 +383,8 @@ static void schedules_agree(void) {
         CHECK(0, "%s", err);
         return;
     }
-    req_buf r;
-    req_random(&r, pl, check_rng_range(17, 64));
+    testreq r;
+    testreq_random(&r, pl, check_rng_range(17, 64), 1, 1);
     float *first = NULL;
     for (int s = 0; s < (test_device() == BERTC_DEVICE_EMULATED ? 4 : 2); s++) {
         E->set_schedule(s, check_rng_u64());

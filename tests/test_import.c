@@ -540,6 +540,7 @@ typedef struct fx_model {
     const char *modules;       /* modules.json text (sentence-transformers); NULL: no file */
     const char *pool_dir;      /* a directory to make (e.g. "1_Pooling"); NULL: none */
     const char *pool_config;   /* POOL_DIR/config.json text; NULL: no file */
+    const char *st_config;     /* sentence_bert_config.json text; NULL: no file */
     int vocab_txt;
     int nt;
     fx_tensor t[64];
@@ -692,6 +693,11 @@ static char *fx_write(const fx_model *m, const char *parent, const char *name) {
     if (m->modules) {
         p = fmt_alloc("%s/modules.json", dir);
         CHECK(write_file(p, m->modules, strlen(m->modules)) == 0, "cannot write %s", p);
+        free(p);
+    }
+    if (m->st_config) {
+        p = fmt_alloc("%s/sentence_bert_config.json", dir);
+        CHECK(write_file(p, m->st_config, strlen(m->st_config)) == 0, "cannot write %s", p);
         free(p);
     }
     if (m->pool_dir) {
@@ -1274,6 +1280,48 @@ static void st_expect(const char *modules, const char *pool_config, const char *
     fx_free(&fx);
 }
 
+/* sentence_bert_config.json's max_seq_length is where sentence-transformers
+ * truncates: it becomes the tokenizer's model_max_length. */
+static void case_st_max_seq_length(void) {
+    char *mean = st_pool_config(0, 1, 0, 0);
+    int len = (int)check_rng_range(2, 500);
+    char cfg[128];
+    snprintf(cfg, sizeof cfg, "{\"max_seq_length\": %d, \"do_lower_case\": false}", len);
+    fx_model fx;
+    fx_init(&fx, "", 0, 1, "F32");
+    fx.vocab_txt = 1;
+    fx.tok_config = "{\"model_max_length\": 512}";
+    fx.modules = ST_MODULES_3;
+    fx.pool_dir = "1_Pooling";
+    fx.pool_config = mean;
+    fx.st_config = cfg;
+    model m;
+    int loaded;
+    char *text = fx_import_load(&fx, &m, &loaded);
+    char want[64];
+    snprintf(want, sizeof want, "  model_max_length: %d", len);
+    CHECK(text && has_line(text, want), "expected '%s' in:\n%s", want, text ? text : "");
+    if (loaded) model_free(&m);
+    free(text);
+    fx_free(&fx);
+    static const struct {
+        const char *cfg, *needle;
+    } bad[] = {{"{\"max_seq_length\": \"long\"}", "max_seq_length must be a positive integer"},
+               {"{\"max_seq_length\": 0}", "max_seq_length must be a positive integer"},
+               {"{\"max_seq_length\": 128,\n \"do_lower_case\": true}", "do_lower_case true"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fx_init(&fx, "", 0, 1, "F32");
+        fx.vocab_txt = 1;
+        fx.modules = ST_MODULES_3;
+        fx.pool_dir = "1_Pooling";
+        fx.pool_config = mean;
+        fx.st_config = bad[i].cfg;
+        fx_expect_error(&fx, (const char *const[]){"sentence_bert_config.json:", bad[i].needle, NULL});
+        fx_free(&fx);
+    }
+    free(mean);
+}
+
 static void case_st_errors(void) {
     char *max = st_pool_config(0, 0, 1, 0), *wm = st_pool_config(0, 0, 0, 1), *both = st_pool_config(1, 1, 0, 0);
     char *none = st_pool_config(0, 0, 0, 0), *mean = st_pool_config(0, 1, 0, 0);
@@ -1370,6 +1418,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(case_st_mean_normalize);
     CHECK_CASE(case_st_cls);
     CHECK_CASE(case_st_errors);
+    CHECK_CASE(case_st_max_seq_length);
     CHECK_CASE(case_error_keeps_old_output);
     return check_summary();
 }

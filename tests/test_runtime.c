@@ -20,6 +20,7 @@
 #include "check.h"
 #include "emuctl.h"
 #include "rt.h"
+#include "testreq.h"
 
 static const emuctl *E;
 
@@ -66,26 +67,6 @@ static int stats_all_zero(const char *when) {
           when, s.live_allocations, s.live_bytes, s.live_host_allocations, s.live_modules, s.live_streams,
           s.live_events, s.live_graphs, s.live_graph_execs, s.live_primary_retains, s.live_blaslt_objects);
     return ok;
-}
-
-/* Random request of length len for a plan. */
-typedef struct req_buf {
-    int32_t ids[512], types[512], mask[512];
-    bertc_request rq;
-} req_buf;
-
-static void req_random(req_buf *r, const bertc_plan *pl, int64_t len, int with_types, int with_mask) {
-    int64_t vocab = bertc_plan_vocab_size(pl), nt = bertc_plan_type_vocab_size(pl);
-    for (int64_t i = 0; i < len; i++) {
-        r->ids[i] = (int32_t)check_rng_range(0, vocab - 1);
-        r->types[i] = nt > 0 ? (int32_t)check_rng_range(0, nt - 1) : 0;
-        r->mask[i] = check_rng_range(0, 3) ? 1 : 0;
-    }
-    r->mask[0] = 1;
-    r->rq.input_ids = r->ids;
-    r->rq.token_type_ids = with_types ? r->types : NULL;
-    r->rq.attention_mask = with_mask ? r->mask : NULL;
-    r->rq.len = len;
 }
 
 /* Runs a request and returns last_hidden_state (malloc'd), NULL on failure. */
@@ -148,8 +129,8 @@ static void test_image_select(void) {
 static void test_image_paths_run(void) {
     bertc_plan *pl = open_plan("tiny-bert-fp16");
     if (!pl) return;
-    req_buf r;
-    req_random(&r, pl, 13, 1, 1);
+    testreq r;
+    testreq_random(&r, pl, 13, 1, 1);
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
     float *want = c ? run_lhs(c, pl, &r.rq) : NULL;
@@ -290,8 +271,8 @@ static void test_bad_requests(void) {
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
     if (!c) { bertc_plan_close(pl); return; }
-    req_buf r;
-    req_random(&r, pl, 10, 1, 1);
+    testreq r;
+    testreq_random(&r, pl, 10, 1, 1);
     struct {
         const char *what, *needle;
         bertc_status st;
@@ -303,7 +284,7 @@ static void test_bad_requests(void) {
                  {"mask = 2", "attention_mask[7] = 2", BERTC_STATUS_BAD_REQUEST},
                  {"ids NULL", "input_ids is NULL", BERTC_STATUS_INVALID_ARGUMENT}};
     for (int i = 0; i < 7; i++) {
-        req_buf q = r;
+        testreq q = r;
         q.rq.input_ids = q.ids;
         q.rq.token_type_ids = q.types;
         q.rq.attention_mask = q.mask;
@@ -351,8 +332,8 @@ static void test_one_launch_per_request(void) {
             kernels += raw.buckets[b].steps[s].kind == SCHED_STEP_KERNEL;
             gemms += raw.buckets[b].steps[s].kind == SCHED_STEP_GEMM;
         }
-        req_buf r;
-        req_random(&r, pl, len, 1, 1);
+        testreq r;
+        testreq_random(&r, pl, len, 1, 1);
         bertc_emudev_stats s0, s1;
         E->get_stats(&s0);
         CHECK(bertc_infer(c, &r.rq) == BERTC_STATUS_OK, "%s", bertc_context_error(c));
@@ -416,8 +397,8 @@ static void test_current_context_restored(void) {
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
     CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_context_create left its context current");
-    req_buf r;
-    req_random(&r, pl, 5, 1, 1);
+    testreq r;
+    testreq_random(&r, pl, 5, 1, 1);
     free(run_lhs(c, pl, &r.rq));
     CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_infer left its context current");
     bertc_context_destroy(c);
@@ -437,8 +418,8 @@ static void test_capture_on_first_use(void) {
     bertc_context *c = make_ctx(pl, &o);
     E->get_stats(&s1);
     CHECK(s1.live_graph_execs == s0.live_graph_execs, "graphs captured at create");
-    req_buf r;
-    req_random(&r, pl, 12, 0, 0);
+    testreq r;
+    testreq_random(&r, pl, 12, 0, 0);
     float *a = run_lhs(c, pl, &r.rq);
     E->get_stats(&s1);
     CHECK(s1.live_graph_execs == s0.live_graph_execs + 1, "%ld graphs after one request", s1.live_graph_execs);
@@ -504,8 +485,8 @@ static void test_injected_device_failures(void) {
     }
     /* At request time: a failed launch is reported, and the next request works. */
     bertc_context *c = make_ctx(pl, &o);
-    req_buf r;
-    req_random(&r, pl, 20, 1, 1);
+    testreq r;
+    testreq_random(&r, pl, 20, 1, 1);
     E->fail("cuGraphLaunch", 1, CUDA_ERROR_LAUNCH_FAILED);
     CHECK(bertc_infer(c, &r.rq) == BERTC_STATUS_DEVICE && strstr(bertc_context_error(c), "cuGraphLaunch"),
           "graph launch failure: %s", bertc_context_error(c));
@@ -547,7 +528,7 @@ static void test_host_alloc_failures(void) {
 typedef struct worker {
     bertc_plan *pl;
     int id;
-    req_buf req[NREQ];
+    testreq req[NREQ];
     float *want[NREQ];
     int mismatches, failures;
 } worker;
@@ -588,7 +569,7 @@ static void test_threads(void) {
     bertc_context *c = make_ctx(pl, &o);
     if (!c) { bertc_plan_close(pl); return; }
     for (int i = 0; i < NREQ; i++) {
-        req_random(&w[0].req[i], pl, check_rng_range(1, 64), i & 1, i & 2);
+        testreq_random(&w[0].req[i], pl, check_rng_range(1, 64), i & 1, i & 2);
         w[0].want[i] = run_lhs(c, pl, &w[0].req[i].rq);
     }
     bertc_context_destroy(c);
@@ -597,10 +578,7 @@ static void test_threads(void) {
         w[t].pl = pl;
         w[t].id = t;
         for (int i = 0; i < NREQ; i++) {
-            w[t].req[i] = w[0].req[i];
-            w[t].req[i].rq.input_ids = w[t].req[i].ids;
-            w[t].req[i].rq.token_type_ids = w[0].req[i].rq.token_type_ids ? w[t].req[i].types : NULL;
-            w[t].req[i].rq.attention_mask = w[0].req[i].rq.attention_mask ? w[t].req[i].mask : NULL;
+            if (t) testreq_copy(&w[t].req[i], &w[0].req[i]);
             w[t].want[i] = w[0].want[i];
         }
     }

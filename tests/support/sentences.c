@@ -2,7 +2,7 @@
  * sentences — reader for the .bsen files in tests/golden/ (see sentences.h).
  *
  * Design.  Same approach as golden.c: the file is read whole and parsed by a
- * cursor that knows how many bytes remain; every read goes through one
+ * cursor that knows how many bytes remain (bincursor.c, shared with golden.c); every read goes through one
  * function that refuses to step past the end and says what it was reading,
  * so a damaged file gives "offset N: truncated reading case #3 embedding"
  * instead of a crash.  Array sizes are computed with overflow checks before
@@ -27,64 +27,15 @@
  */
 #include "sentences.h"
 
+#include "bincursor.h"
+
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Smallest encoded case: text_len (text empty), n_ids, one id, dim, two floats. */
 #define SENTENCES_MIN_CASE_BYTES 24u
-
-typedef struct cursor {
-    const unsigned char *p;
-    size_t len, off;
-    const char *name;
-    char *err;
-    size_t cap;
-    int failed;
-} cursor;
-
-static void cur_error(cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void cur_error(cursor *c, const char *fmt, ...) {
-    if (c->failed) return;
-    c->failed = 1;
-    if (!c->err || c->cap == 0) return;
-    int n = snprintf(c->err, c->cap, "%s: offset %zu: ", c->name, c->off);
-    if (n < 0 || (size_t)n >= c->cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err + n, c->cap - (size_t)n, fmt, ap);
-    va_end(ap);
-}
-
-/* Pointer to the next n bytes, or NULL (with an error) if fewer remain. */
-static const unsigned char *cur_take(cursor *c, size_t n, const char *what, int case_index) {
-    if (c->failed) return NULL;
-    if (n > c->len - c->off) {
-        if (case_index >= 0)
-            cur_error(c, "truncated reading case #%d %s (%zu bytes needed, %zu left)", case_index, what, n,
-                      c->len - c->off);
-        else
-            cur_error(c, "truncated reading %s (%zu bytes needed, %zu left)", what, n, c->len - c->off);
-        return NULL;
-    }
-    const unsigned char *q = c->p + c->off;
-    c->off += n;
-    return q;
-}
-
-static uint32_t le32(const unsigned char *q) {
-    return (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
-}
-
-static int cur_u32(cursor *c, uint32_t *out, const char *what, int case_index) {
-    const unsigned char *q = cur_take(c, 4, what, case_index);
-    if (!q) return -1;
-    *out = le32(q);
-    return 0;
-}
 
 /* Length of the longest valid UTF-8 prefix of s[0..n) (== n if all valid):
  * shortest forms only, no surrogates, nothing above U+10FFFF. */
@@ -118,9 +69,10 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
 }
 
 /* Copies n bytes of UTF-8 text (no NUL) into a fresh NUL-terminated string. */
-static char *copy_text(cursor *c, size_t n, const char *what, int case_index) {
+static char *copy_text(bincursor *c, size_t n, const char *what, int case_index) {
     size_t start = c->off;
-    const unsigned char *q = cur_take(c, n, what, case_index);
+    const unsigned char *q = case_index >= 0 ? bincursor_take(c, n, "case #%d %s", case_index, what)
+                                             : bincursor_take(c, n, "%s", what);
     if (!q) return NULL;
     const unsigned char *nul = memchr(q, '\0', n);
     size_t nul_at = nul ? (size_t)(nul - q) : n;
@@ -129,43 +81,19 @@ static char *copy_text(cursor *c, size_t n, const char *what, int case_index) {
         const char *why = nul_at <= valid ? "NUL byte" : "invalid UTF-8";
         c->off = start + (nul_at < valid ? nul_at : valid);
         if (case_index >= 0)
-            cur_error(c, "case #%d %s: %s", case_index, what, why);
+            bincursor_error(c, "case #%d %s: %s", case_index, what, why);
         else
-            cur_error(c, "%s: %s", what, why);
+            bincursor_error(c, "%s: %s", what, why);
         return NULL;
     }
     char *s = malloc(n + 1);
     if (!s) {
-        cur_error(c, "out of memory reading %s", what);
+        bincursor_error(c, "out of memory reading %s", what);
         return NULL;
     }
     memcpy(s, q, n);
     s[n] = '\0';
     return s;
-}
-
-/* The next count 4-byte elements, with an overflow check on count * 4. */
-static const unsigned char *cur_take_array(cursor *c, size_t count, const char *what, int case_index) {
-    if (count > SIZE_MAX / 4) {
-        cur_error(c, "case #%d %s: size overflows", case_index, what);
-        return NULL;
-    }
-    return cur_take(c, count * 4, what, case_index);
-}
-
-static float *read_f32s(cursor *c, size_t count, const char *what, int case_index) {
-    const unsigned char *q = cur_take_array(c, count, what, case_index);
-    if (!q) return NULL;
-    float *out = malloc(count ? count * sizeof *out : 1);
-    if (!out) {
-        cur_error(c, "out of memory reading case #%d %s", case_index, what);
-        return NULL;
-    }
-    for (size_t i = 0; i < count; i++) {
-        uint32_t u = le32(q + 4 * i);
-        memcpy(&out[i], &u, sizeof u);
-    }
-    return out;
 }
 
 static void free_case(sentences_case *k) {
@@ -176,48 +104,42 @@ static void free_case(sentences_case *k) {
     memset(k, 0, sizeof *k);
 }
 
-static int read_case(cursor *c, sentences_case *k, int index, int want_dim) {
+static int read_case(bincursor *c, sentences_case *k, int index, int want_dim) {
     uint32_t text_len, n_ids, dim;
-    if (cur_u32(c, &text_len, "text length", index)) return -1;
+    if (bincursor_u32(c, &text_len, "case #%d text length", index)) return -1;
     k->text = copy_text(c, text_len, "text", index);
     if (!k->text) return -1;
     k->text_len = text_len;
-    if (cur_u32(c, &n_ids, "id count", index)) return -1;
+    if (bincursor_u32(c, &n_ids, "case #%d id count", index)) return -1;
     if (n_ids == 0 || n_ids > (uint32_t)INT32_MAX) {
         c->off -= 4;
-        cur_error(c, "case #%d: invalid id count %u", index, n_ids);
+        bincursor_error(c, "case #%d: invalid id count %u", index, n_ids);
         return -1;
     }
     size_t ids_off = c->off;
-    const unsigned char *q = cur_take_array(c, n_ids, "ids", index);
-    if (!q) return -1;
-    k->ids = malloc((size_t)n_ids * sizeof *k->ids);
-    if (!k->ids) {
-        cur_error(c, "out of memory reading case #%d ids", index);
-        return -1;
-    }
+    k->ids = bincursor_i32s(c, n_ids, "case #%d ids", index);
+    if (!k->ids) return -1;
     for (uint32_t i = 0; i < n_ids; i++) {
-        k->ids[i] = (int32_t)le32(q + 4 * (size_t)i);
         if (k->ids[i] < 0) {
             c->off = ids_off + 4 * (size_t)i;
-            cur_error(c, "case #%d: negative token id %d at position %u", index, (int)k->ids[i], i);
+            bincursor_error(c, "case #%d: negative token id %d at position %u", index, (int)k->ids[i], i);
             return -1;
         }
     }
     k->n_ids = (int)n_ids;
-    if (cur_u32(c, &dim, "dim", index)) return -1;
+    if (bincursor_u32(c, &dim, "case #%d dim", index)) return -1;
     if (dim == 0 || dim > (uint32_t)INT32_MAX || (want_dim > 0 && dim != (uint32_t)want_dim)) {
         c->off -= 4;
         if (want_dim > 0 && dim != 0 && dim <= (uint32_t)INT32_MAX)
-            cur_error(c, "case #%d: dim %u differs from the first case's %d", index, dim, want_dim);
+            bincursor_error(c, "case #%d: dim %u differs from the first case's %d", index, dim, want_dim);
         else
-            cur_error(c, "case #%d: invalid dim %u", index, dim);
+            bincursor_error(c, "case #%d: invalid dim %u", index, dim);
         return -1;
     }
     k->dim = (int)dim;
-    k->mean_pooled = read_f32s(c, dim, "mean_pooled", index);
+    k->mean_pooled = bincursor_f32s(c, dim, "case #%d mean_pooled", index);
     if (!k->mean_pooled) return -1;
-    k->embedding = read_f32s(c, dim, "embedding", index);
+    k->embedding = bincursor_f32s(c, dim, "case #%d embedding", index);
     if (!k->embedding) return -1;
     return 0;
 }
@@ -225,39 +147,19 @@ static int read_case(cursor *c, sentences_case *k, int index, int want_dim) {
 int sentences_load_memory(sentences_file *s, const void *data, size_t len, const char *name, char *err,
                           size_t cap) {
     memset(s, 0, sizeof *s);
-    if (err && cap) err[0] = '\0';
-    cursor c = {.p = data, .len = data ? len : 0, .name = name ? name : "<memory>", .err = err, .cap = cap};
-    const unsigned char *magic = cur_take(&c, 4, "magic", -1);
-    if (!magic) return -1;
-    if (memcmp(magic, "BSEN", 4) != 0) {
-        c.off = 0;
-        cur_error(&c, "not a sentence-embedding golden (magic is not \"BSEN\")");
-        return -1;
-    }
-    uint32_t version, header_len, ncases;
-    if (cur_u32(&c, &version, "version", -1)) return -1;
-    if (version != 1) {
-        c.off -= 4;
-        cur_error(&c, "unsupported version %u (expected 1)", version);
-        return -1;
-    }
-    if (cur_u32(&c, &header_len, "header length", -1)) return -1;
+    bincursor c = bincursor_init(data, len, name, err, cap);
+    if (bincursor_magic_version(&c, "BSEN", "a sentence-embedding golden", 1)) return -1;
+    uint32_t header_len, ncases;
+    if (bincursor_u32(&c, &header_len, "header length")) return -1;
     char *header = copy_text(&c, header_len, "header", -1);
     if (!header) return -1;
-    if (cur_u32(&c, &ncases, "case count", -1)) {
-        free(header);
-        return -1;
-    }
-    size_t rest = c.len - c.off;
-    if (ncases > (uint32_t)INT32_MAX || ncases > rest / SENTENCES_MIN_CASE_BYTES) {
-        c.off -= 4;
-        cur_error(&c, "case count %u does not fit in the %zu bytes that follow", ncases, rest);
+    if (bincursor_count(&c, &ncases, SENTENCES_MIN_CASE_BYTES, "case count")) {
         free(header);
         return -1;
     }
     sentences_case *cases = calloc(ncases ? ncases : 1, sizeof *cases);
     if (!cases) {
-        cur_error(&c, "out of memory for %u cases", ncases);
+        bincursor_error(&c, "out of memory for %u cases", ncases);
         free(header);
         return -1;
     }
@@ -270,7 +172,7 @@ int sentences_load_memory(sentences_file *s, const void *data, size_t len, const
         }
     }
     if (c.off != c.len) {
-        cur_error(&c, "%zu unexpected bytes after the last case", c.len - c.off);
+        bincursor_error(&c, "%zu unexpected bytes after the last case", c.len - c.off);
         sentences_free(&tmp);
         return -1;
     }
@@ -281,44 +183,11 @@ int sentences_load_memory(sentences_file *s, const void *data, size_t len, const
 int sentences_load(sentences_file *s, const char *path, char *err, size_t cap) {
     memset(s, 0, sizeof *s);
     if (err && cap) err[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (err && cap) snprintf(err, cap, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t size = 0, cap_buf = 1 << 16;
-    unsigned char *buf = malloc(cap_buf);
-    int rc = -1;
-    if (!buf) {
-        if (err && cap) snprintf(err, cap, "%s: out of memory", path);
-        goto done;
-    }
-    for (;;) {
-        if (size == cap_buf) {
-            if (cap_buf > SIZE_MAX / 2) {
-                if (err && cap) snprintf(err, cap, "%s: file too large", path);
-                goto done;
-            }
-            unsigned char *nb = realloc(buf, cap_buf * 2);
-            if (!nb) {
-                if (err && cap) snprintf(err, cap, "%s: out of memory", path);
-                goto done;
-            }
-            buf = nb;
-            cap_buf *= 2;
-        }
-        size_t n = fread(buf + size, 1, cap_buf - size, f);
-        size += n;
-        if (n == 0) break;
-    }
-    if (ferror(f)) {
-        if (err && cap) snprintf(err, cap, "%s: read error", path);
-        goto done;
-    }
-    rc = sentences_load_memory(s, buf, size, path, err, cap);
-done:
+    unsigned char *buf;
+    size_t size;
+    if (bincursor_read_file(path, &buf, &size, err, cap)) return -1;
+    int rc = sentences_load_memory(s, buf, size, path, err, cap);
     free(buf);
-    fclose(f);
     return rc;
 }
 

@@ -1,0 +1,71 @@
+/*
+ * bincursor — bounds-checked little-endian reading of an in-memory file
+ * image, shared by the golden-file readers (golden.c, sentences.c).
+ *
+ * A bincursor knows the image, how far it has read and where to put an error
+ * message.  Every read checks the bytes that remain; the first failure writes
+ * "<name>: offset <off>: <message>" into the caller's buffer and makes every
+ * later read fail quietly, so a reader can chain reads and test once.  What
+ * is being read is described by a printf-style format ("case #%d ids"), only
+ * expanded when there is an error.  See bincursor.c for the design.
+ */
+#ifndef BERTC_TESTS_BINCURSOR_H
+#define BERTC_TESTS_BINCURSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bincursor {
+    const unsigned char *p;     /* the image */
+    size_t len, off;            /* its size; bytes consumed so far */
+    const char *name;           /* file name for messages */
+    char *err;                  /* message buffer, may be NULL */
+    size_t cap;                 /* its size, may be 0 */
+    int failed;                 /* set by the first error */
+} bincursor;
+
+#define BINCURSOR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* A cursor over data[0..len) (none if data is NULL); `name` (NULL: "<memory>")
+ * prefixes messages.  Clears err (if cap > 0). */
+bincursor bincursor_init(const void *data, size_t len, const char *name, char *err, size_t cap);
+
+/* Records "<name>: offset <off>: <fmt...>" unless an error is already
+ * recorded; the offset is c->off now, so rewind it first to point at the
+ * field at fault. */
+void bincursor_error(bincursor *c, const char *fmt, ...) BINCURSOR_PRINTF(2, 3);
+
+/* The next n bytes, or NULL after recording
+ * "truncated reading <what> (N bytes needed, M left)". */
+const unsigned char *bincursor_take(bincursor *c, size_t n, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
+/* The next count 4-byte elements, or NULL; "<what>: size overflows" if
+ * count * 4 does not fit in size_t, else as bincursor_take. */
+const unsigned char *bincursor_take_array(bincursor *c, size_t count, const char *what_fmt, ...)
+    BINCURSOR_PRINTF(3, 4);
+/* A u32 into *out: 0, or -1 as bincursor_take. */
+int bincursor_u32(bincursor *c, uint32_t *out, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
+/* count i32 / f32 values in a fresh malloc'd array (never NULL for count 0),
+ * or NULL as bincursor_take_array or "out of memory reading <what>". */
+int32_t *bincursor_i32s(bincursor *c, size_t count, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
+float *bincursor_f32s(bincursor *c, size_t count, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
+
+/* The 4-byte magic then a u32 version: 0, or -1 after recording
+ * 'not <kind> (magic is not "<magic>")' at the magic or "unsupported
+ * version V (expected <version>)" at the version. */
+int bincursor_magic_version(bincursor *c, const char magic[4], const char *kind, uint32_t version);
+/* A u32 item count into *out: 0, or -1 (as bincursor_take, or "<what> N does
+ * not fit in the M bytes that follow" at the count) if it is above INT32_MAX
+ * or more items of min_item_bytes each than the remaining bytes could hold,
+ * so a hostile count cannot provoke a huge allocation. */
+int bincursor_count(bincursor *c, uint32_t *out, size_t min_item_bytes, const char *what);
+
+/* The u32 stored little-endian at q (no alignment needed). */
+uint32_t bincursor_le32(const unsigned char *q);
+/* *n = a * b * elem: 0, or -1 (and *n untouched) if it overflows size_t. */
+int bincursor_mul_size(size_t a, size_t b, size_t elem, size_t *n);
+
+/* Reads the whole file at path into a fresh malloc'd buffer (*data, *size;
+ * free it).  0, or -1 with "<path>: <why>" in err (if cap > 0). */
+int bincursor_read_file(const char *path, unsigned char **data, size_t *size, char *err, size_t cap);
+
+#endif
