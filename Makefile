@@ -195,6 +195,7 @@ demo: $(BUILD)/bertc $(EMUDEV_SO) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc compile $(BUILD)/all-MiniLM-L6-v2.yaml -o $(BUILD)/all-MiniLM-L6-v2.plan --arch sm_75,sm_80,sm_86,sm_89,sm_90,emu
 	$(BUILD)/bertc inspect $(BUILD)/all-MiniLM-L6-v2.plan | grep -E '^(plan|model|weights|bucket)'
 	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.plan --device emu --ids "101 7592 2088 102" --output $(BUILD)/demo-last_hidden_state.npy
+	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.plan --device emu --text "Hello world"
 
 # make install PREFIX=DIR: bertc, the runtime (static and shared), its header,
 # the emulated device, and a pkg-config file (pkg-config --cflags --libs bertc).
