@@ -74,6 +74,7 @@ static const char USAGE_RUN[] =
     "                 [--types \"0 0 0\"] [--mask \"1 1 1\"]\n"
     "                 [--output OUT.npy] [--pooled-output P.npy]\n"
     "       bertc run MODEL.yaml [--device ref] ...\n"
+    "       bertc run PLAN --text \"...\" ...   (text in: bertc run --text x --help)\n"
     "\n"
     "Runs one request. A compiled plan runs on a GPU (--device cuda, the\n"
     "default) or on the emulated device (--device emu: the same driver and\n"
