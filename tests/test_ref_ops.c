@@ -827,6 +827,7 @@ static void test_pool_l2_normalize(void) {
          * round 4: one kept row; round 5: all zero */
         for (int64_t s = 0; s < len; s++)
             mask[s] = round == 5 ? 0 : round == 4 ? s == len - 1 : (int32_t)check_rng_range(0, 2);
+        if (round < 4) mask[check_rng_range(0, len - 1)] = 1; /* some row kept: the all-zero case is round 5 */
         ref_request req = {.len = len, .input_ids = id, .attention_mask = mask};
         ref_result res;
         const ref_tensor *t[6] = {t_run_ok(&m, &req, &res, "mean")};
