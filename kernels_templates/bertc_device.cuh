@@ -298,6 +298,24 @@ template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
  * B it needs from the owning lanes and sums in float; the portable body fetches the same words
  * with 64-bit shuffles.  All 32 lanes must call it together.
  */
+/*
+ * The arithmetic of both non-asm mma bodies below: D[r][c] += the k-ordered
+ * float sum of A row r times B column c.  One function, so the emulator and
+ * the sm_75 shuffle path cannot drift into different summation orders.
+ */
+BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*arow)[16], const float (*bcol)[16]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
+            d[2 * r + c] += s;
+        }
+    }
+}
+
 template <typename T>
 BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b) {
 #if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -349,16 +367,7 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
             bcol[1][k + 1] = l1[8 + 2 * half + 1];
         }
     }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-            float s = 0.0f;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
-            d[2 * r + c] += s;
-        }
-    }
+    bertc_mma_rows_cols(d, arow, bcol);
 #else
     const int lane = (int)threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
@@ -392,16 +401,7 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
             bcol[1][k + 1] = bertc_type<T>::bits_to_float(w1[half] >> 16);
         }
     }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-            float s = 0.0f;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
-            d[2 * r + c] += s;
-        }
-    }
+    bertc_mma_rows_cols(d, arow, bcol);
 #endif
 }
 
