@@ -15,12 +15,43 @@ WARN      := -std=c11 -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 SAN       ?=
 PREFIX    ?= /usr/local
-CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -Icompiler -Iruntime -Iruntime/emu -MMD -MP \
-             -isystem $(CUDA_HOME)/include -DBERTC_CUDA_HOME=\"$(CUDA_HOME)\"
-ALL_CFLAGS = $(WARN) $(CPPFLAGS) -fPIC $(CFLAGS) $(SAN)
+# Each part of bertc is compiled with only the include paths it may use, so
+# a forbidden #include fails the build (docs/architecture.md has the rules;
+# tools/check_layers.sh re-checks them from the dependency files).
+CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -MMD -MP
+CUDA_INC  := -isystem $(CUDA_HOME)/include
+INC_COMMON   := -Iruntime/common
+INC_PLAN     := -Iruntime/plan $(INC_COMMON)
+INC_RUNTIME  := -Iruntime $(INC_PLAN) $(CUDA_INC)
+INC_EMU_CORE := -Iruntime/emu/core $(INC_COMMON)
+INC_EMU_DEV  := -Iruntime/emu/device $(INC_EMU_CORE) $(CUDA_INC)
+INC_IR       := -Icompiler/ir $(INC_COMMON)
+INC_FRONTEND := -Icompiler/frontend -Icompiler/ir -Icompiler $(INC_COMMON)
+INC_PASSES   := -Icompiler/passes -Icompiler/ir $(INC_COMMON)
+INC_CODEGEN  := -Icompiler/codegen -Icompiler $(INC_PLAN) $(CUDA_INC) -I$(BUILD)/gen
+INC_LOWER    := -Icompiler/lower -Icompiler/codegen -Icompiler/ir $(INC_PLAN)
+INC_COMPILER := -Icompiler -Icompiler/frontend -Icompiler/ir -Icompiler/passes -Icompiler/lower -Icompiler/codegen \
+                -Iruntime $(INC_PLAN)
+INC_TESTS    := -Itests -Itests/support $(INC_COMPILER) $(INC_RUNTIME) -Iruntime/emu/device $(INC_EMU_CORE)
+INC       = $(INC_COMMON)
+ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(INC) -fPIC $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lutf8proc -lm -lpthread
 
-COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+$(BUILD)/runtime/%.o:           INC = $(INC_RUNTIME)
+$(BUILD)/runtime/common/%.o:    INC = $(INC_COMMON)
+$(BUILD)/runtime/plan/%.o:      INC = $(INC_PLAN)
+$(BUILD)/runtime/emu/core/%.o:  INC = $(INC_EMU_CORE)
+$(BUILD)/runtime/emu/device/%.o: INC = $(INC_EMU_DEV)
+$(BUILD)/compiler/%.o:          INC = $(INC_COMPILER)
+$(BUILD)/compiler/ir/%.o:       INC = $(INC_IR)
+$(BUILD)/compiler/frontend/%.o: INC = $(INC_FRONTEND)
+$(BUILD)/compiler/passes/%.o:   INC = $(INC_PASSES)
+$(BUILD)/compiler/lower/%.o:    INC = $(INC_LOWER)
+$(BUILD)/compiler/codegen/%.o:  INC = $(INC_CODEGEN)
+$(BUILD)/gen/%.o:               INC = $(INC_CODEGEN)
+$(BUILD)/tests/%.o:             INC = $(INC_TESTS)
+
+COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
 COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
 COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
 
@@ -29,32 +60,34 @@ COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
 # $(BUILD)/gen/kernel_templates.c by tools/embed_text, so bertc needs no
 # side files at run time; kbuild links NVRTC from the CUDA toolkit.
 KERNEL_TEMPLATES := kernels_templates/bertc_device.cuh $(filter-out kernels_templates/bertc_device.cuh,$(sort $(wildcard kernels_templates/*.cuh)))
-COMPILER_OBJS += $(BUILD)/gen/kernel_templates.o
+EMU_PRELUDE := runtime/emu/core/cuda_prelude.h runtime/emu/core/emu_abi.h $(wildcard runtime/emu/core/include/*.h) \
+                runtime/common/half.h
+COMPILER_OBJS += $(BUILD)/gen/kernel_templates.o $(BUILD)/gen/emu_prelude.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 # ---- end of the kernel templates variables
 
-# The runtime library (plan reader, device table, runtime; public header
-# runtime/bertc.h): static and shared; the compiler links the static one.
-RUNTIME_SRCS  := $(wildcard runtime/*.c)
+# The runtime library (public header runtime/bertc.h; common/, plan/ and the
+# runtime proper): static and shared; the compiler links the static one.
+RUNTIME_SRCS  := $(wildcard runtime/*.c runtime/common/*.c runtime/plan/*.c)
 RUNTIME_OBJS  := $(RUNTIME_SRCS:%.c=$(BUILD)/%.o)
 RUNTIME_LIB   := $(BUILD)/libbertc.a
 RUNTIME_SO    := $(BUILD)/libbertc.so
 RUNTIME_SONAME := libbertc.so.0
 
-# The emulated device's kernel-execution core (runtime/emu/emu_*.c, see its block below).
-EMU_SRCS := $(wildcard runtime/emu/emu_*.c)
-EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/emu_switch.o
+# The emulated device's kernel-execution core (runtime/emu/core, see its block below).
+EMU_SRCS := $(wildcard runtime/emu/core/*.c)
+EMU_OBJS := $(EMU_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/runtime/emu/core/emu_switch.o
 EMU_LIB  := $(BUILD)/libbertc_emu.a
 
-# The emulated device itself (runtime/emu/emudev_*.c): the CUDA driver API and
+# The emulated device itself (runtime/emu/device): the CUDA driver API and
 # cuBLASLt subset on the CPU, as a shared library the device table dlopens.
-EMUDEV_SRCS := $(wildcard runtime/emu/emudev_*.c)
+EMUDEV_SRCS := $(wildcard runtime/emu/device/*.c)
 EMUDEV_OBJS := $(EMUDEV_SRCS:%.c=$(BUILD)/%.o)
 EMUDEV_SO   := $(BUILD)/libbertc_emudev.so
 EMUDEV_LIB  := $(BUILD)/libbertc_emudev.a
 
-# bertc links all three; a group so their order does not matter.
-BERTC_LIBS    := $(COMPILER_LIB) $(RUNTIME_LIB) $(EMU_LIB)
+# bertc links the compiler and the runtime; a group so their order does not matter.
+BERTC_LIBS    := $(COMPILER_LIB) $(RUNTIME_LIB)
 
 TEST_SUPPORT  := $(wildcard tests/support/*.c) tests/check.c
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
@@ -91,8 +124,6 @@ $(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS) | $(EMUDEV_SO)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
 
-$(BUILD)/tests/%.o: ALL_CFLAGS += -Itests -Itests/support
-
 # ---- kernel templates, rules (see the variables block above)
 $(BUILD)/tools/embed_text: tools/embed_text.c
 	@mkdir -p $(dir $@)
@@ -100,9 +131,15 @@ $(BUILD)/tools/embed_text: tools/embed_text.c
 
 $(BUILD)/gen/kernel_templates.c: $(BUILD)/tools/embed_text $(KERNEL_TEMPLATES)
 	@mkdir -p $(dir $@)
-	$(BUILD)/tools/embed_text $@ $(KERNEL_TEMPLATES)
+	$(BUILD)/tools/embed_text $@ kernel_template $(KERNEL_TEMPLATES)
 
-$(BUILD)/gen/kernel_templates.o: $(BUILD)/gen/kernel_templates.c
+# The emulated device's prelude, embedded like the templates: the compiler
+# writes it out into each emulator-image build (compiler/codegen/emu_build.c).
+$(BUILD)/gen/emu_prelude.c: $(BUILD)/tools/embed_text $(EMU_PRELUDE)
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/embed_text $@ emu_prelude $(foreach f,$(EMU_PRELUDE),$(patsubst runtime/emu/core/%,%,$(patsubst runtime/common/%,%,$(f)))=$(f))
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # (kbuild.o gets the toolkit include path and BERTC_CUDA_HOME from CPPFLAGS)
@@ -111,9 +148,7 @@ $(BUILD)/gen/kernel_templates.o: $(BUILD)/gen/kernel_templates.c
 # ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
 # Tests named tests/test_emu_*.c link libbertc_emu.a (and dlopen images).
 
-$(BUILD)/runtime/emu/%.o: ALL_CFLAGS += -DBERTC_EMU_DIR=\"$(CURDIR)/runtime/emu\"
-
-$(BUILD)/runtime/emu/%.o: runtime/emu/%.S
+$(BUILD)/runtime/emu/core/%.o: runtime/emu/core/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -c $< -o $@
 
@@ -121,24 +156,21 @@ $(EMU_LIB): $(EMU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/test_emu_%.o: ALL_CFLAGS += -Iruntime/emu
-
 $(BUILD)/tests/test_emu_%: $(BUILD)/tests/test_emu_%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
 
 # The emulated device library: emudev objects + the fiber core + diag.  Only
 # the CUDA names and bertc_emudev_* are exported (runtime/emu/emudev.map), and
 # -Bsymbolic keeps its copy of the core apart from one linked into the host.
-$(EMUDEV_SO): $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/diag.o runtime/emu/emudev.map
-	$(CC) $(SAN) -shared -Wl,-Bsymbolic -Wl,--version-script=runtime/emu/emudev.map -o $@ \
-	  $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/diag.o -ldl -lpthread -lm
+$(EMUDEV_SO): $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/common/diag.o runtime/emu/device/emudev.map
+	$(CC) $(SAN) -shared -Wl,-Bsymbolic -Wl,--version-script=runtime/emu/device/emudev.map -o $@ \
+	  $(EMUDEV_OBJS) $(EMU_OBJS) $(BUILD)/runtime/common/diag.o -ldl -lpthread -lm
 
 $(EMUDEV_LIB): $(EMUDEV_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
 # Tests of the device's parts (tests/test_emudev_*.c) link it statically.
-$(BUILD)/tests/test_emudev_%.o: ALL_CFLAGS += -Iruntime/emu
 $(BUILD)/tests/test_emudev_%: $(BUILD)/tests/test_emudev_%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
 # ---- end of the emulated device block

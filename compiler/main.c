@@ -24,7 +24,7 @@
 
 #include "bertc.h"
 #include "diag.h"
-#include "emu.h"
+#include "emu_build.h"
 #include "fileutil.h"
 #include "hf_import.h"
 #include "kbuild.h"
@@ -754,16 +754,16 @@ static char *dup_str(const char *s) {
     return p;
 }
 
-static int parse_precision(const char *s, ir_dtype *out) {
-    if (!strcmp(s, "fp16")) *out = IR_DTYPE_F16;
-    else if (!strcmp(s, "bf16")) *out = IR_DTYPE_BF16;
-    else if (!strcmp(s, "fp32")) *out = IR_DTYPE_F32;
+static int parse_precision(const char *s, plan_dtype *out) {
+    if (!strcmp(s, "fp16")) *out = PLAN_DTYPE_F16;
+    else if (!strcmp(s, "bf16")) *out = PLAN_DTYPE_BF16;
+    else if (!strcmp(s, "fp32")) *out = PLAN_DTYPE_F32;
     else return -1;
     return 0;
 }
 
-static const char *precision_name(ir_dtype t) {
-    return t == IR_DTYPE_F16 ? "fp16" : t == IR_DTYPE_BF16 ? "bf16" : t == IR_DTYPE_F32 ? "fp32" : "?";
+static const char *precision_name(plan_dtype t) {
+    return t == PLAN_DTYPE_F16 ? "fp16" : t == PLAN_DTYPE_BF16 ? "bf16" : t == PLAN_DTYPE_F32 ? "fp32" : "?";
 }
 
 /* Split a comma list into at most cap items (pointers into a copy). */
@@ -846,20 +846,11 @@ static int read_vocab(plan_tokenizer *t, const ir_graph *g, diag *d) {
  * C++ compiler into an x86-64 shared object, stored in the plan beside the
  * CUBINs so running on the emulated device needs no compiler at run time.
  */
-static int build_emu_image(const lower_kernels *k, const char *out, unsigned char **bytes, size_t *size, diag *d) {
-    char so_path[4096];
-    snprintf(so_path, sizeof so_path, "%s.emu.%d.so", out, (int)getpid());
-    if (emu_image_build_units((const char *const *)k->sources, k->count, so_path, d) != EMU_STATUS_OK) {
+static int build_emu_image(const lower_kernels *k, unsigned char **bytes, size_t *size, diag *d) {
+    if (emu_build_image((const char *const *)k->sources, k->count, bytes, size, d)) {
         diag_prefix(d, "building the emulated-device image: ");
-        unlink(so_path);
         return -1;
     }
-    size_t len;
-    char *data = file_read_all(so_path, &len, (size_t)1 << 30, d);
-    unlink(so_path);
-    if (!data) return -1;
-    *bytes = (unsigned char *)data;
-    *size = len;
     return 0;
 }
 
@@ -891,7 +882,7 @@ static int cmd_compile(int argc, char **argv) {
     }
     if (!yaml) return usage_error(USAGE_COMPILE, "compile: missing MODEL.yaml%s", "");
     if (!out) return usage_error(USAGE_COMPILE, "compile: missing -o PLAN%s", "");
-    ir_dtype precision;
+    plan_dtype precision;
     if (parse_precision(prec, &precision))
         return usage_error(USAGE_COMPILE, "--precision: '%s' is not one of fp16, bf16, fp32", prec);
 
@@ -990,7 +981,7 @@ static int cmd_compile(int argc, char **argv) {
     memset(&ko, 0, sizeof ko);
     ko.jobs = jobs;
     if (narchs > 0 && kbuild_compile(units, k.count, archs, narchs, &ko, &kr, &d)) goto fail;
-    if (want_emu && build_emu_image(&k, out, &emu_bytes, &emu_size, &d)) goto fail;
+    if (want_emu && build_emu_image(&k, &emu_bytes, &emu_size, &d)) goto fail;
     t_kernels = now_seconds();
 
     /* Assemble the plan (it takes ownership of everything it points to). */

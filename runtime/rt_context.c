@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half.h"
 #include "rt.h"
 
 #define RT_DEFAULT_WORKSPACE ((size_t)4 << 20)
@@ -65,18 +66,14 @@ struct bertc_context {
     char err[RT_ERR_CAP];
 };
 
-static size_t rt_dtype_size(ir_dtype t) { return t == IR_DTYPE_F32 || t == IR_DTYPE_I32 ? 4 : 2; }
-
-static cudaDataType_t rt_cuda_type(ir_dtype t) {
-    return t == IR_DTYPE_F16 ? CUDA_R_16F : t == IR_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+static cudaDataType_t rt_cuda_type(plan_dtype t) {
+    return t == PLAN_DTYPE_F16 ? CUDA_R_16F : t == PLAN_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
-
-static size_t rt_request_bytes(int bucket) { return (size_t)(KERNEL_REQ_HEADER_WORDS + 3 * bucket) * 4; }
 
 /* Bytes an output occupies from its first element to its last. */
 static size_t rt_output_bytes(const sched_output *o, int bucket) {
     int64_t rows = o->rows_are_seq ? bucket : 1;
-    return (size_t)((rows - 1) * o->row_stride + o->cols) * rt_dtype_size(o->dtype);
+    return (size_t)((rows - 1) * o->row_stride + o->cols) * (size_t)plan_dtype_size(o->dtype);
 }
 
 static CUdeviceptr rt_resolve(const bertc_context *c, sched_ref r) {
@@ -98,7 +95,7 @@ static uint32_t rt_alignment(CUdeviceptr p) {
 
 /* ------------------------------------------------------------ cuBLASLt */
 
-static bertc_status rt_layout(bertc_context *c, cublasLtMatrixLayout_t *l, ir_dtype t, int64_t rows, int64_t cols,
+static bertc_status rt_layout(bertc_context *c, cublasLtMatrixLayout_t *l, plan_dtype t, int64_t rows, int64_t cols,
                               int64_t ld, int batch, int64_t stride, const char *step, const char *which) {
     cublasStatus_t s = c->t->cublasLtMatrixLayoutCreate(l, rt_cuda_type(t), (uint64_t)rows, (uint64_t)cols, ld);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -185,7 +182,7 @@ static bertc_status rt_gemm_make(bertc_context *c, const sched_step *st, rt_gemm
     if (found < 1 || res.state != CUBLAS_STATUS_SUCCESS)
         return rt_error(BERTC_STATUS_DEVICE, c->err, sizeof c->err,
                         "step %s: cuBLASLt has no algorithm for m=%lld n=%lld k=%lld (%s) with a %llu-byte workspace",
-                        st->name, (long long)s->m, (long long)s->n, (long long)s->k, s->ab_type == IR_DTYPE_F16 ? "float16" : s->ab_type == IR_DTYPE_BF16 ? "bfloat16" : "float32",
+                        st->name, (long long)s->m, (long long)s->n, (long long)s->k, plan_dtype_name(s->ab_type),
                         (unsigned long long)ws);
     g->algo = res.algo;
     g->workspace = res.workspaceSize;
@@ -228,7 +225,7 @@ static bertc_status rt_capture(bertc_context *c, int b) {
     CUresult r = t->cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuStreamBeginCapture", bk->seq_len);
     bertc_status st = BERTC_STATUS_OK;
-    r = t->cuMemcpyHtoDAsync(c->request, c->staging, rt_request_bytes(bk->seq_len), c->stream);
+    r = t->cuMemcpyHtoDAsync(c->request, c->staging, (size_t)kernel_request_bytes(bk->seq_len), c->stream);
     if (r != CUDA_SUCCESS) st = rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuMemcpyHtoDAsync(request block)", bk->seq_len);
     for (int s = 0; s < bk->nsteps && st == BERTC_STATUS_OK; s++)
         st = rt_enqueue_step(c, &bk->steps[s], &c->gemms[b][s]);
@@ -311,13 +308,13 @@ static bertc_status rt_context_build(bertc_context *c) {
         c->arena = 0;
         return rt_cu_error(t, r, err, cap, "cuMemAlloc(arena, %llu bytes)", (unsigned long long)p->arena_bytes);
     }
-    if ((r = t->cuMemAlloc(&c->request, rt_request_bytes(maxb))) != CUDA_SUCCESS) {
+    if ((r = t->cuMemAlloc(&c->request, (size_t)kernel_request_bytes(maxb))) != CUDA_SUCCESS) {
         c->request = 0;
-        return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", rt_request_bytes(maxb));
+        return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", (size_t)kernel_request_bytes(maxb));
     }
     void *host = NULL;
-    if ((r = t->cuMemHostAlloc(&host, rt_request_bytes(maxb), 0)) != CUDA_SUCCESS)
-        return rt_cu_error(t, r, err, cap, "cuMemHostAlloc(request staging, %zu bytes)", rt_request_bytes(maxb));
+    if ((r = t->cuMemHostAlloc(&host, (size_t)kernel_request_bytes(maxb), 0)) != CUDA_SUCCESS)
+        return rt_cu_error(t, r, err, cap, "cuMemHostAlloc(request staging, %zu bytes)", (size_t)kernel_request_bytes(maxb));
     c->staging = host;
     int nout = p->buckets[0].noutputs;
     c->output_offset = rt_calloc((size_t)nout, sizeof *c->output_offset);
@@ -509,38 +506,15 @@ bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
     return st;
 }
 
-/* IEEE binary16 -> binary32, exact (every half is a float). */
-static float rt_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-    if (exp == 0x1f) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else if (exp) {
-        u = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (!man) {
-        u = sign;
-    } else { /* subnormal: normalise */
-        int e = -1;
-        do { man <<= 1; e++; } while (!(man & 0x400u));
-        u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static float rt_load(ir_dtype t, const uint8_t *p) {
-    if (t == IR_DTYPE_F32) {
+static float rt_load(plan_dtype t, const uint8_t *p) {
+    if (t == PLAN_DTYPE_F32) {
         float f;
         memcpy(&f, p, 4);
         return f;
     }
     uint16_t h;
     memcpy(&h, p, 2);
-    if (t == IR_DTYPE_F16) return rt_f16_to_f32(h);
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return t == PLAN_DTYPE_F16 ? half_f16_to_f32(h) : half_bf16_to_f32(h);
 }
 
 bertc_status bertc_output_read(bertc_context *c, int i, float *dst, size_t count) {
@@ -559,7 +533,7 @@ bertc_status bertc_output_read(bertc_context *c, int i, float *dst, size_t count
                         "output %s holds %lld values for this request, the buffer %zu", o->name,
                         (long long)(rows * o->cols), dst ? count : 0);
     const uint8_t *src = c->outputs + c->output_offset[i];
-    size_t es = rt_dtype_size(o->dtype);
+    size_t es = (size_t)plan_dtype_size(o->dtype);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t k = 0; k < o->cols; k++)
             dst[r * o->cols + k] = rt_load(o->dtype, src + (size_t)(r * o->row_stride + k) * es);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "emu.h"
 
 static const char core_src[] =
@@ -955,17 +956,17 @@ static void test_build_and_load_errors(void) {
     diag_init(&d);
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("bad.so", "", 0));
-    emu_status st = emu_image_build("extern \"C\" __global__ void k(int *x) { x[0] = undeclared_name; }\n"
-                                    "BERTC_KERNEL_EXPORT(k)\n",
-                                    path, &d);
-    CHECK(st == EMU_STATUS_BUILD, "bad text built: %s", emu_status_name(st));
+    const char *bad = "extern \"C\" __global__ void k(int *x) { x[0] = undeclared_name; }\n"
+                      "BERTC_KERNEL_EXPORT(k)\n";
+    int st = emu_build_image_file(&bad, 1, path, &d);
+    CHECK(st != 0, "bad text built");
     CHECK(strstr(d.text, "undeclared_name") != NULL, "compiler message missing: %s", d.text);
     /* a raw extern __shared__ must not compile: dynamic shared memory goes through the macro */
     diag_init(&d);
-    st = emu_image_build("extern \"C\" __global__ void k(float *x) { extern __shared__ float s[]; x[0] = s[0]; }\n"
-                         "BERTC_KERNEL_EXPORT(k)\n",
-                         path, &d);
-    CHECK(st == EMU_STATUS_BUILD, "raw extern __shared__ built");
+    const char *raw = "extern \"C\" __global__ void k(float *x) { extern __shared__ float s[]; x[0] = s[0]; }\n"
+                      "BERTC_KERNEL_EXPORT(k)\n";
+    st = emu_build_image_file(&raw, 1, path, &d);
+    CHECK(st != 0, "raw extern __shared__ built");
     diag_init(&d);
     CHECK(emu_image_load("/nonexistent/dir/x.so", &d) == NULL && strstr(d.text, "cannot load"),
           "loading a missing file: %s", d.text);
@@ -993,9 +994,9 @@ static void test_units_isolated(void) {
     diag_init(&d);
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("units.so", "", 0));
-    emu_status st = emu_image_build_units(units, 2, path, &d);
-    CHECK(st == EMU_STATUS_OK, "%s", d.text);
-    emu_image *im = st == EMU_STATUS_OK ? emu_image_load(path, &d) : NULL;
+    int st = emu_build_image_file(units, 2, path, &d);
+    CHECK(st == 0, "%s", d.text);
+    emu_image *im = st == 0 ? emu_image_load(path, &d) : NULL;
     unlink(path);
     CHECK(im != NULL, "%s", d.text);
     if (!im) return;
@@ -1180,9 +1181,9 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s", check_write_temp("emu_core.so", "", 0));
     const char *units[2] = {core_src, half_src};
     double t0 = now_s();
-    emu_status st = emu_image_build_units(units, 2, path, &d);
+    int st = emu_build_image_file(units, 2, path, &d);
     double tb = now_s() - t0;
-    if (st == EMU_STATUS_OK) img = emu_image_load(path, &d);
+    if (st == 0) img = emu_image_load(path, &d);
     unlink(path); /* a loaded mapping stays valid */
     if (!img) snprintf(img_error, sizeof img_error, "%s", d.text);
     else printf("info: built 2 kernel units in %.2f s\n", tb);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
 
@@ -34,15 +35,15 @@
 static const emu_schedule scheds[NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
 #define CANARY 64 /* bytes after each output */
 
-static double dtype_tol(ir_dtype dt) {
+static double dtype_tol(plan_dtype dt) {
     switch (dt) {
-    case IR_DTYPE_F16: return 2e-3;
-    case IR_DTYPE_BF16: return 1.6e-2;
+    case PLAN_DTYPE_F16: return 2e-3;
+    case PLAN_DTYPE_BF16: return 1.6e-2;
     default: return 1e-5;
     }
 }
 
-static size_t dtype_size(ir_dtype dt) { return dt == IR_DTYPE_F32 ? 4 : 2; }
+static size_t dtype_size(plan_dtype dt) { return dt == PLAN_DTYPE_F32 ? 4 : 2; }
 
 /* ------------------------------------------------------------ storage */
 
@@ -60,14 +61,14 @@ static uint16_t f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static float ld_val(ir_dtype dt, const void *p, size_t i) {
+static float ld_val(plan_dtype dt, const void *p, size_t i) {
     switch (dt) {
-    case IR_DTYPE_F16: {
+    case PLAN_DTYPE_F16: {
         _Float16 h;
         memcpy(&h, (const char *)p + 2 * i, 2);
         return (float)h;
     }
-    case IR_DTYPE_BF16: {
+    case PLAN_DTYPE_BF16: {
         uint16_t b;
         memcpy(&b, (const char *)p + 2 * i, 2);
         return bf16_to_f32(b);
@@ -80,14 +81,14 @@ static float ld_val(ir_dtype dt, const void *p, size_t i) {
     }
 }
 
-static void st_val(ir_dtype dt, void *p, size_t i, float v) {
+static void st_val(plan_dtype dt, void *p, size_t i, float v) {
     switch (dt) {
-    case IR_DTYPE_F16: {
+    case PLAN_DTYPE_F16: {
         _Float16 h = (_Float16)v;
         memcpy((char *)p + 2 * i, &h, 2);
         break;
     }
-    case IR_DTYPE_BF16: {
+    case PLAN_DTYPE_BF16: {
         uint16_t b = f32_to_bf16(v);
         memcpy((char *)p + 2 * i, &b, 2);
         break;
@@ -98,14 +99,14 @@ static void st_val(ir_dtype dt, void *p, size_t i, float v) {
 
 /* A tensor of `rows` x `ld` elements plus a canary tail. */
 typedef struct tensor {
-    ir_dtype dt;
+    plan_dtype dt;
     size_t rows, ld;
     void *p;
 } tensor;
 
 #define CANARY_BYTE 0x5a
 
-static tensor tensor_new(ir_dtype dt, size_t rows, size_t ld) {
+static tensor tensor_new(plan_dtype dt, size_t rows, size_t ld) {
     tensor t = {dt, rows, ld, NULL};
     size_t body = rows * ld * dtype_size(dt);
     t.p = malloc(body + CANARY);
@@ -205,12 +206,12 @@ static void ref_layernorm(const double *x, int hidden, double eps, const tensor 
     for (int c = 0; c < hidden; c++) out[c] = (x[c] - mean) * r * tget(gamma, 0, (size_t)c) + tget(beta, 0, (size_t)c);
 }
 
-static double ref_act(ir_act a, double x) {
+static double ref_act(plan_act a, double x) {
     switch (a) {
-    case IR_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case IR_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case IR_ACT_RELU: return x > 0 ? x : 0;
-    case IR_ACT_TANH: return tanh(x);
+    case PLAN_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case PLAN_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case PLAN_ACT_RELU: return x > 0 ? x : 0;
+    case PLAN_ACT_TANH: return tanh(x);
     default: return NAN;
     }
 }
@@ -465,7 +466,7 @@ static void run_gemm(const kcase *kc) {
 
 /* ------------------------------------------------------------ the parameter sets */
 
-static kernel_spec embed_spec(ir_dtype dt, int bucket, int hidden, int ngathers, float eps) {
+static kernel_spec embed_spec(plan_dtype dt, int bucket, int hidden, int ngathers, float eps) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_EMBED_LN;
@@ -483,7 +484,7 @@ static kernel_spec embed_spec(ir_dtype dt, int bucket, int hidden, int ngathers,
     return s;
 }
 
-static kernel_spec add_ln_spec(ir_dtype dt, int bucket, int hidden, int bias, int res) {
+static kernel_spec add_ln_spec(plan_dtype dt, int bucket, int hidden, int bias, int res) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ADD_LN;
@@ -496,7 +497,7 @@ static kernel_spec add_ln_spec(ir_dtype dt, int bucket, int hidden, int bias, in
     return s;
 }
 
-static kernel_spec attention_spec(ir_dtype dt, int bucket, int heads, int head_dim, int pad) {
+static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head_dim, int pad) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ATTENTION;
@@ -515,7 +516,7 @@ static kernel_spec attention_spec(ir_dtype dt, int bucket, int heads, int head_d
     return s;
 }
 
-static kernel_spec gemm_spec(ir_dtype dt, int bucket, int n, int k, int bias, int res, int act, ir_act a, int pad) {
+static kernel_spec gemm_spec(plan_dtype dt, int bucket, int n, int k, int bias, int res, int act, plan_act a, int pad) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_GEMM;
@@ -545,34 +546,34 @@ static void add_case(kernel_spec s, int len) {
 }
 
 static void make_cases(void) {
-    add_case(embed_spec(IR_DTYPE_F32, 32, 96, 3, 1e-12f), 27);
-    add_case(embed_spec(IR_DTYPE_F16, 64, 80, 3, 1e-5f), 64);
-    add_case(embed_spec(IR_DTYPE_BF16, 32, 96, 1, 1e-12f), 1);
-    add_case(embed_spec(IR_DTYPE_F16, 32, 80, 2, 1e-12f), 13);
-    add_case(embed_spec(IR_DTYPE_F32, 32, 1100, 3, 1e-12f), 9);      /* a block per row, ragged items */
+    add_case(embed_spec(PLAN_DTYPE_F32, 32, 96, 3, 1e-12f), 27);
+    add_case(embed_spec(PLAN_DTYPE_F16, 64, 80, 3, 1e-5f), 64);
+    add_case(embed_spec(PLAN_DTYPE_BF16, 32, 96, 1, 1e-12f), 1);
+    add_case(embed_spec(PLAN_DTYPE_F16, 32, 80, 2, 1e-12f), 13);
+    add_case(embed_spec(PLAN_DTYPE_F32, 32, 1100, 3, 1e-12f), 9);      /* a block per row, ragged items */
 
-    add_case(add_ln_spec(IR_DTYPE_F32, 32, 96, 1, 1), 27);
-    add_case(add_ln_spec(IR_DTYPE_F16, 64, 80, 0, 1), 50);
-    add_case(add_ln_spec(IR_DTYPE_BF16, 32, 80, 1, 0), 32);
-    add_case(add_ln_spec(IR_DTYPE_F32, 64, 80, 0, 0), 5);
-    add_case(add_ln_spec(IR_DTYPE_F16, 32, 1040, 1, 1), 20);         /* a block per row */
+    add_case(add_ln_spec(PLAN_DTYPE_F32, 32, 96, 1, 1), 27);
+    add_case(add_ln_spec(PLAN_DTYPE_F16, 64, 80, 0, 1), 50);
+    add_case(add_ln_spec(PLAN_DTYPE_BF16, 32, 80, 1, 0), 32);
+    add_case(add_ln_spec(PLAN_DTYPE_F32, 64, 80, 0, 0), 5);
+    add_case(add_ln_spec(PLAN_DTYPE_F16, 32, 1040, 1, 1), 20);         /* a block per row */
 
-    add_case(attention_spec(IR_DTYPE_F32, 32, 2, 16, 0), 27);
-    add_case(attention_spec(IR_DTYPE_F16, 64, 3, 20, 4), 50);
-    add_case(attention_spec(IR_DTYPE_BF16, 32, 4, 16, 0), 32);
-    add_case(attention_spec(IR_DTYPE_F32, 64, 1, 20, 8), 1);
-    add_case(attention_spec(IR_DTYPE_F16, 32, 2, 16, 0), 17);
-    add_case(attention_spec(IR_DTYPE_F32, 128, 2, 16, 0), 100);      /* two key tiles: online softmax */
-    add_case(attention_spec(IR_DTYPE_BF16, 128, 1, 20, 4), 65);      /* second tile holds one key */
+    add_case(attention_spec(PLAN_DTYPE_F32, 32, 2, 16, 0), 27);
+    add_case(attention_spec(PLAN_DTYPE_F16, 64, 3, 20, 4), 50);
+    add_case(attention_spec(PLAN_DTYPE_BF16, 32, 4, 16, 0), 32);
+    add_case(attention_spec(PLAN_DTYPE_F32, 64, 1, 20, 8), 1);
+    add_case(attention_spec(PLAN_DTYPE_F16, 32, 2, 16, 0), 17);
+    add_case(attention_spec(PLAN_DTYPE_F32, 128, 2, 16, 0), 100);      /* two key tiles: online softmax */
+    add_case(attention_spec(PLAN_DTYPE_BF16, 128, 1, 20, 4), 65);      /* second tile holds one key */
 
-    add_case(gemm_spec(IR_DTYPE_F32, 32, 96, 80, 1, 0, 1, IR_ACT_GELU_ERF, 0), 27);
-    add_case(gemm_spec(IR_DTYPE_F16, 64, 80, 96, 1, 1, 0, IR_ACT_GELU_ERF, 0), 50);
-    add_case(gemm_spec(IR_DTYPE_BF16, 32, 96, 96, 1, 0, 1, IR_ACT_GELU_TANH, 0), 32);
-    add_case(gemm_spec(IR_DTYPE_F32, 64, 80, 80, 0, 1, 1, IR_ACT_RELU, 4), 5);
-    add_case(gemm_spec(IR_DTYPE_F16, 32, 48, 80, 1, 0, 1, IR_ACT_TANH, 8), 1);
-    add_case(gemm_spec(IR_DTYPE_BF16, 64, 80, 96, 1, 1, 0, IR_ACT_RELU, 0), 63);
-    add_case(gemm_spec(IR_DTYPE_BF16, 256, 2048, 40, 1, 0, 1, IR_ACT_GELU_ERF, 0), 77); /* 64x64 tiles */
-    add_case(gemm_spec(IR_DTYPE_F16, 512, 2000, 48, 1, 1, 0, IR_ACT_GELU_ERF, 8), 70);  /* 64x128 tiles */
+    add_case(gemm_spec(PLAN_DTYPE_F32, 32, 96, 80, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 27);
+    add_case(gemm_spec(PLAN_DTYPE_F16, 64, 80, 96, 1, 1, 0, PLAN_ACT_GELU_ERF, 0), 50);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 32, 96, 96, 1, 0, 1, PLAN_ACT_GELU_TANH, 0), 32);
+    add_case(gemm_spec(PLAN_DTYPE_F32, 64, 80, 80, 0, 1, 1, PLAN_ACT_RELU, 4), 5);
+    add_case(gemm_spec(PLAN_DTYPE_F16, 32, 48, 80, 1, 0, 1, PLAN_ACT_TANH, 8), 1);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 64, 80, 96, 1, 1, 0, PLAN_ACT_RELU, 0), 63);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 256, 2048, 40, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 77); /* 64x64 tiles */
+    add_case(gemm_spec(PLAN_DTYPE_F16, 512, 2000, 48, 1, 1, 0, PLAN_ACT_GELU_ERF, 8), 70);  /* 64x128 tiles */
 }
 
 /* Generates every case's text, builds them into one image (one unit each,
@@ -596,7 +597,7 @@ static int build_image(void) {
     }
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels.so", "", 0));
-    if (emu_image_build_units(texts, ncases, path, &d) != EMU_STATUS_OK) {
+    if (emu_build_image_file(texts, ncases, path, &d) != 0) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
         unlink(path);
         return -1;
@@ -613,7 +614,7 @@ static int build_image(void) {
     int nsimt = 0;
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
-        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == IR_DTYPE_F32 || sp->bucket > 64) continue;
+        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
         size_t n = strlen(cases[i].text) + 64;
         simt[nsimt] = malloc(n);
         snprintf(simt[nsimt], n, "#define BERTC_GEMM_FORCE_SIMT 1\n%s", cases[i].text);
@@ -621,7 +622,7 @@ static int build_image(void) {
     }
     snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_simt.so", "", 0));
     int rc = 0;
-    if (emu_image_build_units((const char *const *)simt, nsimt, path, &d) != EMU_STATUS_OK ||
+    if (emu_build_image_file((const char *const *)simt, nsimt, path, &d) != 0 ||
         !(img_simt = emu_image_load(path, &d))) {
         snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
         rc = -1;
@@ -674,7 +675,7 @@ static void test_gemm_simt_path(void) {
     int ran = 0;
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
-        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == IR_DTYPE_F32 || sp->bucket > 64) continue;
+        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
         run_gemm(&cases[i]);
         ran++;
     }

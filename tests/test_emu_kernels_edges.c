@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
 
@@ -46,11 +47,11 @@ static void *xalloc(size_t n) {
     return p;
 }
 
-static int dsize(ir_dtype t) { return t == IR_DTYPE_F32 ? 4 : 2; }
+static int dsize(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 4 : 2; }
 
-static void st(ir_dtype t, void *p, size_t i, float v) {
-    if (t == IR_DTYPE_F32) ((float *)p)[i] = v;
-    else if (t == IR_DTYPE_F16) ((_Float16 *)p)[i] = (_Float16)v;
+static void st(plan_dtype t, void *p, size_t i, float v) {
+    if (t == PLAN_DTYPE_F32) ((float *)p)[i] = v;
+    else if (t == PLAN_DTYPE_F16) ((_Float16 *)p)[i] = (_Float16)v;
     else {
         float r = bf16_round(v);
         uint32_t u;
@@ -59,32 +60,32 @@ static void st(ir_dtype t, void *p, size_t i, float v) {
     }
 }
 
-static float ld(ir_dtype t, const void *p, size_t i) {
-    if (t == IR_DTYPE_F32) return ((const float *)p)[i];
-    if (t == IR_DTYPE_F16) return (float)((const _Float16 *)p)[i];
+static float ld(plan_dtype t, const void *p, size_t i) {
+    if (t == PLAN_DTYPE_F32) return ((const float *)p)[i];
+    if (t == PLAN_DTYPE_F16) return (float)((const _Float16 *)p)[i];
     uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
-static void *tensor(ir_dtype t, size_t n, double scale, double offset) {
+static void *tensor(plan_dtype t, size_t n, double scale, double offset) {
     void *p = xalloc(n * (size_t)dsize(t));
     for (size_t i = 0; i < n; i++) st(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
     return p;
 }
 
-static void *poisoned(ir_dtype t, size_t n) {
+static void *poisoned(plan_dtype t, size_t n) {
     void *p = xalloc(n * (size_t)dsize(t));
     memset(p, 0xff, n * (size_t)dsize(t));
     return p;
 }
 
-static double tol_of(ir_dtype t) { return t == IR_DTYPE_F32 ? 2e-5 : t == IR_DTYPE_F16 ? 2e-3 : 1.6e-2; }
+static double tol_of(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 2e-5 : t == PLAN_DTYPE_F16 ? 2e-3 : 1.6e-2; }
 
 
 /* compare out rows < len against ref; rows >= len must stay poisoned */
-static void compare(const char *what, ir_dtype t, const void *out, const double *ref, int rows, int cols, int ld_,
+static void compare(const char *what, plan_dtype t, const void *out, const double *ref, int rows, int cols, int ld_,
                     int len, double atol_scale) {
     double tol = tol_of(t), worst = 0;
     int bad = 0;
@@ -142,7 +143,7 @@ static void ln_ref(double *v, int h, double eps, const float *g, const float *b,
 
 /* ------------------------------------------------------------ add_ln */
 static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, double scale, int sched) {
-    ir_dtype t = s->dtype;
+    plan_dtype t = s->dtype;
     int S = s->bucket, H = s->hidden;
     void *x = tensor(t, (size_t)S * H, scale, scale * 0.3), *bias = tensor(t, H, 0.5, 0), *res = tensor(t, (size_t)S * H, scale, 0);
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
@@ -170,7 +171,7 @@ static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry,
 
 /* ------------------------------------------------------------ embed_ln */
 static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
-    ir_dtype t = s->dtype;
+    plan_dtype t = s->dtype;
     int S = s->bucket, H = s->hidden;
     void *tab[3] = {NULL, NULL, NULL};
     for (int g = 0; g < s->ngathers; g++) tab[g] = tensor(t, (size_t)s->table_rows[g] * H, 0.5, 0);
@@ -203,7 +204,7 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
 /* ------------------------------------------------------------ attention */
 static void check_attention(emu_image *im, const kernel_spec *s, const char *entry, int len, double pmask0,
                             int all_masked, int sched) {
-    ir_dtype t = s->dtype;
+    plan_dtype t = s->dtype;
     int S = s->bucket, D = s->head_dim, NH = s->heads;
     void *qkv = tensor(t, (size_t)S * s->qkv_ld, 1.5, 0);
     void *ctx = poisoned(t, (size_t)S * s->ctx_ld);
@@ -250,15 +251,15 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
 static double act_ref(const kernel_spec *s, double x) {
     if (!s->has_act) return x;
     switch (s->act) {
-    case IR_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case IR_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case IR_ACT_RELU: return x < 0 ? 0 : x;
+    case PLAN_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case PLAN_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case PLAN_ACT_RELU: return x < 0 ? 0 : x;
     default: return tanh(x);
     }
 }
 
 static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
-    ir_dtype t = s->dtype;
+    plan_dtype t = s->dtype;
     int S = s->bucket, N = s->n, K = s->k;
     void *x = tensor(t, (size_t)S * s->x_ld, 1.0, 0), *w = tensor(t, (size_t)N * K, 1.0 / sqrt(K), 0);
     void *bias = tensor(t, N, 0.5, 0), *res = tensor(t, (size_t)S * (s->res_ld ? s->res_ld : 1), 1.0, 0);
@@ -290,7 +291,7 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
 static kernel_spec t_specs[T_MAX];
 static int t_n;
 
-static kernel_spec *t_add(kernel_kind kind, ir_dtype dt, int bucket) {
+static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) {
     kernel_spec *s = &t_specs[t_n++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -300,7 +301,7 @@ static kernel_spec *t_add(kernel_kind kind, ir_dtype dt, int bucket) {
 }
 
 static void t_specs_init(void) {
-    static const ir_dtype DT[3] = {IR_DTYPE_F32, IR_DTYPE_F16, IR_DTYPE_BF16};
+    static const plan_dtype DT[3] = {PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16};
     if (t_n) return;
     static const int hs[5] = {96, 384, 97, 80, 2048};
     for (int i = 0; i < 5; i++) {
@@ -310,7 +311,7 @@ static void t_specs_init(void) {
         s->has_bias = i % 2 == 0;
         s->has_residual = i != 3;
     }
-    kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, IR_DTYPE_F16, 8); /* large values: float16 must not overflow */
+    kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, PLAN_DTYPE_F16, 8); /* large values: float16 must not overflow */
     s->hidden = 1024;
     s->eps = 1e-12f;
     s->has_bias = s->has_residual = 1;
@@ -358,7 +359,7 @@ static void t_specs_init(void) {
         s->has_residual = gm[i][5];
         s->res_ld = s->has_residual ? s->n : 0;
         s->has_act = gm[i][6] >= 0;
-        s->act = gm[i][6] >= 0 ? (ir_act)gm[i][6] : IR_ACT_GELU_ERF;
+        s->act = gm[i][6] >= 0 ? (plan_act)gm[i][6] : PLAN_ACT_GELU_ERF;
     }
 }
 
@@ -400,7 +401,7 @@ static emu_image *t_image(int simt) {
     if (ok) {
         char path[4200];
         snprintf(path, sizeof path, "%s", check_write_temp(simt ? "emu_kernels_simt.so" : "emu_kernels.so", "", 0));
-        if (emu_image_build_units((const char *const *)texts, t_n, path, &d) != EMU_STATUS_OK) {
+        if (emu_build_image_file((const char *const *)texts, t_n, path, &d) != 0) {
             CHECK(0, "image build: %s", d.text);
         } else {
             t_images[simt] = emu_image_load(path, &d);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
 
@@ -40,9 +41,9 @@
 
 static const emu_schedule pool_scheds[POOL_NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
 
-static size_t pool_dsize(ir_dtype t) { return t == IR_DTYPE_F32 ? 4 : 2; }
+static size_t pool_dsize(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 4 : 2; }
 
-static double pool_tol(ir_dtype t) { return t == IR_DTYPE_F16 ? 2e-3 : t == IR_DTYPE_BF16 ? 1.6e-2 : 1e-5; }
+static double pool_tol(plan_dtype t) { return t == PLAN_DTYPE_F16 ? 2e-3 : t == PLAN_DTYPE_BF16 ? 1.6e-2 : 1e-5; }
 
 static uint16_t pool_f32_to_bf16(float f) {
     uint32_t u;
@@ -51,10 +52,10 @@ static uint16_t pool_f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-static void pool_st(ir_dtype t, void *p, size_t i, float v) {
-    if (t == IR_DTYPE_F32) {
+static void pool_st(plan_dtype t, void *p, size_t i, float v) {
+    if (t == PLAN_DTYPE_F32) {
         memcpy((char *)p + 4 * i, &v, 4);
-    } else if (t == IR_DTYPE_F16) {
+    } else if (t == PLAN_DTYPE_F16) {
         _Float16 h = (_Float16)v;
         memcpy((char *)p + 2 * i, &h, 2);
     } else {
@@ -63,13 +64,13 @@ static void pool_st(ir_dtype t, void *p, size_t i, float v) {
     }
 }
 
-static float pool_ld(ir_dtype t, const void *p, size_t i) {
-    if (t == IR_DTYPE_F32) {
+static float pool_ld(plan_dtype t, const void *p, size_t i) {
+    if (t == PLAN_DTYPE_F32) {
         float f;
         memcpy(&f, (const char *)p + 4 * i, 4);
         return f;
     }
-    if (t == IR_DTYPE_F16) {
+    if (t == PLAN_DTYPE_F16) {
         _Float16 h;
         memcpy(&h, (const char *)p + 2 * i, 2);
         return (float)h;
@@ -103,7 +104,7 @@ static int pool_ncases;
 static emu_image *pool_img;
 static char pool_build_error[4400];
 
-static void pool_add(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int normalize, int len,
+static void pool_add(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize, int len,
                      pool_mask_kind mask) {
     pool_case *c = &pool_cases[pool_ncases++];
     memset(c, 0, sizeof *c);
@@ -119,25 +120,25 @@ static void pool_add(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int
 
 static void pool_make_cases(void) {
     /* MiniLM's head in every type, real length below the bucket */
-    pool_add(IR_DTYPE_F32, 32, 384, IR_POOL_MEAN, 1, 27, POOL_MASK_RANDOM);
-    pool_add(IR_DTYPE_F16, 128, 384, IR_POOL_MEAN, 1, 100, POOL_MASK_RANDOM);
-    pool_add(IR_DTYPE_BF16, 128, 384, IR_POOL_MEAN, 1, 77, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F32, 32, 384, PLAN_POOL_MEAN, 1, 27, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F16, 128, 384, PLAN_POOL_MEAN, 1, 100, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_BF16, 128, 384, PLAN_POOL_MEAN, 1, 77, POOL_MASK_RANDOM);
     /* without the normalisation; awkward sizes and vector widths */
-    pool_add(IR_DTYPE_F32, 64, 96, IR_POOL_MEAN, 0, 50, POOL_MASK_RANDOM);
-    pool_add(IR_DTYPE_F16, 32, 80, IR_POOL_MEAN, 0, 32, POOL_MASK_ONES);
-    pool_add(IR_DTYPE_BF16, 64, 97, IR_POOL_MEAN, 1, 63, POOL_MASK_RANDOM);
-    pool_add(IR_DTYPE_F32, 512, 1100, IR_POOL_MEAN, 1, 300, POOL_MASK_RANDOM); /* two items per thread */
-    pool_add(IR_DTYPE_F16, 8, 16, IR_POOL_MEAN, 1, 5, POOL_MASK_RANDOM);       /* row groups capped by the bucket */
-    pool_add(IR_DTYPE_F32, 1, 96, IR_POOL_MEAN, 0, 1, POOL_MASK_ONES);
+    pool_add(PLAN_DTYPE_F32, 64, 96, PLAN_POOL_MEAN, 0, 50, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F16, 32, 80, PLAN_POOL_MEAN, 0, 32, POOL_MASK_ONES);
+    pool_add(PLAN_DTYPE_BF16, 64, 97, PLAN_POOL_MEAN, 1, 63, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F32, 512, 1100, PLAN_POOL_MEAN, 1, 300, POOL_MASK_RANDOM); /* two items per thread */
+    pool_add(PLAN_DTYPE_F16, 8, 16, PLAN_POOL_MEAN, 1, 5, POOL_MASK_RANDOM);       /* row groups capped by the bucket */
+    pool_add(PLAN_DTYPE_F32, 1, 96, PLAN_POOL_MEAN, 0, 1, POOL_MASK_ONES);
     /* the count's edges */
-    pool_add(IR_DTYPE_F16, 64, 96, IR_POOL_MEAN, 1, 40, POOL_MASK_ONE_ROW);
-    pool_add(IR_DTYPE_F32, 32, 96, IR_POOL_MEAN, 0, 20, POOL_MASK_ZEROS);
-    pool_add(IR_DTYPE_BF16, 32, 80, IR_POOL_MEAN, 1, 20, POOL_MASK_ZEROS);
+    pool_add(PLAN_DTYPE_F16, 64, 96, PLAN_POOL_MEAN, 1, 40, POOL_MASK_ONE_ROW);
+    pool_add(PLAN_DTYPE_F32, 32, 96, PLAN_POOL_MEAN, 0, 20, POOL_MASK_ZEROS);
+    pool_add(PLAN_DTYPE_BF16, 32, 80, PLAN_POOL_MEAN, 1, 20, POOL_MASK_ZEROS);
     /* cls */
-    pool_add(IR_DTYPE_F32, 32, 96, IR_POOL_CLS, 0, 17, POOL_MASK_RANDOM);
-    pool_add(IR_DTYPE_F16, 128, 384, IR_POOL_CLS, 1, 128, POOL_MASK_ONES);
-    pool_add(IR_DTYPE_BF16, 64, 97, IR_POOL_CLS, 1, 1, POOL_MASK_ONES);
-    pool_add(IR_DTYPE_F32, 32, 1100, IR_POOL_CLS, 1, 9, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F32, 32, 96, PLAN_POOL_CLS, 0, 17, POOL_MASK_RANDOM);
+    pool_add(PLAN_DTYPE_F16, 128, 384, PLAN_POOL_CLS, 1, 128, POOL_MASK_ONES);
+    pool_add(PLAN_DTYPE_BF16, 64, 97, PLAN_POOL_CLS, 1, 1, POOL_MASK_ONES);
+    pool_add(PLAN_DTYPE_F32, 32, 1100, PLAN_POOL_CLS, 1, 9, POOL_MASK_RANDOM);
 }
 
 static int pool_build_image(void) {
@@ -162,7 +163,7 @@ static int pool_build_image(void) {
     }
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_pool.so", "", 0));
-    if (emu_image_build_units(uniq, nuniq, path, &d) != EMU_STATUS_OK) {
+    if (emu_build_image_file(uniq, nuniq, path, &d) != 0) {
         snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
         unlink(path);
         return -1;
@@ -181,7 +182,7 @@ static void pool_reference(const pool_case *c, const void *x, const int32_t *mas
     const kernel_spec *s = &c->spec;
     int H = s->hidden;
     for (int k = 0; k < H; k++) want[k] = 0;
-    if (s->pool_mode == IR_POOL_CLS) {
+    if (s->pool_mode == PLAN_POOL_CLS) {
         for (int k = 0; k < H; k++) want[k] = pool_ld(s->dtype, x, (size_t)k);
     } else {
         double count = 0;
@@ -225,7 +226,7 @@ static void pool_run_case(const pool_case *c) {
     void *x = malloc(B * H * es);
     for (size_t r = 0; r < B; r++)
         for (size_t k = 0; k < H; k++) {
-            int live = (int)r < c->len && (mask[r] || (r == 0 && s->pool_mode == IR_POOL_CLS));
+            int live = (int)r < c->len && (mask[r] || (r == 0 && s->pool_mode == PLAN_POOL_CLS));
             double m = 0.05 + 0.95 * check_rng_uniform();
             pool_st(s->dtype, x, r * H + k, live ? (float)((check_rng_u64() & 1 ? m : -m) * 2.0) : NAN);
         }
@@ -269,7 +270,7 @@ static void pool_run_case(const pool_case *c) {
             int canary = 1;
             for (size_t i = 0; i < POOL_CANARY; i++) canary &= out[H * es + i] == 0x5a;
             CHECK(canary, "%s: wrote past the end of its output", c->entry);
-            if (c->mask == POOL_MASK_ZEROS && s->pool_mode == IR_POOL_MEAN)
+            if (c->mask == POOL_MASK_ZEROS && s->pool_mode == PLAN_POOL_MEAN)
                 for (size_t i = 0; i < H; i++)
                     CHECK(pool_ld(s->dtype, out, i) == 0.0f, "%s: an all-zero mask must give 0 at [%zu]", c->entry, i);
             if (s->normalize && c->mask != POOL_MASK_ZEROS) {
@@ -301,10 +302,10 @@ static void test_pool_source(void) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_POOL;
-    s.dtype = IR_DTYPE_F16;
+    s.dtype = PLAN_DTYPE_F16;
     s.bucket = 128;
     s.hidden = 384;
-    s.pool_mode = IR_POOL_MEAN;
+    s.pool_mode = PLAN_POOL_MEAN;
     s.normalize = 1;
     char *text = NULL, *entry = NULL;
     CHECK(kernel_source(&s, &text, &entry, &d) == 0, "%s", d.text);
@@ -320,7 +321,7 @@ static void test_pool_source(void) {
     char *ents[4] = {NULL};
     kernel_spec v[4] = {s, s, s, s};
     v[1].normalize = 0;
-    v[2].pool_mode = IR_POOL_CLS;
+    v[2].pool_mode = PLAN_POOL_CLS;
     v[3].bucket = 64;
     for (int i = 0; i < 4; i++) {
         char *t = NULL;
@@ -337,7 +338,7 @@ static void test_pool_source(void) {
     bad.hidden = 0;
     CHECK(kernel_source(&bad, &text, &entry, &d) != 0 && strstr(d.text, "hidden size 0"), "hidden 0: %s", d.text);
     bad = s;
-    bad.pool_mode = IR_POOL_COUNT;
+    bad.pool_mode = PLAN_POOL_COUNT;
     diag_init(&d);
     kernel_launch_dims dims;
     CHECK(kernel_dims(&bad, &dims, &d) != 0 && strstr(d.text, "pooling mode"), "mode: %s", d.text);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "device.h"
 #include "emu.h"
 #include "emudev.h"
@@ -1015,7 +1016,7 @@ int main(int argc, char **argv) {
     diag_init(&d);
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("emudev_driver.so", "", 0));
-    if (emu_image_build(kernels_src, path, &d) == EMU_STATUS_OK) image = check_read_file(path, &image_size);
+    if (emu_build_image_file(&(const char *){kernels_src}, 1, path, &d) == 0) image = check_read_file(path, &image_size);
     else snprintf(image_error, sizeof image_error, "%s", d.text);
     unlink(path);
 

@@ -6,7 +6,7 @@
  * The images are the real thing wherever possible: CUBINs and the PTX
  * image come from the project's own kbuild (NVRTC) for every architecture
  * it supports, the arch-specific ("a"/"f") targets and a relocatable
- * (-rdc) CUBIN straight from NVRTC, the EMU image from emu_image_build.
+ * (-rdc) CUBIN straight from NVRTC, the EMU image from emu_build_image_file.
  * Hand-made headers and small hand-built ELF files cover what the tools
  * never emit (32-bit, big-endian, other machines, the older ABI-7 e_flags
  * layout, a wrong EMU ABI version).
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_build.h"
 #include "emu_abi.h"
 #include "emu.h"
 #include "emudev_internal.h"
@@ -324,7 +325,7 @@ static void test_nvrtc_special_targets(void) {
 /* ------------------------------------------------------------ EMU */
 
 static void test_emu_image(void) {
-    CHECK(emu_img != NULL, "emu_image_build: %s", emu_error);
+    CHECK(emu_img != NULL, "emu_build_image_file: %s", emu_error);
     if (!emu_img) return;
     emudev_image_info in;
     CHECK(inspect_copy(emu_img, emu_size, &in) == 0, "inspect failed");
@@ -874,7 +875,7 @@ int main(int argc, char **argv) {
     char path[512];
     snprintf(path, sizeof path, "%s", check_write_temp("emudev_image.so", "", 0));
     diag_init(&d);
-    if (emu_image_build(emu_src, path, &d) == EMU_STATUS_OK)
+    if (emu_build_image_file(&(const char *){emu_src}, 1, path, &d) == 0)
         emu_img = (unsigned char *)check_read_file(path, &emu_size);
     else
         snprintf(emu_error, sizeof emu_error, "%s", d.text);

@@ -33,7 +33,7 @@
 static kernel_spec t_specs[T_MAX_SPECS];
 static int t_nspecs;
 
-static kernel_spec *t_new(kernel_kind kind, ir_dtype dt, int bucket) {
+static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) {
     kernel_spec *s = &t_specs[t_nspecs++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -42,7 +42,7 @@ static kernel_spec *t_new(kernel_kind kind, ir_dtype dt, int bucket) {
     return s;
 }
 
-static void t_embed(ir_dtype dt, int bucket, int hidden, int ngathers) {
+static void t_embed(plan_dtype dt, int bucket, int hidden, int ngathers) {
     static const kernel_index order[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_POSITION, KERNEL_INDEX_TOKEN_TYPES};
     static const int rows[3] = {30522, 512, 2};
     kernel_spec *s = t_new(KERNEL_KIND_EMBED_LN, dt, bucket);
@@ -55,7 +55,7 @@ static void t_embed(ir_dtype dt, int bucket, int hidden, int ngathers) {
     }
 }
 
-static void t_add_ln(ir_dtype dt, int bucket, int hidden, int bias, int res) {
+static void t_add_ln(plan_dtype dt, int bucket, int hidden, int bias, int res) {
     kernel_spec *s = t_new(KERNEL_KIND_ADD_LN, dt, bucket);
     s->hidden = hidden;
     s->eps = 1e-5f;
@@ -63,7 +63,7 @@ static void t_add_ln(ir_dtype dt, int bucket, int hidden, int bias, int res) {
     s->has_residual = res;
 }
 
-static void t_attention(ir_dtype dt, int bucket, int heads, int head_dim) {
+static void t_attention(plan_dtype dt, int bucket, int heads, int head_dim) {
     kernel_spec *s = t_new(KERNEL_KIND_ATTENTION, dt, bucket);
     int h = heads * head_dim;
     s->heads = heads;
@@ -76,7 +76,7 @@ static void t_attention(ir_dtype dt, int bucket, int heads, int head_dim) {
     s->ctx_ld = h;
 }
 
-static void t_gemm(ir_dtype dt, int bucket, int n, int k, int bias, int res, int has_act, ir_act act) {
+static void t_gemm(plan_dtype dt, int bucket, int n, int k, int bias, int res, int has_act, plan_act act) {
     kernel_spec *s = t_new(KERNEL_KIND_GEMM, dt, bucket);
     s->n = n;
     s->k = k;
@@ -89,7 +89,7 @@ static void t_gemm(ir_dtype dt, int bucket, int n, int k, int bias, int res, int
     s->act = act;
 }
 
-static void t_pool(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int normalize) {
+static void t_pool(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize) {
     kernel_spec *s = t_new(KERNEL_KIND_POOL, dt, bucket);
     s->hidden = hidden;
     s->pool_mode = mode;
@@ -99,7 +99,7 @@ static void t_pool(ir_dtype dt, int bucket, int hidden, ir_pool_mode mode, int n
 /* The representative set; the first entries of each kind are "main" configs. */
 static void t_specs_init(void) {
     if (t_nspecs) return;
-    const ir_dtype F32 = IR_DTYPE_F32, F16 = IR_DTYPE_F16, BF16 = IR_DTYPE_BF16;
+    const plan_dtype F32 = PLAN_DTYPE_F32, F16 = PLAN_DTYPE_F16, BF16 = PLAN_DTYPE_BF16;
     t_embed(F32, 128, 96, 3);
     t_embed(F16, 128, 384, 3);
     t_embed(BF16, 512, 768, 2);
@@ -126,25 +126,25 @@ static void t_specs_init(void) {
     t_attention(F32, 512, 8, 128);
     t_attention(F16, 512, 8, 128);
 
-    t_gemm(F16, 128, 2304, 768, 1, 0, 0, IR_ACT_GELU_ERF);   /* QKV */
-    t_gemm(F16, 128, 3072, 768, 1, 0, 1, IR_ACT_GELU_ERF);   /* FC1 + gelu */
-    t_gemm(F16, 128, 768, 3072, 1, 1, 0, IR_ACT_GELU_ERF);   /* FC2 + residual */
-    t_gemm(BF16, 512, 768, 768, 1, 1, 0, IR_ACT_GELU_ERF);
-    t_gemm(F32, 128, 1536, 384, 1, 0, 1, IR_ACT_GELU_TANH);
-    t_gemm(F32, 32, 200, 96, 1, 1, 1, IR_ACT_RELU);          /* tiny-bert FC1 sizes */
-    t_gemm(BF16, 64, 200, 96, 1, 0, 1, IR_ACT_TANH);
-    t_gemm(F16, 512, 1024, 4096, 1, 1, 1, IR_ACT_GELU_ERF);
-    t_gemm(F32, 32, 65, 97, 1, 1, 0, IR_ACT_RELU);           /* odd everything */
-    t_gemm(F16, 64, 30, 100, 0, 0, 1, IR_ACT_TANH);
+    t_gemm(F16, 128, 2304, 768, 1, 0, 0, PLAN_ACT_GELU_ERF);   /* QKV */
+    t_gemm(F16, 128, 3072, 768, 1, 0, 1, PLAN_ACT_GELU_ERF);   /* FC1 + gelu */
+    t_gemm(F16, 128, 768, 3072, 1, 1, 0, PLAN_ACT_GELU_ERF);   /* FC2 + residual */
+    t_gemm(BF16, 512, 768, 768, 1, 1, 0, PLAN_ACT_GELU_ERF);
+    t_gemm(F32, 128, 1536, 384, 1, 0, 1, PLAN_ACT_GELU_TANH);
+    t_gemm(F32, 32, 200, 96, 1, 1, 1, PLAN_ACT_RELU);          /* tiny-bert FC1 sizes */
+    t_gemm(BF16, 64, 200, 96, 1, 0, 1, PLAN_ACT_TANH);
+    t_gemm(F16, 512, 1024, 4096, 1, 1, 1, PLAN_ACT_GELU_ERF);
+    t_gemm(F32, 32, 65, 97, 1, 1, 0, PLAN_ACT_RELU);           /* odd everything */
+    t_gemm(F16, 64, 30, 100, 0, 0, 1, PLAN_ACT_TANH);
 
-    t_pool(F16, 128, 384, IR_POOL_MEAN, 1);                   /* all-MiniLM-L6-v2 */
-    t_pool(BF16, 512, 768, IR_POOL_MEAN, 1);
-    t_pool(F32, 32, 384, IR_POOL_MEAN, 0);
-    t_pool(F16, 512, 4096, IR_POOL_MEAN, 1);                  /* two vectors per thread */
-    t_pool(F32, 64, 1100, IR_POOL_MEAN, 1);                   /* five */
-    t_pool(BF16, 32, 97, IR_POOL_MEAN, 1);                    /* odd: scalar loads */
-    t_pool(F16, 128, 768, IR_POOL_CLS, 1);
-    t_pool(F32, 8, 96, IR_POOL_CLS, 0);
+    t_pool(F16, 128, 384, PLAN_POOL_MEAN, 1);                   /* all-MiniLM-L6-v2 */
+    t_pool(BF16, 512, 768, PLAN_POOL_MEAN, 1);
+    t_pool(F32, 32, 384, PLAN_POOL_MEAN, 0);
+    t_pool(F16, 512, 4096, PLAN_POOL_MEAN, 1);                  /* two vectors per thread */
+    t_pool(F32, 64, 1100, PLAN_POOL_MEAN, 1);                   /* five */
+    t_pool(BF16, 32, 97, PLAN_POOL_MEAN, 1);                    /* odd: scalar loads */
+    t_pool(F16, 128, 768, PLAN_POOL_CLS, 1);
+    t_pool(F32, 8, 96, PLAN_POOL_CLS, 0);
 }
 
 static const char *t_first_line(const char *text, char *buf, size_t cap) {
@@ -223,7 +223,7 @@ static void test_first_line(void) {
         snprintf(tok, sizeof tok, "template=%s", kernel_kind_name(s->kind));
         CHECK(strncmp(line, "// ", 3) == 0, "%s: first line is not a comment: %s", entry, line);
         CHECK(t_has_token(line, tok), "%s: first line does not name the template: %s", entry, line);
-        snprintf(tok, sizeof tok, "dtype=%s", ir_dtype_name(s->dtype));
+        snprintf(tok, sizeof tok, "dtype=%s", plan_dtype_name(s->dtype));
         CHECK(t_has_token(line, tok), "%s: dtype missing: %s", entry, line);
         CHECK(t_has_kv(line, "bucket", s->bucket), "%s: bucket missing: %s", entry, line);
         switch (s->kind) {
@@ -259,12 +259,12 @@ static void test_first_line(void) {
                       t_has_kv(line, "has_act", s->has_act) && t_has_key(line, "act"),
                   "%s: gemm parameters: %s", entry, line);
             if (s->has_act) {
-                snprintf(tok, sizeof tok, "act=%s", ir_act_name(s->act));
+                snprintf(tok, sizeof tok, "act=%s", plan_act_name(s->act));
                 CHECK(t_has_token(line, tok), "%s: act: %s", entry, line);
             }
             break;
         case KERNEL_KIND_POOL:
-            snprintf(tok, sizeof tok, "mode=%s", ir_pool_mode_name(s->pool_mode));
+            snprintf(tok, sizeof tok, "mode=%s", plan_pool_mode_name(s->pool_mode));
             CHECK(t_has_kv(line, "hidden", s->hidden) && t_has_token(line, tok) &&
                       t_has_kv(line, "normalize", s->normalize),
                   "%s: pool parameters: %s", entry, line);
@@ -301,7 +301,7 @@ static void test_names(void) {
         if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
         if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.eps = 0.5f;
         if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN && s.kind != KERNEL_KIND_POOL) s.hidden = 17;
-        if (s.kind != KERNEL_KIND_POOL) s.pool_mode = IR_POOL_MEAN, s.normalize = 1;
+        if (s.kind != KERNEL_KIND_POOL) s.pool_mode = PLAN_POOL_MEAN, s.normalize = 1;
         char *t2, *e2;
         if (kernel_source(&s, &t2, &e2, &d) != 0) {
             CHECK(0, "spec %d again: %s", i, d.text);
@@ -390,7 +390,7 @@ static void test_invalid_specs(void) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = IR_DTYPE_F16;
+    s.dtype = PLAN_DTYPE_F16;
     s.bucket = 128;
     s.heads = 4;
     s.head_dim = 63;
@@ -409,19 +409,19 @@ static void test_invalid_specs(void) {
 
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = IR_DTYPE_I32;
+    s.dtype = PLAN_DTYPE_I32;
     s.bucket = 32;
     s.hidden = 64;
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "int32"), "int32 storage: %s", d.text);
-    s.dtype = IR_DTYPE_F32;
+    s.dtype = PLAN_DTYPE_F32;
     s.hidden = 0;
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "hidden"), "hidden 0: %s", d.text);
 
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_GEMM;
-    s.dtype = IR_DTYPE_BF16;
+    s.dtype = PLAN_DTYPE_BF16;
     s.bucket = 64;
     s.n = 100;
     s.k = 64;
@@ -545,7 +545,7 @@ static void test_broken_kernel(void) {
     kernel_spec s;
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = IR_DTYPE_F16;
+    s.dtype = PLAN_DTYPE_F16;
     s.bucket = 64;
     s.hidden = 384;
     s.eps = 1e-12f;
@@ -622,7 +622,7 @@ static void test_tensor_core_path(void) {
     kernel_spec s[3];
     memset(s, 0, sizeof s);
     s[0].kind = KERNEL_KIND_GEMM;
-    s[0].dtype = IR_DTYPE_BF16;
+    s[0].dtype = PLAN_DTYPE_BF16;
     s[0].bucket = 64;
     s[0].n = 128;
     s[0].k = 256;
@@ -631,7 +631,7 @@ static void test_tensor_core_path(void) {
     s[0].has_bias = 1;
     for (int i = 1; i < 3; i++) {
         s[i].kind = KERNEL_KIND_ATTENTION;
-        s[i].dtype = i == 1 ? IR_DTYPE_F16 : IR_DTYPE_F32;
+        s[i].dtype = i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32;
         s[i].bucket = 128;
         s[i].heads = 4;
         s[i].head_dim = 64;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "half.h"
 #include "golden.h"
 #include "hf_import.h"
 #include "ir.h"
@@ -138,8 +139,8 @@ static unsigned char *tp_image(const tp_weights *w, size_t *len) {
                 memcpy(img + pos, &t->values[k], 4);
                 pos += 4;
             } else {
-                uint16_t b = t->dtype == IR_DTYPE_F16 ? st_f32_to_f16(t->values[k])
-                                                      : st_f32_to_bf16(t->values[k]);
+                uint16_t b = t->dtype == IR_DTYPE_F16 ? half_f32_to_f16(t->values[k])
+                                                      : half_f32_to_bf16(t->values[k]);
                 img[pos++] = (unsigned char)(b & 0xff);
                 img[pos++] = (unsigned char)(b >> 8);
             }
@@ -1542,14 +1543,15 @@ static void test_fold_constants(void) {
     memset(&t, 0, sizeof t);
     diag d;
     diag_init(&d);
-    int rc = st_file_open_memory(&t.m.weights, img, len, "fold.safetensors", &d);
+    int rc = st_file_open_memory(&t.m.file, img, len, "fold.safetensors", &d);
     free(img);
     CHECK(rc == 0, "open weights: %s", d.text);
     if (rc) {
         tp_weights_free(&w);
         return;
     }
-    t.m.weights_open = 1;
+    t.m.file_open = 1;
+    st_file_weights(&t.m.file, &t.m.weights);
     t.vocab = V;
     ir_graph *g = &t.m.graph;
     ir_graph_init(g);
@@ -1604,11 +1606,11 @@ static void test_fold_constants(void) {
             CHECK(bc && bc->op == IR_OP_CONST && bc->ndim == 1 && bc->shape[0] == N, "bias folded");
             CHECK(gc && gc->op == IR_OP_CONST && gc->ndim == 1, "gamma folded");
             /* The folded values are the transposed weight, element by element. */
-            const st_tensor *wt = st_file_find(&t.m.weights, "wt");
+            const weights_tensor *wt = weights_find(&t.m.weights, "wt");
             int exact = wc && wc->data && wt;
             for (int64_t i = 0; exact && i < N; i++)
                 for (int64_t j = 0; j < K; j++)
-                    exact &= wc->data[i * K + j] == st_tensor_get_f32(wt, j * N + i);
+                    exact &= wc->data[i * K + j] == weights_tensor_get_f32(wt, j * N + i);
             CHECK(exact, "folded transpose values");
             /* The unread weights go with dce; the rest computes the same. */
             rc = pass_dce(&f, &d);
@@ -1713,7 +1715,7 @@ static void test_pipeline_minilm(void) { tp_pipeline_fixture(&tp_fixtures[4], 12
 
 /* The passes one at a time on the tiny fixtures: after each, the graph
  * still computes every bit of the original, and the pass did its part. */
-static const st_file *tp_fold_weights;  /* fold_constants as a tp_pass_fn */
+static const weights *tp_fold_weights;  /* fold_constants as a tp_pass_fn */
 static int tp_fold_with(ir_graph *g, diag *d) { return pass_fold_constants(g, tp_fold_weights, d); }
 
 static void test_each_pass_on_fixtures(void) {

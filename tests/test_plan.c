@@ -149,7 +149,7 @@ static sched_ref rnd_ref(const plan *p, const sched_bucket *b, int allow_none) {
     }
 }
 
-static int dtype_size(ir_dtype t) { return t == IR_DTYPE_F16 || t == IR_DTYPE_BF16 ? 2 : 4; }
+static int dtype_size(plan_dtype t) { return t == PLAN_DTYPE_F16 || t == PLAN_DTYPE_BF16 ? 2 : 4; }
 
 typedef enum gen_size { GEN_SMALL, GEN_MEDIUM, GEN_RICH } gen_size;
 
@@ -163,7 +163,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
     int small = size == GEN_SMALL, rich = size == GEN_RICH;
     p->model_name = rnd_ident("model-");
     p->producer = xstrdup(check_rng_range(0, 1) ? "bertc 0.1.0" : "bertc 0.1.0-test");
-    p->precision = (ir_dtype)check_rng_range(0, 2);
+    p->precision = (plan_dtype)check_rng_range(0, 2);
     p->max_seq_len = check_rng_range(rich ? 16 : 1, 512);
     p->hidden = check_rng_range(1, 4096);
     p->vocab_size = check_rng_range(1, 120000);
@@ -204,7 +204,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
         k->nargs = (int)check_rng_range(1, 8);
         s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
-        s->dtype = (ir_dtype)check_rng_range(0, 2);
+        s->dtype = (plan_dtype)check_rng_range(0, 2);
         s->bucket = p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len;
         s->hidden = (int)check_rng_range(-5, 4096);
         s->eps = rnd_float(1e-12, 1e-3);
@@ -229,8 +229,8 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         s->out_ld = (int)check_rng_range(0, 1 << 16);
         s->res_ld = (int)check_rng_range(-1, 1 << 16);
         s->has_act = (int)check_rng_range(0, 1);
-        s->act = (ir_act)check_rng_range(0, IR_ACT_COUNT - 1);
-        s->pool_mode = (ir_pool_mode)check_rng_range(0, IR_POOL_COUNT - 1);
+        s->act = (plan_act)check_rng_range(0, PLAN_ACT_COUNT - 1);
+        s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
         s->normalize = (int)check_rng_range(0, 1);
     }
 
@@ -269,7 +269,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
             char prefix[32];
             snprintf(prefix, sizeof prefix, "out%d_", j);
             o->name = rnd_ident(prefix);
-            o->dtype = (ir_dtype)check_rng_range(0, IR_DTYPE_COUNT - 1);
+            o->dtype = (plan_dtype)check_rng_range(0, PLAN_DTYPE_COUNT - 1);
             o->rows_are_seq = (int)check_rng_range(0, 1);
             o->cols = check_rng_range(1, 96);
             o->row_stride = o->rows_are_seq ? o->cols + check_rng_range(0, 8) : check_rng_range(0, 100);
@@ -331,9 +331,9 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
                 g->stride_b = check_rng_range(0, 1 << 24);
                 g->stride_c = check_rng_range(0, 1 << 24);
                 g->stride_d = check_rng_range(0, 1 << 24);
-                g->ab_type = (ir_dtype)check_rng_range(0, 2);
-                g->cd_type = (ir_dtype)check_rng_range(0, 2);
-                g->bias_type = (ir_dtype)check_rng_range(0, 2);
+                g->ab_type = (plan_dtype)check_rng_range(0, 2);
+                g->cd_type = (plan_dtype)check_rng_range(0, 2);
+                g->bias_type = (plan_dtype)check_rng_range(0, 2);
                 g->alpha = rnd_float(-4, 4);
                 g->beta = check_rng_range(0, 1) ? 0.0f : rnd_float(-1, 1);
                 static const sched_epilogue epis[] = {SCHED_EPILOGUE_DEFAULT, SCHED_EPILOGUE_RELU, SCHED_EPILOGUE_BIAS,
@@ -840,7 +840,7 @@ static void example_plan(plan *p) {
     plan_init(p);
     p->model_name = xstrdup("example");
     p->producer = xstrdup("bertc 0.1.0");
-    p->precision = IR_DTYPE_F32;
+    p->precision = PLAN_DTYPE_F32;
     p->max_seq_len = 128;
     p->hidden = 4;
     p->vocab_size = 8;
@@ -861,7 +861,7 @@ static void example_plan(plan *p) {
     p->kernels[0].nargs = 7;
     kernel_spec *ks = &p->kernels[0].spec;
     ks->kind = KERNEL_KIND_ADD_LN;
-    ks->dtype = IR_DTYPE_F32;
+    ks->dtype = PLAN_DTYPE_F32;
     ks->bucket = 8;
     ks->hidden = 4;
     ks->eps = 1e-12f;
@@ -911,7 +911,7 @@ static void example_plan(plan *p) {
     b->steps[1].min_hbm_bytes = 448;
     b->noutputs = 1;
     b->outputs = calloc(1, sizeof b->outputs[0]);
-    b->outputs[0] = (sched_output){xstrdup("last_hidden_state"), {SCHED_BUF_ARENA, 0}, IR_DTYPE_F32, 1, 4, 4};
+    b->outputs[0] = (sched_output){xstrdup("last_hidden_state"), {SCHED_BUF_ARENA, 0}, PLAN_DTYPE_F32, 1, 4, 4};
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
@@ -1349,7 +1349,7 @@ static void test_semantic_errors(void) {
     st32(c + t.step1 + 152, SCHED_BUF_NONE);
     st64(c + t.step1 + 160, 0);
     FIXED_FAIL("missing A", "field gemm.a.buf: the operand is required");
-    st32(c + t.step1 + 132, IR_DTYPE_I32);
+    st32(c + t.step1 + 132, PLAN_DTYPE_I32);
     FIXED_FAIL("bias type", "field gemm.bias_type: 3 is not a float storage type");
 
     /* Buckets. */
@@ -1403,9 +1403,9 @@ static void test_semantic_errors(void) {
         st64(c + t.kern.off + 16, ld64(c + t.kern.off + 16) - 1);
         FIXED_FAIL("source short", "kernel 0: field source_len: the text's ", "not followed by a NUL");
     }
-    st32(c + t.kern.off + 136, IR_ACT_COUNT);
+    st32(c + t.kern.off + 136, PLAN_ACT_COUNT);
     FIXED_FAIL("act", "field spec.act: ", "is not an activation");
-    st32(c + t.kern.off + 140, IR_POOL_COUNT);
+    st32(c + t.kern.off + 140, PLAN_POOL_COUNT);
     FIXED_FAIL("pool mode", "section KERNELS: kernel 0: field spec.pool_mode: ", "is not a pooling mode");
     st32(c + t.kern.off + 144, 2);
     FIXED_FAIL("normalize", "section KERNELS: kernel 0: field spec.normalize: 2 is not a flag");

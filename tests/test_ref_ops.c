@@ -105,6 +105,7 @@ typedef struct t_model {
     float *wvals[T_MAX_NODES];   /* per WEIGHT node: its exact values */
     st_file st;
     int st_open;
+    weights w;
 } t_model;
 
 static void t_model_init(t_model *m, int64_t max_seq_len) {
@@ -226,6 +227,7 @@ static int t_model_finish(t_model *m) {
     int rc = st_file_open_memory(&m->st, img, total, "test.safetensors", &d);
     CHECK(rc == 0, "st_file_open_memory: %s", d.text);
     m->st_open = rc == 0;
+    if (m->st_open) st_file_weights(&m->st, &m->w);
     free(img);
     free(hdr);
     if (rc) return -1;
@@ -236,7 +238,7 @@ static int t_model_finish(t_model *m) {
 
 static int t_run(t_model *m, const ref_request *req, ref_result *res, diag *d) {
     diag_init(d);
-    return ref_run(&m->g, &m->st, req, res, d);
+    return ref_run(&m->g, &m->w, req, res, d);
 }
 
 /* Run and demand success; returns the output `name` or NULL. */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "half.h"
 #include "safetensors.h"
 
 /* ---- independent references ------------------------------------------- */
@@ -100,7 +101,7 @@ static int same_value(double got, double want) {
 static void test_f16_decode_exhaustive(void) {
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
-        float got = st_f16_to_f32((uint16_t)h);
+        float got = half_f16_to_f32((uint16_t)h);
         double want = ref_f16_value((uint16_t)h);
         if (!same_value(got, want) && bad++ < 5)
             CHECK(0, "f16 0x%04x -> %.9g, expected %.9g", h, (double)got, want);
@@ -108,8 +109,8 @@ static void test_f16_decode_exhaustive(void) {
         if (isnan(want) && ((f32_bits(got) >> 13) & 0x3ff) != (h & 0x3ff) && bad++ < 5)
             CHECK(0, "f16 NaN 0x%04x lost its payload: 0x%08x", h, f32_bits(got));
         /* Every non-NaN half survives a round trip. */
-        if (!isnan(want) && st_f32_to_f16(got) != h && bad++ < 5)
-            CHECK(0, "round trip 0x%04x -> 0x%04x", h, st_f32_to_f16(got));
+        if (!isnan(want) && half_f32_to_f16(got) != h && bad++ < 5)
+            CHECK(0, "round trip 0x%04x -> 0x%04x", h, half_f32_to_f16(got));
     }
     CHECK(bad == 0, "%d mismatches", bad);
 }
@@ -117,12 +118,12 @@ static void test_f16_decode_exhaustive(void) {
 static void test_bf16_decode_exhaustive(void) {
     int bad = 0;
     for (uint32_t h = 0; h < 65536; h++) {
-        float got = st_bf16_to_f32((uint16_t)h);
+        float got = half_bf16_to_f32((uint16_t)h);
         double want = ref_bf16_value((uint16_t)h);
         if (!same_value(got, want) && bad++ < 5)
             CHECK(0, "bf16 0x%04x -> %.9g, expected %.9g", h, (double)got, want);
-        if (!isnan(want) && st_f32_to_bf16(got) != h && bad++ < 5)
-            CHECK(0, "round trip 0x%04x -> 0x%04x", h, st_f32_to_bf16(got));
+        if (!isnan(want) && half_f32_to_bf16(got) != h && bad++ < 5)
+            CHECK(0, "round trip 0x%04x -> 0x%04x", h, half_f32_to_bf16(got));
     }
     CHECK(bad == 0, "%d mismatches", bad);
 }
@@ -156,11 +157,11 @@ static void test_f32_to_half_rounding(void) {
     for (int k = 0; k < 300000; k++) {
         float x = random_float();
         if (isnan(x)) continue;
-        uint16_t got = st_f32_to_f16(x), want = ref_f32_to_f16(x);
+        uint16_t got = half_f32_to_f16(x), want = ref_f32_to_f16(x);
         if (got != want && bad++ < 5)
             CHECK(0, "f32->f16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x), got,
                   want);
-        got = st_f32_to_bf16(x);
+        got = half_f32_to_bf16(x);
         want = ref_f32_to_bf16(x);
         if (got != want && bad++ < 5)
             CHECK(0, "f32->bf16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x),
@@ -171,20 +172,20 @@ static void test_f32_to_half_rounding(void) {
         float mid = (float)((ref_f16_value((uint16_t)h) + ref_f16_value((uint16_t)(h + 1))) / 2);
         uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
         if (h == 0x7bff) even = 0x7c00; /* 65520 overflows to infinity */
-        if ((st_f32_to_f16(mid) != even || st_f32_to_f16(-mid) != (even | 0x8000)) && bad++ < 5)
-            CHECK(0, "tie after 0x%04x: got 0x%04x, expected 0x%04x", h, st_f32_to_f16(mid), even);
+        if ((half_f32_to_f16(mid) != even || half_f32_to_f16(-mid) != (even | 0x8000)) && bad++ < 5)
+            CHECK(0, "tie after 0x%04x: got 0x%04x, expected 0x%04x", h, half_f32_to_f16(mid), even);
     }
     /* Special values. */
-    CHECK(st_f32_to_f16(INFINITY) == 0x7c00 && st_f32_to_f16(-INFINITY) == 0xfc00, "f16 inf");
-    CHECK(st_f32_to_bf16(INFINITY) == 0x7f80 && st_f32_to_bf16(-INFINITY) == 0xff80, "bf16 inf");
-    CHECK(st_f32_to_f16(-0.0f) == 0x8000 && st_f32_to_bf16(-0.0f) == 0x8000, "negative zero");
-    CHECK(st_f32_to_f16(65504.0f) == 0x7bff && st_f32_to_f16(nextafterf(65520.0f, 0)) == 0x7bff,
+    CHECK(half_f32_to_f16(INFINITY) == 0x7c00 && half_f32_to_f16(-INFINITY) == 0xfc00, "f16 inf");
+    CHECK(half_f32_to_bf16(INFINITY) == 0x7f80 && half_f32_to_bf16(-INFINITY) == 0xff80, "bf16 inf");
+    CHECK(half_f32_to_f16(-0.0f) == 0x8000 && half_f32_to_bf16(-0.0f) == 0x8000, "negative zero");
+    CHECK(half_f32_to_f16(65504.0f) == 0x7bff && half_f32_to_f16(nextafterf(65520.0f, 0)) == 0x7bff,
           "largest half");
-    CHECK(st_f32_to_bf16(FLT_MAX) == 0x7f80, "FLT_MAX rounds up to bf16 infinity");
+    CHECK(half_f32_to_bf16(FLT_MAX) == 0x7f80, "FLT_MAX rounds up to bf16 infinity");
     for (int k = 0; k < 1000; k++) {
         uint32_t u = 0x7f800000u | (uint32_t)check_rng_range(1, 0x7fffff);
         if (check_rng_range(0, 1)) u |= 0x80000000u;
-        uint16_t h = st_f32_to_f16(bits_f32(u)), b = st_f32_to_bf16(bits_f32(u));
+        uint16_t h = half_f32_to_f16(bits_f32(u)), b = half_f32_to_bf16(bits_f32(u));
         if ((!isnan(ref_f16_value(h)) || (h >> 15) != (u >> 31) || !isnan(ref_bf16_value(b)) ||
              (b >> 15) != (u >> 31)) &&
             bad++ < 5)
@@ -391,14 +392,14 @@ static int compare_with_image(const st_file *f, const wimage *w) {
         if (t->dtype <= ST_DTYPE_F64) {
             for (int64_t e = 0; e < numel; e++) {
                 double want = ref_element(t, (size_t)e);
-                float got = st_tensor_get_f32(s, e);
+                float got = weights_tensor_get_f32(&s->view, e);
                 if (!same_value(got, want) && bad++ < 5)
                     CHECK(0, "'%s'[%lld] = %.9g, expected %.9g", t->name, (long long)e, (double)got, want);
             }
         } else if (numel > 0) {
-            CHECK(isnan(st_tensor_get_f32(s, 0)), "'%s': integer dtype read as float", t->name);
+            CHECK(isnan(weights_tensor_get_f32(&s->view, 0)), "'%s': integer dtype read as float", t->name);
         }
-        CHECK(isnan(st_tensor_get_f32(s, -1)) && isnan(st_tensor_get_f32(s, numel)),
+        CHECK(isnan(weights_tensor_get_f32(&s->view, -1)) && isnan(weights_tensor_get_f32(&s->view, numel)),
               "'%s': out-of-range index not NaN", t->name);
         /* Names that are not there. */
         char other[80];
@@ -670,7 +671,7 @@ static void test_truncation_and_flips(void) {
                 CHECK(t->end - t->begin == nb && (const unsigned char *)t->data >= lo &&
                           (const unsigned char *)t->data + nb <= hi && st_file_find(&f, t->name) == t,
                       "flip %d: inconsistent tensor '%s'", iter, t->name);
-                if (nb) (void)st_tensor_get_f32(t, st_tensor_numel(t) - 1);
+                if (nb) (void)weights_tensor_get_f32(&t->view, st_tensor_numel(t) - 1);
             }
             st_file_close(&f);
         } else {

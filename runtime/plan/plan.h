@@ -1,0 +1,121 @@
+/*
+ * plan — the in-memory form of a compiled plan, shared by the compiler
+ * (which builds and writes it) and the runtime (which reads and runs it).
+ *
+ * The file format is specified in docs/plan-format.md.  plan_read() checks
+ * the file field by field before anything is used (magic, format version,
+ * endianness and type-size probe, section table bounds and alignment, each
+ * section's checksum, every record's sizes and indices), in the manner of
+ * Lua's lundump.c, and reports the first problem with its byte offset.  A
+ * plan that reads is self-consistent: every index and offset in it points
+ * inside the plan, so the runtime never re-checks.
+ *
+ * Reading maps the file and points into the mapping (the weight blob is
+ * uploaded straight from it); strings and tables are copied out.
+ */
+#ifndef BERTC_PLAN_H
+#define BERTC_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "plan_types.h"
+
+#define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
+#define PLAN_FORMAT_VERSION 2
+#define PLAN_SECTION_ALIGN 256
+#define PLAN_MAX_ARCHS 16
+
+typedef struct plan_kernel {
+    char *entry;                     /* extern "C" name */
+    char *source;                    /* the generated text (starts with its template comment) */
+    kernel_spec spec;
+    int nargs;                       /* pointer arguments of the entry point, 1..8: the compiler
+                                        sets it from the kernel kind; every launch of the
+                                        kernel passes exactly this many */
+} plan_kernel;
+
+typedef struct plan_kernel_stats {
+    int registers;
+    int spill_stores, spill_loads;   /* bytes */
+    int shared_static;               /* bytes */
+} plan_kernel_stats;
+
+typedef enum plan_image_kind {
+    PLAN_IMAGE_CUBIN,
+    PLAN_IMAGE_PTX,
+    PLAN_IMAGE_EMU,                  /* shared object for the emulated device (x86-64 Linux) */
+} plan_image_kind;
+
+typedef struct plan_image {
+    char arch[16];                   /* "sm_80", "compute_75" (PTX), "emu" */
+    plan_image_kind kind;
+    const uint8_t *data;             /* into the mapping (reader) or owned (writer) */
+    size_t size;
+    plan_kernel_stats *stats;        /* [nkernels], in the kernel table's order; zeros if unknown */
+} plan_image;
+
+typedef struct plan_tokenizer {
+    int present;
+    int do_lower_case, strip_accents, tokenize_chinese_chars;   /* -1 = unspecified */
+    int64_t model_max_length;
+    char *unk_token, *cls_token, *sep_token, *pad_token, *mask_token;
+    char *vocab;                     /* vocab.txt contents, NUL-terminated */
+    size_t vocab_len;
+} plan_tokenizer;
+
+typedef struct plan {
+    /* signature */
+    char *model_name;
+    char *producer;                  /* "bertc 0.1.0" */
+    plan_dtype precision;            /* F32, F16 or BF16 */
+    int64_t max_seq_len;
+    int64_t hidden;
+    int64_t vocab_size;              /* rows of the input_ids table (ids must be below) */
+    int64_t type_vocab_size;         /* rows of the token-type table, 0 if none */
+    int has_token_type_ids, has_attention_mask;   /* inputs the graph reads */
+    int32_t token_type_default, attention_mask_default;
+
+    /* weights in the plan precision, GEMM-ready */
+    const uint8_t *weights;
+    uint64_t weights_size;
+
+    int nkernels;
+    plan_kernel *kernels;
+    int nimages;
+    plan_image *images;
+    int nbuckets;
+    sched_bucket *buckets;           /* ascending seq_len */
+    uint64_t arena_bytes;            /* max over buckets */
+    plan_tokenizer tokenizer;
+
+    /* reader state */
+    void *map;                       /* the file's bytes; NULL on the writer side */
+    size_t map_size;
+    int map_heap;                    /* map is a private heap copy (plan_read_memory), not an mmap */
+    int owns_weights;                /* writer side: weights malloc'd */
+} plan;
+
+void plan_init(plan *p);
+/* Free a bucket's steps and outputs (their names too) and zero it. */
+void sched_bucket_free(sched_bucket *b);
+/*
+ * Release everything and re-initialise.  A read plan unmaps (or frees) its
+ * bytes; a writer-side plan (map NULL) frees its strings, tables, image
+ * data, and the weights if owns_weights.
+ */
+void plan_free(plan *p);
+
+/* Serialise deterministically (same plan → same bytes); atomic temp+rename. */
+int plan_write(const plan *p, const char *path, diag *d);
+/*
+ * Map and validate; on failure the message names the offset and the field.
+ * p need not be initialised; on failure it is left empty (plan_init'd).
+ * plan_read_memory copies buf (256-aligned, like a mapping), so the caller
+ * may free buf at once; `name` stands for the file in messages.
+ */
+int plan_read(plan *p, const char *path, diag *d);
+int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, diag *d);
+
+#endif

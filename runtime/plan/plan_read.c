@@ -1,0 +1,1194 @@
+/*
+ * plan_read — map a plan file and check every byte of it before use.
+ *
+ * The runtime trusts a plan that reads: it turns refs into device addresses
+ * and launches kernels by index without looking again.  So this file is the
+ * one place where a plan is doubted, and it doubts everything, in the order
+ * in which a wrong byte would otherwise be used (Lua's lundump.c is the model
+ * of the approach: check each field before anything depends on it):
+ *
+ *   1. the header: magic, the endianness probe, then the recorded file size
+ *      against the real one (a truncated file is reported as truncated, not
+ *      as whatever field happens to be cut), the format version, the header
+ *      size, the type-size probe (scalar widths, every record size, the
+ *      float encodings), reserved bytes, the section table's bounds, and the
+ *      CRC-32C of header and table together;
+ *   2. the section table: known kinds only, each at most once, the required
+ *      ones present, 256-aligned, inside the file, no two regions
+ *      overlapping, and every byte between regions zero, so that every byte
+ *      of a valid file is covered by a checksum or known to be zero;
+ *   3. every section's CRC-32C, before any section is decoded, so a flipped
+ *      bit is reported as a checksum mismatch of its section rather than as
+ *      a strange value somewhere;
+ *   4. the records, field by field: string indices inside the string table
+ *      (which must end in a NUL, so every index names a terminated string,
+ *      and names are at most PLAN_MAX_STRING bytes),
+ *      enum values in range, booleans 0 or 1, reserved bytes zero, counts
+ *      that match the section sizes exactly, kernel indices below the kernel
+ *      count, launch argument counts equal to the kernel's, buckets
+ *      ascending and within max_seq_len, launch dimensions non-zero, and
+ *      every buffer reference inside its buffer where the buffer's size is
+ *      known (weights, the bucket's arena, the request block).
+ *
+ * The variable-length parts have one canonical layout (kernel texts back to
+ * back in kernel order, images in order at the next 256-byte boundary, zeros
+ * between, nothing after the last), which the reader insists on: no two
+ * records can share bytes, so a file of N bytes never makes the reader copy
+ * much more than N bytes, and a plan has exactly one valid encoding.
+ *
+ * Records are decoded through a cursor whose loads are bounds-checked
+ * against the record being decoded, on top of the section-size checks that
+ * come first; a decoder that read past its record would be a bug here, and
+ * it is reported as one instead of reading out of bounds.  All loads are
+ * byte-wise little-endian, so the reader neither depends on the host's byte
+ * order nor on alignment.
+ *
+ * Messages read "FILE: offset 0xOFF: WHERE: RECORD: field F: problem", with
+ * the absolute byte offset of the offending field.  Strings, tables and
+ * kernel sources are copied out; the weights and the image bytes stay in the
+ * mapping (or in plan_read_memory's private 256-aligned copy), which is why
+ * weight sections are 256-aligned in the file.
+ *
+ * Dependencies: plan.h and plan_types.h (the vocabulary), plan_format.h,
+ * crc32c and diag — nothing of the compiler, which is not on this file's
+ * include path.
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "plan_format.h"
+
+/*
+ * The file stores these enums by value (docs/plan-format.md lists them).  If
+ * one is renumbered or grows, old plans would be misread: that is a format
+ * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
+ * specification are updated with it.
+ */
+_Static_assert(PLAN_FORMAT_VERSION == 2, "update the enum pins below with the format");
+_Static_assert(PLAN_DTYPE_F32 == 0 && PLAN_DTYPE_F16 == 1 && PLAN_DTYPE_BF16 == 2 && PLAN_DTYPE_I32 == 3 &&
+                   PLAN_DTYPE_COUNT == 4,
+               "plan_dtype values are part of the plan format");
+_Static_assert(PLAN_ACT_GELU_ERF == 0 && PLAN_ACT_GELU_TANH == 1 && PLAN_ACT_RELU == 2 && PLAN_ACT_TANH == 3 &&
+                   PLAN_ACT_COUNT == 4,
+               "plan_act values are part of the plan format");
+_Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KIND_ATTENTION == 2 &&
+                   KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
+               "kernel_kind values are part of the plan format");
+_Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
+                   KERNEL_MAX_GATHERS == 3,
+               "kernel_index values are part of the plan format");
+_Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_COUNT == 2,
+               "plan_pool_mode values are part of the plan format");
+_Static_assert(PLAN_IMAGE_CUBIN == 0 && PLAN_IMAGE_PTX == 1 && PLAN_IMAGE_EMU == 2,
+               "plan_image_kind values are part of the plan format");
+_Static_assert(SCHED_STEP_KERNEL == 0 && SCHED_STEP_GEMM == 1, "sched_step_kind values are part of the plan format");
+_Static_assert(SCHED_BUF_NONE == 0 && SCHED_BUF_WEIGHTS == 1 && SCHED_BUF_ARENA == 2 && SCHED_BUF_REQUEST == 3 &&
+                   SCHED_BUF_COUNT == 4,
+               "sched_buf values are part of the plan format");
+_Static_assert(KERNEL_REQ_HEADER_WORDS == 4, "the request block's size is part of the plan format");
+_Static_assert(sizeof(((plan_image *)0)->arch) == 16, "the image arch field is 16 bytes in the plan format");
+
+/* ---- plan_init / plan_free ----------------------------------------------- */
+
+void plan_init(plan *p) {
+    memset(p, 0, sizeof *p);
+    p->tokenizer.do_lower_case = -1;
+    p->tokenizer.strip_accents = -1;
+    p->tokenizer.tokenize_chinese_chars = -1;
+}
+
+void sched_bucket_free(sched_bucket *b) {
+    for (int i = 0; b->steps && i < b->nsteps; i++) free(b->steps[i].name);
+    for (int i = 0; b->outputs && i < b->noutputs; i++) free(b->outputs[i].name);
+    free(b->steps);
+    free(b->outputs);
+    memset(b, 0, sizeof *b);
+}
+
+void plan_free(plan *p) {
+    if (!p) return;
+    int writer_side = p->map == NULL;
+    free(p->model_name);
+    free(p->producer);
+    for (int i = 0; p->kernels && i < p->nkernels; i++) {
+        free(p->kernels[i].entry);
+        free(p->kernels[i].source);
+    }
+    free(p->kernels);
+    for (int i = 0; p->images && i < p->nimages; i++) {
+        if (writer_side) free((void *)p->images[i].data);
+        free(p->images[i].stats);
+    }
+    free(p->images);
+    for (int i = 0; p->buckets && i < p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
+    free(p->buckets);
+    plan_tokenizer *t = &p->tokenizer;
+    free(t->unk_token);
+    free(t->cls_token);
+    free(t->sep_token);
+    free(t->pad_token);
+    free(t->mask_token);
+    free(t->vocab);
+    if (writer_side && p->owns_weights) free((void *)p->weights);
+    if (p->map) {
+        if (p->map_heap) free(p->map);
+        else munmap(p->map, p->map_size);
+    }
+    plan_init(p);
+}
+
+/* ---- the reader and its cursor ------------------------------------------- */
+
+static uint16_t prd_ld16(const uint8_t *b) { return (uint16_t)(b[0] | b[1] << 8); }
+static uint32_t prd_ld32(const uint8_t *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static uint64_t prd_ld64(const uint8_t *b) { return (uint64_t)prd_ld32(b) | (uint64_t)prd_ld32(b + 4) << 32; }
+
+typedef struct prd_section {
+    int present;
+    uint32_t entry;              /* index in the section table */
+    uint32_t name;               /* string index of its name */
+    uint64_t off, size;
+    uint32_t crc;
+} prd_section;
+
+typedef struct prd {
+    const uint8_t *base;
+    uint64_t len;
+    const char *name;            /* the file, for messages */
+    diag *d;
+    const char *where;           /* "header", "section table", "padding", "section X" */
+    char where_buf[64];
+    char ctx[256];               /* the record being decoded, "" outside records */
+    uint64_t table_off;
+    uint32_t nsections;
+    prd_section sec[PLAN_SECTION_KIND_END];
+    uint32_t nkernels, nimages, nbuckets;
+    uint64_t sig_arena_off;      /* where SIGNATURE's arena_bytes lies, for the cross-check */
+    plan *p;
+} prd;
+
+typedef struct prd_cur {
+    prd *r;
+    uint64_t pos;                /* absolute offset of the next field */
+    uint64_t at;                 /* absolute offset of the field just read */
+    uint64_t end;                /* end of the record being decoded */
+    int overrun;
+} prd_cur;
+
+__attribute__((format(printf, 3, 4))) static void prd_report(prd *r, uint64_t off, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_set(r->d, DIAG_CODE_INPUT, "%s: offset 0x%llx: %s: %s%s%s", r->name, (unsigned long long)off, r->where,
+             r->ctx, r->ctx[0] ? ": " : "", msg);
+}
+
+/* Report and evaluate to -1 (visibly, so the compiler sees no output left unset on success). */
+#define PRD_FAIL(r, off, ...) (prd_report((r), (off), __VA_ARGS__), -1)
+#define CUR_FAIL(c, ...) PRD_FAIL((c)->r, (c)->at, __VA_ARGS__)
+
+static int prd_oom(prd *r) {
+    diag_set(r->d, DIAG_CODE_INTERNAL, "%s: out of memory while reading the plan", r->name);
+    return -1;
+}
+
+static void prd_where_section(prd *r, uint32_t kind) {
+    snprintf(r->where_buf, sizeof r->where_buf, "section %s", plan_section_kind_name(kind));
+    r->where = r->where_buf;
+    r->ctx[0] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) static void prd_ctx(prd *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->ctx, sizeof r->ctx, fmt, ap);
+    va_end(ap);
+}
+
+/* A cursor over one record of `size` bytes at absolute offset `pos`. */
+static int prd_record(prd *r, prd_cur *c, uint64_t pos, uint64_t size) {
+    c->r = r;
+    c->pos = c->at = pos;
+    c->end = pos + size;
+    c->overrun = 0;
+    if (pos > r->len || size > r->len - pos)
+        return PRD_FAIL(r, pos, "internal error: record of %llu bytes runs past the end of the file",
+                        (unsigned long long)size);
+    return 0;
+}
+
+/* The record was decoded to exactly its length (a check on this file). */
+static int prd_record_done(prd_cur *c) {
+    if (c->overrun || c->pos != c->end)
+        return PRD_FAIL(c->r, c->at, "internal error: record decoded to 0x%llx, it ends at 0x%llx",
+                        (unsigned long long)c->pos, (unsigned long long)c->end);
+    return 0;
+}
+
+static const uint8_t *cur_take(prd_cur *c, unsigned n) {
+    static const uint8_t zeros[16];
+    c->at = c->pos;
+    if (c->overrun || c->pos + n > c->end) {
+        c->overrun = 1;
+        return zeros;
+    }
+    const uint8_t *b = c->r->base + c->pos;
+    c->pos += n;
+    return b;
+}
+
+static uint32_t cur_u32(prd_cur *c) { return prd_ld32(cur_take(c, 4)); }
+static uint64_t cur_u64(prd_cur *c) { return prd_ld64(cur_take(c, 8)); }
+static int32_t cur_i32(prd_cur *c) { return (int32_t)cur_u32(c); }
+static int64_t cur_i64(prd_cur *c) { return (int64_t)cur_u64(c); }
+
+static float cur_f32(prd_cur *c) {
+    uint32_t u = cur_u32(c);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double cur_f64(prd_cur *c) {
+    uint64_t u = cur_u64(c);
+    double f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static int cur_zero(prd_cur *c, unsigned n, const char *field) {
+    for (unsigned i = 0; i < n; i++) {
+        const uint8_t *b = cur_take(c, 1);
+        if (*b) return CUR_FAIL(c, "field %s: byte 0x%02x where the format has zero padding", field, *b);
+    }
+    return 0;
+}
+
+static int cur_bool(prd_cur *c, const char *field, int *out) {
+    uint32_t v = cur_u32(c);
+    if (v > 1) return CUR_FAIL(c, "field %s: %u is not a flag (expected 0 or 1)", field, v);
+    *out = (int)v;
+    return 0;
+}
+
+/* An enum field: v < count. */
+static int cur_enum(prd_cur *c, const char *field, const char *what, uint32_t count, uint32_t *out) {
+    uint32_t v = cur_u32(c);
+    if (v >= count) return CUR_FAIL(c, "field %s: %u is not %s (expected 0..%u)", field, v, what, count - 1);
+    *out = v;
+    return 0;
+}
+
+/* A storage dtype of the plan: float32, float16 or bfloat16. */
+static int cur_float_dtype(prd_cur *c, const char *field, plan_dtype *out) {
+    uint32_t v;
+    if (cur_enum(c, field, "a float storage type (0 float32, 1 float16, 2 bfloat16)", PLAN_DTYPE_I32, &v))
+        return -1;
+    *out = (plan_dtype)v;
+    return 0;
+}
+
+static int cur_i32_min(prd_cur *c, const char *field, int32_t lo, int *out) {
+    int32_t v = cur_i32(c);
+    if (v < lo) return CUR_FAIL(c, "field %s: %d is below the minimum %d", field, v, lo);
+    *out = v;
+    return 0;
+}
+
+static int cur_i64_min(prd_cur *c, const char *field, int64_t lo, int64_t *out) {
+    int64_t v = cur_i64(c);
+    if (v < lo) return CUR_FAIL(c, "field %s: %lld is below the minimum %lld", field, (long long)v, (long long)lo);
+    *out = v;
+    return 0;
+}
+
+static int cur_finite_f32(prd_cur *c, const char *field, float *out) {
+    float v = cur_f32(c);
+    if (!isfinite(v)) return CUR_FAIL(c, "field %s: not a finite number", field);
+    *out = v;
+    return 0;
+}
+
+static char *prd_strndup(const uint8_t *s, size_t n) {
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memcpy(t, s, n);
+    t[n] = '\0';
+    return t;
+}
+
+/* A string-table index; PLAN_STR_NONE gives NULL where `optional`. */
+static int cur_str(prd_cur *c, const char *field, int optional, char **out) {
+    prd *r = c->r;
+    uint32_t idx = cur_u32(c);
+    const prd_section *st = &r->sec[PLAN_SECTION_STRINGS];
+    *out = NULL;
+    if (idx == PLAN_STR_NONE && optional) return 0;
+    if (idx >= st->size)
+        return CUR_FAIL(c, "field %s: string index %u is out of range (the string table has %llu bytes)", field,
+                        idx, (unsigned long long)st->size);
+    const uint8_t *s = r->base + st->off + idx;
+    /* The table ends in a NUL (checked first), so this stays inside it. */
+    size_t n = strnlen((const char *)s, PLAN_MAX_STRING + 1);
+    if (n > PLAN_MAX_STRING)
+        return CUR_FAIL(c, "field %s: string %u is longer than the %d bytes a name may have", field, idx,
+                        PLAN_MAX_STRING);
+    if (!(*out = prd_strndup(s, n))) return prd_oom(r);
+    return 0;
+}
+
+/* Escape a few raw bytes for a message. */
+static const char *prd_escape(const uint8_t *b, size_t n, char *buf, size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < cap; i++) {
+        if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '"' && b[i] != '\\') buf[k++] = (char)b[i];
+        else k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", b[i]);
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/* ---- 1. the header ------------------------------------------------------- */
+
+static int prd_header(prd *r) {
+    const uint8_t *b = r->base;
+    uint64_t len = r->len;
+    r->where = "header";
+    size_t m = len < 8 ? (size_t)len : 8;
+    if (m && memcmp(b, PLAN_MAGIC, m) != 0) {
+        char esc[64];
+        return PRD_FAIL(r, PLAN_HDR_MAGIC, "magic is \"%s\", not \"%s\": not a bertc plan", prd_escape(b, m, esc, sizeof esc),
+                        PLAN_MAGIC);
+    }
+    if (len < PLAN_HDR_FILE_SIZE + 8)
+        return PRD_FAIL(r, len, "truncated: the file has %llu bytes, a plan header alone has %d",
+                        (unsigned long long)len, PLAN_HEADER_SIZE);
+    uint32_t probe = prd_ld32(b + PLAN_HDR_ENDIAN);
+    if (probe == 0x04030201u)
+        return PRD_FAIL(r, PLAN_HDR_ENDIAN,
+                        "field endian_probe: reads 0x04030201: the plan was written big-endian "
+                        "(plans are little-endian, the probe is the bytes 04 03 02 01)");
+    if (probe != PLAN_ENDIAN_PROBE)
+        return PRD_FAIL(r, PLAN_HDR_ENDIAN,
+                        "field endian_probe: 0x%08x is not 0x01020304 (the bytes 04 03 02 01): "
+                        "not a little-endian plan",
+                        probe);
+    uint64_t fsize = prd_ld64(b + PLAN_HDR_FILE_SIZE);
+    if (fsize > len)
+        return PRD_FAIL(r, len, "truncated: the header records a file of %llu bytes, the file has %llu",
+                        (unsigned long long)fsize, (unsigned long long)len);
+    if (fsize < len)
+        return PRD_FAIL(r, PLAN_HDR_FILE_SIZE,
+                        "field file_size: %llu bytes, but the file has %llu (trailing bytes after the plan)",
+                        (unsigned long long)fsize, (unsigned long long)len);
+    uint32_t version = prd_ld32(b + PLAN_HDR_VERSION);
+    if (version != PLAN_FORMAT_VERSION)
+        return PRD_FAIL(r, PLAN_HDR_VERSION, "field format_version: %u is not supported (this reader reads version %d%s)",
+                        version, PLAN_FORMAT_VERSION, version > PLAN_FORMAT_VERSION ? "; a newer bertc wrote the plan" : "");
+    if (len < PLAN_HEADER_SIZE)
+        return PRD_FAIL(r, len, "truncated: the file has %llu bytes, a plan header alone has %d",
+                        (unsigned long long)len, PLAN_HEADER_SIZE);
+    uint32_t hsize = prd_ld32(b + PLAN_HDR_HEADER_SIZE);
+    if (hsize != PLAN_HEADER_SIZE)
+        return PRD_FAIL(r, PLAN_HDR_HEADER_SIZE, "field header_size: %u, version %d headers have %d bytes", hsize,
+                        PLAN_FORMAT_VERSION, PLAN_HEADER_SIZE);
+
+    /* The type-size probe. */
+    static const uint8_t scalar[8] = {1, 2, 4, 8, 4, 8, 0, 0};
+    static const char *const scalar_name[8] = {"u8", "u16", "u32", "u64", "f32", "f64", "reserved", "reserved"};
+    for (int i = 0; i < 8; i++)
+        if (b[PLAN_HDR_SCALAR_SIZES + i] != scalar[i])
+            return PRD_FAIL(r, PLAN_HDR_SCALAR_SIZES + (uint64_t)i,
+                            "type-size probe: %s is %u bytes in this plan, %u in this reader", scalar_name[i],
+                            b[PLAN_HDR_SCALAR_SIZES + i], scalar[i]);
+    for (int i = 0; i < PLAN_RECORD_COUNT; i++) {
+        unsigned got = prd_ld16(b + PLAN_HDR_RECORD_SIZES + 2 * i), want = plan_record_size((plan_record)i);
+        if (got != want)
+            return PRD_FAIL(r, PLAN_HDR_RECORD_SIZES + 2 * (uint64_t)i,
+                            "type-size probe: the %s is %u bytes in this plan, %u in this reader",
+                            plan_record_name((plan_record)i), got, want);
+    }
+    if (prd_ld32(b + PLAN_HDR_F32_PROBE) != PLAN_F32_PROBE_BITS)
+        return PRD_FAIL(r, PLAN_HDR_F32_PROBE, "type-size probe: f32 1.5 is encoded 0x%08x, expected 0x%08x",
+                        prd_ld32(b + PLAN_HDR_F32_PROBE), PLAN_F32_PROBE_BITS);
+    if (prd_ld64(b + PLAN_HDR_F64_PROBE) != PLAN_F64_PROBE_BITS)
+        return PRD_FAIL(r, PLAN_HDR_F64_PROBE, "type-size probe: f64 -2.5 is encoded 0x%016llx, expected 0x%016llx",
+                        (unsigned long long)prd_ld64(b + PLAN_HDR_F64_PROBE),
+                        (unsigned long long)PLAN_F64_PROBE_BITS);
+    for (uint64_t o = PLAN_HDR_RESERVED0; o < PLAN_HDR_RESERVED0 + 4; o++)
+        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
+    for (uint64_t o = PLAN_HDR_RESERVED1; o < PLAN_HEADER_SIZE; o++)
+        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
+
+    /* Where the section table lies; then the checksum over both. */
+    uint64_t toff = prd_ld64(b + PLAN_HDR_TABLE_OFFSET);
+    uint32_t count = prd_ld32(b + PLAN_HDR_SECTION_COUNT);
+    if (count == 0 || count > PLAN_MAX_SECTIONS)
+        return PRD_FAIL(r, PLAN_HDR_SECTION_COUNT, "field section_count: %u is not in 1..%d", count, PLAN_MAX_SECTIONS);
+    if (toff % 8 || toff < PLAN_HEADER_SIZE)
+        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
+                        "field section_table_offset: 0x%llx is not a multiple of 8 at or after the header's end 0x%x",
+                        (unsigned long long)toff, PLAN_HEADER_SIZE);
+    uint64_t tsize = (uint64_t)count * PLAN_SECTION_ENTRY_SIZE;
+    if (toff > len || tsize > len - toff)
+        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
+                        "field section_table_offset: the table of %u entries at 0x%llx runs past the end of the "
+                        "file (%llu bytes)",
+                        count, (unsigned long long)toff, (unsigned long long)len);
+    static const uint8_t zero4[4];
+    uint32_t crc = crc32c_update(0, b, PLAN_HDR_CRC);
+    crc = crc32c_update(crc, zero4, 4);
+    crc = crc32c_update(crc, b + PLAN_HDR_CRC + 4, PLAN_HEADER_SIZE - PLAN_HDR_CRC - 4);
+    crc = crc32c_update(crc, b + toff, (size_t)tsize);
+    uint32_t stored = prd_ld32(b + PLAN_HDR_CRC);
+    if (crc != stored)
+        return PRD_FAIL(r, PLAN_HDR_CRC,
+                        "checksum mismatch over the header and the section table (stored 0x%08x, computed 0x%08x)",
+                        stored, crc);
+    r->table_off = toff;
+    r->nsections = count;
+    return 0;
+}
+
+/* ---- 2. the section table ------------------------------------------------ */
+
+typedef struct prd_region {
+    uint64_t off, end;
+    const char *label;
+} prd_region;
+
+static int prd_table(prd *r) {
+    r->where = "section table";
+    for (uint32_t i = 0; i < r->nsections; i++) {
+        prd_cur c;
+        if (prd_record(r, &c, r->table_off + (uint64_t)i * PLAN_SECTION_ENTRY_SIZE, PLAN_SECTION_ENTRY_SIZE))
+            return -1;
+        prd_ctx(r, "entry %u", i);
+        uint32_t kind = cur_u32(&c);
+        if (kind == 0 || kind >= PLAN_SECTION_KIND_END)
+            return CUR_FAIL(&c, "field kind: unknown section kind %u (this reader knows 1..%d; new kinds come with a new "
+                            "format version)",
+                            kind, PLAN_SECTION_KIND_END - 1);
+        const char *kname = plan_section_kind_name(kind);
+        prd_ctx(r, "entry %u (%s)", i, kname);
+        uint32_t name = cur_u32(&c);
+        uint64_t off = cur_u64(&c);
+        if (off % PLAN_SECTION_ALIGN)
+            return CUR_FAIL(&c, "field offset: 0x%llx is not a multiple of %d", (unsigned long long)off, PLAN_SECTION_ALIGN);
+        uint64_t size = cur_u64(&c);
+        if (off > r->len || size > r->len - off)
+            return CUR_FAIL(&c, "field size: %llu bytes at 0x%llx run past the end of the file (%llu bytes)",
+                            (unsigned long long)size, (unsigned long long)off, (unsigned long long)r->len);
+        uint32_t crc = cur_u32(&c);
+        if (cur_zero(&c, 4, "reserved") || prd_record_done(&c)) return -1;
+        prd_section *s = &r->sec[kind];
+        if (s->present)
+            return PRD_FAIL(r, c.end - PLAN_SECTION_ENTRY_SIZE, "section %s appears twice (entries %u and %u)", kname,
+                            s->entry, i);
+        s->present = 1;
+        s->entry = i;
+        s->name = name;
+        s->off = off;
+        s->size = size;
+        s->crc = crc;
+    }
+    r->ctx[0] = '\0';
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++)
+        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER)
+            return PRD_FAIL(r, r->table_off, "required section %s is missing", plan_section_kind_name(k));
+
+    /* Regions, sorted by offset: no overlaps, zeros in between. */
+    prd_region reg[PLAN_SECTION_KIND_END + 2];
+    int n = 0;
+    reg[n++] = (prd_region){0, PLAN_HEADER_SIZE, "the header"};
+    reg[n++] = (prd_region){r->table_off, r->table_off + (uint64_t)r->nsections * PLAN_SECTION_ENTRY_SIZE,
+                            "the section table"};
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++)
+        if (r->sec[k].present && r->sec[k].size)
+            reg[n++] = (prd_region){r->sec[k].off, r->sec[k].off + r->sec[k].size, plan_section_kind_name(k)};
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && reg[j].off < reg[j - 1].off; j--) {
+            prd_region t = reg[j];
+            reg[j] = reg[j - 1];
+            reg[j - 1] = t;
+        }
+    for (int i = 1; i < n; i++)
+        if (reg[i].off < reg[i - 1].end)
+            return PRD_FAIL(r, reg[i].off, "%s [0x%llx, 0x%llx) overlaps %s [0x%llx, 0x%llx)", reg[i].label,
+                            (unsigned long long)reg[i].off, (unsigned long long)reg[i].end, reg[i - 1].label,
+                            (unsigned long long)reg[i - 1].off, (unsigned long long)reg[i - 1].end);
+    r->where = "padding";
+    for (int i = 0; i < n; i++) {
+        uint64_t from = reg[i].end, to = i + 1 < n ? reg[i + 1].off : r->len;
+        for (uint64_t o = from; o < to; o++)
+            if (r->base[o])
+                return PRD_FAIL(r, o, "byte 0x%02x after %s is not zero (padding between sections is zero)",
+                                r->base[o], reg[i].label);
+    }
+    /* 3. Every section's checksum, in file order, before any is decoded. */
+    for (int i = 0; i < n; i++) {
+        for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
+            const prd_section *s = &r->sec[k];
+            if (!s->present || s->off != reg[i].off || !s->size) continue;
+            uint32_t crc = crc32c_update(0, r->base + s->off, (size_t)s->size);
+            if (crc != s->crc) {
+                prd_where_section(r, k);
+                return PRD_FAIL(r, s->off, "checksum mismatch (stored 0x%08x, computed 0x%08x)", s->crc, crc);
+            }
+        }
+    }
+    /* Empty sections have the CRC of no bytes. */
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
+        const prd_section *s = &r->sec[k];
+        if (s->present && !s->size && s->crc != 0) {
+            prd_where_section(r, k);
+            return PRD_FAIL(r, s->off, "checksum mismatch (stored 0x%08x, computed 0x00000000 for an empty section)",
+                            s->crc);
+        }
+    }
+    return 0;
+}
+
+/* ---- 4. the sections ----------------------------------------------------- */
+
+static int prd_strings(prd *r) {
+    const prd_section *s = &r->sec[PLAN_SECTION_STRINGS];
+    prd_where_section(r, PLAN_SECTION_STRINGS);
+    if (s->size == 0) return PRD_FAIL(r, s->off, "the string table is empty (it holds at least the section names)");
+    uint8_t last = r->base[s->off + s->size - 1];
+    if (last != 0)
+        return PRD_FAIL(r, s->off + s->size - 1, "the last byte is 0x%02x, not NUL (every string ends inside the table)",
+                        last);
+
+    /* The producer, named by the header. */
+    r->where = "header";
+    prd_cur c;
+    if (prd_record(r, &c, PLAN_HDR_PRODUCER, 4) || cur_str(&c, "producer", 0, &r->p->producer)) return -1;
+
+    /* Each table entry names its section by the canonical name. */
+    r->where = "section table";
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
+        const prd_section *e = &r->sec[k];
+        if (!e->present) continue;
+        prd_ctx(r, "entry %u (%s)", e->entry, plan_section_kind_name(k));
+        if (prd_record(r, &c, r->table_off + (uint64_t)e->entry * PLAN_SECTION_ENTRY_SIZE + 4, 4)) return -1;
+        char *name;
+        if (cur_str(&c, "name", 0, &name)) return -1;
+        int same = strcmp(name, plan_section_kind_name(k)) == 0;
+        free(name);
+        if (!same)
+            return CUR_FAIL(&c, "field name: string %u is not \"%s\"", e->name, plan_section_kind_name(k));
+    }
+    r->ctx[0] = '\0';
+    return 0;
+}
+
+static int prd_section_size(prd *r, uint32_t kind, uint64_t want, const char *why) {
+    const prd_section *s = &r->sec[kind];
+    if (s->size != want)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes, expected %llu (%s)", (unsigned long long)s->size,
+                        (unsigned long long)want, why);
+    return 0;
+}
+
+static int prd_signature(prd *r) {
+    plan *p = r->p;
+    const prd_section *s = &r->sec[PLAN_SECTION_SIGNATURE];
+    prd_where_section(r, PLAN_SECTION_SIGNATURE);
+    if (prd_section_size(r, PLAN_SECTION_SIGNATURE, PLAN_SIGNATURE_SIZE, "one signature record")) return -1;
+    prd_cur c;
+    if (prd_record(r, &c, s->off, PLAN_SIGNATURE_SIZE)) return -1;
+    if (cur_str(&c, "model_name", 0, &p->model_name) || cur_float_dtype(&c, "precision", &p->precision)) return -1;
+    if (cur_i64_min(&c, "max_seq_len", 1, &p->max_seq_len)) return -1;
+    if (p->max_seq_len > INT_MAX) return CUR_FAIL(&c, "field max_seq_len: %lld is too large", (long long)p->max_seq_len);
+    if (cur_i64_min(&c, "hidden", 1, &p->hidden) || cur_i64_min(&c, "vocab_size", 1, &p->vocab_size) ||
+        cur_i64_min(&c, "type_vocab_size", 0, &p->type_vocab_size) ||
+        cur_bool(&c, "has_token_type_ids", &p->has_token_type_ids) ||
+        cur_bool(&c, "has_attention_mask", &p->has_attention_mask))
+        return -1;
+    p->token_type_default = cur_i32(&c);
+    if (p->type_vocab_size > 0 && (p->token_type_default < 0 || p->token_type_default >= p->type_vocab_size))
+        return CUR_FAIL(&c, "field token_type_default: %d is not a token type (the table has %lld rows)",
+                        (int)p->token_type_default, (long long)p->type_vocab_size);
+    p->attention_mask_default = cur_i32(&c);
+    p->arena_bytes = cur_u64(&c);
+    r->sig_arena_off = c.at;
+    r->nkernels = cur_u32(&c);
+    if (r->nkernels > INT_MAX) return CUR_FAIL(&c, "field nkernels: %u is too large", r->nkernels);
+    r->nimages = cur_u32(&c);
+    if (r->nimages > INT_MAX) return CUR_FAIL(&c, "field nimages: %u is too large", r->nimages);
+    r->nbuckets = cur_u32(&c);
+    if (r->nbuckets == 0 || r->nbuckets > INT_MAX)
+        return CUR_FAIL(&c, "field nbuckets: %u (a plan has at least one bucket)", r->nbuckets);
+    if (cur_zero(&c, 4, "reserved") || prd_record_done(&c)) return -1;
+    p->weights = r->base + r->sec[PLAN_SECTION_WEIGHTS].off;
+    p->weights_size = r->sec[PLAN_SECTION_WEIGHTS].size;
+    return 0;
+}
+
+/* *next_src: where this kernel's text must start (texts follow each other in kernel order). */
+static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
+    const prd_section *src = &r->sec[PLAN_SECTION_KERNEL_SOURCES];
+    kernel_spec *s = &k->spec;
+    uint32_t v;
+    if (cur_str(c, "entry", 0, &k->entry)) return -1;
+    v = cur_u32(c);
+    if (v < 1 || v > 8) return CUR_FAIL(c, "field nargs: %u is not in 1..8", v);
+    k->nargs = (int)v;
+    uint64_t off = cur_u64(c);
+    if (off != *next_src)
+        return CUR_FAIL(c, "field source_offset: %llu, expected %llu (the texts follow each other in kernel order)",
+                        (unsigned long long)off, (unsigned long long)*next_src);
+    uint64_t len = cur_u64(c);
+    if (off > src->size || len >= src->size - off)
+        return CUR_FAIL(c, "field source_len: the text [%llu, +%llu) and its NUL do not fit in KERNEL_SOURCES (%llu bytes)",
+                        (unsigned long long)off, (unsigned long long)len, (unsigned long long)src->size);
+    const uint8_t *text = r->base + src->off + off;
+    const uint8_t *nul = memchr(text, 0, (size_t)len + 1);
+    if (!nul) return CUR_FAIL(c, "field source_len: the text's %llu bytes are not followed by a NUL", (unsigned long long)len);
+    if (nul != text + len)
+        return CUR_FAIL(c, "field source_len: the text has a NUL at byte %llu of its %llu", (unsigned long long)(nul - text),
+                        (unsigned long long)len);
+    if (!(k->source = prd_strndup(text, (size_t)len))) return prd_oom(r);
+    *next_src = off + len + 1;
+
+    if (cur_enum(c, "spec.kind", "a kernel kind", KERNEL_KIND_COUNT, &v)) return -1;
+    s->kind = (kernel_kind)v;
+    if (cur_float_dtype(c, "spec.dtype", &s->dtype) || cur_i32_min(c, "spec.bucket", 1, &s->bucket)) return -1;
+    s->hidden = cur_i32(c);
+    if (cur_finite_f32(c, "spec.eps", &s->eps)) return -1;
+    s->ngathers = cur_i32(c);
+    if (s->ngathers < 0 || s->ngathers > KERNEL_MAX_GATHERS)
+        return CUR_FAIL(c, "field spec.ngathers: %d is not in 0..%d", s->ngathers, KERNEL_MAX_GATHERS);
+    for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
+        if (cur_enum(c, "spec.gather_index", "a gather index (0 input_ids, 1 token types, 2 position)",
+                     KERNEL_INDEX_POSITION + 1, &v))
+            return -1;
+        s->gather_index[g] = (kernel_index)v;
+    }
+    for (int g = 0; g < KERNEL_MAX_GATHERS; g++) s->table_rows[g] = cur_i32(c);
+    if (cur_bool(c, "spec.has_bias", &s->has_bias) || cur_bool(c, "spec.has_residual", &s->has_residual)) return -1;
+    s->heads = cur_i32(c);
+    s->head_dim = cur_i32(c);
+    if (cur_finite_f32(c, "spec.scale", &s->scale)) return -1;
+    s->qkv_ld = cur_i32(c);
+    s->q_off = cur_i32(c);
+    s->k_off = cur_i32(c);
+    s->v_off = cur_i32(c);
+    s->ctx_ld = cur_i32(c);
+    s->n = cur_i32(c);
+    s->k = cur_i32(c);
+    s->x_ld = cur_i32(c);
+    s->out_ld = cur_i32(c);
+    s->res_ld = cur_i32(c);
+    if (cur_bool(c, "spec.has_act", &s->has_act) || cur_enum(c, "spec.act", "an activation", PLAN_ACT_COUNT, &v))
+        return -1;
+    s->act = (plan_act)v;
+    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean)", PLAN_POOL_COUNT, &v) ||
+        cur_bool(c, "spec.normalize", &s->normalize))
+        return -1;
+    s->pool_mode = (plan_pool_mode)v;
+    return cur_zero(c, 4, "reserved");
+}
+
+static int prd_kernels(prd *r) {
+    plan *p = r->p;
+    const prd_section *s = &r->sec[PLAN_SECTION_KERNELS];
+    prd_where_section(r, PLAN_SECTION_KERNELS);
+    char why[64];
+    snprintf(why, sizeof why, "the signature's %u kernel records of %d bytes", r->nkernels, PLAN_KERNEL_RECORD_SIZE);
+    if (prd_section_size(r, PLAN_SECTION_KERNELS, (uint64_t)r->nkernels * PLAN_KERNEL_RECORD_SIZE, why)) return -1;
+    if (r->nkernels && !(p->kernels = calloc(r->nkernels, sizeof p->kernels[0]))) return prd_oom(r);
+    p->nkernels = (int)r->nkernels;
+    uint64_t next_src = 0;
+    for (uint32_t i = 0; i < r->nkernels; i++) {
+        prd_cur c;
+        prd_ctx(r, "kernel %u", i);
+        if (prd_record(r, &c, s->off + (uint64_t)i * PLAN_KERNEL_RECORD_SIZE, PLAN_KERNEL_RECORD_SIZE) ||
+            prd_kernel(r, &c, &p->kernels[i], &next_src) || prd_record_done(&c))
+            return -1;
+    }
+    const prd_section *src = &r->sec[PLAN_SECTION_KERNEL_SOURCES];
+    if (next_src != src->size) {
+        prd_where_section(r, PLAN_SECTION_KERNEL_SOURCES);
+        return PRD_FAIL(r, src->off + next_src, "%llu bytes after the last kernel's text",
+                        (unsigned long long)(src->size - next_src));
+    }
+    r->ctx[0] = '\0';
+    return 0;
+}
+
+static int prd_image_cmp(const void *a, const void *b) {
+    const plan_image *x = *(const plan_image *const *)a, *y = *(const plan_image *const *)b;
+    int c = strcmp(x->arch, y->arch);
+    return c ? c : (int)x->kind - (int)y->kind;
+}
+
+static int prd_images(prd *r) {
+    plan *p = r->p;
+    const prd_section *s = &r->sec[PLAN_SECTION_IMAGES], *data = &r->sec[PLAN_SECTION_IMAGE_DATA];
+    prd_where_section(r, PLAN_SECTION_IMAGES);
+    uint64_t per = PLAN_IMAGE_RECORD_SIZE + (uint64_t)r->nkernels * PLAN_STATS_RECORD_SIZE, want;
+    if (__builtin_mul_overflow(per, (uint64_t)r->nimages, &want)) want = UINT64_MAX;
+    char why[96];
+    snprintf(why, sizeof why, "the signature's %u image records of %d bytes, each with %u stats records",
+             r->nimages, PLAN_IMAGE_RECORD_SIZE, r->nkernels);
+    if (prd_section_size(r, PLAN_SECTION_IMAGES, want, why)) return -1;
+    if (r->nimages && !(p->images = calloc(r->nimages, sizeof p->images[0]))) return prd_oom(r);
+    p->nimages = (int)r->nimages;
+    uint64_t end = 0; /* of the previous image's bytes */
+    for (uint32_t i = 0; i < r->nimages; i++) {
+        plan_image *im = &p->images[i];
+        prd_cur c;
+        prd_ctx(r, "image %u", i);
+        if (prd_record(r, &c, s->off + (uint64_t)i * PLAN_IMAGE_RECORD_SIZE, PLAN_IMAGE_RECORD_SIZE)) return -1;
+        const uint8_t *arch = cur_take(&c, sizeof im->arch);
+        const uint8_t *nul = memchr(arch, 0, sizeof im->arch);
+        if (!nul) return CUR_FAIL(&c, "field arch: not NUL-terminated within %zu bytes", sizeof im->arch);
+        if (nul == arch) return CUR_FAIL(&c, "field arch: empty");
+        for (const uint8_t *q = arch; q < nul; q++)
+            if (*q <= 0x20 || *q >= 0x7f) return CUR_FAIL(&c, "field arch: byte 0x%02x is not a printable character", *q);
+        for (const uint8_t *q = nul; q < arch + sizeof im->arch; q++)
+            if (*q) return CUR_FAIL(&c, "field arch: byte 0x%02x after the NUL (the rest is zero padding)", *q);
+        memcpy(im->arch, arch, sizeof im->arch);
+        prd_ctx(r, "image %u (%s)", i, im->arch);
+        uint32_t v;
+        if (cur_enum(&c, "kind", "an image kind (0 cubin, 1 ptx, 2 emu)", PLAN_IMAGE_EMU + 1, &v)) return -1;
+        im->kind = (plan_image_kind)v;
+        if (cur_zero(&c, 4, "reserved")) return -1;
+        uint64_t off = cur_u64(&c);
+        if (off % PLAN_SECTION_ALIGN)
+            return CUR_FAIL(&c, "field data_offset: %llu is not a multiple of %d", (unsigned long long)off,
+                            PLAN_SECTION_ALIGN);
+        uint64_t want = (end + PLAN_SECTION_ALIGN - 1) / PLAN_SECTION_ALIGN * PLAN_SECTION_ALIGN;
+        for (uint64_t o = end; o < want && o < data->size; o++)
+            if (r->base[data->off + o])
+                return PRD_FAIL(r, data->off + o, "IMAGE_DATA byte %llu (0x%02x) between images is not zero",
+                                (unsigned long long)o, r->base[data->off + o]);
+        if (off != want)
+            return CUR_FAIL(&c, "field data_offset: %llu, expected %llu (images follow each other in order, each at the "
+                            "next multiple of %d)",
+                            (unsigned long long)off, (unsigned long long)want, PLAN_SECTION_ALIGN);
+        uint64_t size = cur_u64(&c);
+        if (off > data->size || size > data->size - off)
+            return CUR_FAIL(&c, "field data_size: bytes [%llu, +%llu) run past the end of IMAGE_DATA (%llu bytes)",
+                            (unsigned long long)off, (unsigned long long)size, (unsigned long long)data->size);
+        end = off + size;
+        if (prd_record_done(&c)) return -1;
+        im->data = r->base + data->off + off;
+        im->size = (size_t)size;
+        if (r->nkernels && !(im->stats = calloc(r->nkernels, sizeof im->stats[0]))) return prd_oom(r);
+        for (uint32_t k = 0; k < r->nkernels; k++) {
+            plan_kernel_stats *st = &im->stats[k];
+            prd_ctx(r, "image %u (%s) stats of kernel %u", i, im->arch, k);
+            uint64_t at = s->off + (uint64_t)r->nimages * PLAN_IMAGE_RECORD_SIZE +
+                          ((uint64_t)i * r->nkernels + k) * PLAN_STATS_RECORD_SIZE;
+            if (prd_record(r, &c, at, PLAN_STATS_RECORD_SIZE) || cur_i32_min(&c, "registers", 0, &st->registers) ||
+                cur_i32_min(&c, "spill_stores", 0, &st->spill_stores) ||
+                cur_i32_min(&c, "spill_loads", 0, &st->spill_loads) ||
+                cur_i32_min(&c, "shared_static", 0, &st->shared_static) || prd_record_done(&c))
+                return -1;
+        }
+    }
+    r->ctx[0] = '\0';
+    if (end != data->size) {
+        prd_where_section(r, PLAN_SECTION_IMAGE_DATA);
+        return PRD_FAIL(r, data->off + end, "%llu bytes after the last image", (unsigned long long)(data->size - end));
+    }
+    if (r->nimages > 1) {
+        const plan_image **order = malloc(r->nimages * sizeof order[0]);
+        if (!order) return prd_oom(r);
+        for (uint32_t i = 0; i < r->nimages; i++) order[i] = &p->images[i];
+        qsort(order, r->nimages, sizeof order[0], prd_image_cmp);
+        for (uint32_t i = 1; i < r->nimages; i++)
+            if (prd_image_cmp(&order[i - 1], &order[i]) == 0) {
+                const plan_image *dup = order[i] > order[i - 1] ? order[i] : order[i - 1];
+                uint32_t at = (uint32_t)(dup - p->images);
+                free(order);
+                return PRD_FAIL(r, s->off + (uint64_t)at * PLAN_IMAGE_RECORD_SIZE,
+                                "image %u: a second image for arch \"%s\" of kind %d", at, dup->arch, (int)dup->kind);
+            }
+        free(order);
+    }
+    return 0;
+}
+
+
+/* Size of a ref's buffer in bucket b (weights, its arena, its request block). */
+static uint64_t prd_buffer_size(const plan *p, const sched_bucket *b, sched_buf buf) {
+    switch (buf) {
+    case SCHED_BUF_WEIGHTS: return p->weights_size;
+    case SCHED_BUF_ARENA: return b->arena_bytes;
+    case SCHED_BUF_REQUEST: return kernel_request_bytes(b->seq_len);
+    default: return 0;
+    }
+}
+
+static const char *prd_buffer_name(sched_buf buf) {
+    switch (buf) {
+    case SCHED_BUF_WEIGHTS: return "weights";
+    case SCHED_BUF_ARENA: return "arena";
+    case SCHED_BUF_REQUEST: return "request";
+    default: return "none";
+    }
+}
+
+/* A (buf, offset) ref; NONE needs `allow_none` and offset 0. */
+static int prd_ref(prd_cur *c, const char *field, const sched_bucket *b, int allow_none, sched_ref *out) {
+    char f[64];
+    uint32_t v;
+    snprintf(f, sizeof f, "%s.buf", field);
+    if (cur_enum(c, f, "a buffer (0 none, 1 weights, 2 arena, 3 request)", SCHED_BUF_COUNT, &v)) return -1;
+    out->buf = (sched_buf)v;
+    if (out->buf == SCHED_BUF_NONE && !allow_none)
+        return CUR_FAIL(c, "field %s: the operand is required, the ref is NONE", f);
+    snprintf(f, sizeof f, "%s.reserved", field);
+    if (cur_zero(c, 4, f)) return -1;
+    out->offset = cur_u64(c);
+    uint64_t size = prd_buffer_size(c->r->p, b, out->buf);
+    if (out->buf == SCHED_BUF_NONE ? out->offset != 0 : out->offset >= size)
+        return CUR_FAIL(c, "field %s.offset: %llu lies outside the %s buffer (%llu bytes)", field,
+                        (unsigned long long)out->offset, prd_buffer_name(out->buf), (unsigned long long)size);
+    return 0;
+}
+
+static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l) {
+    const plan *p = r->p;
+    uint32_t k = cur_u32(c);
+    if (k >= (uint32_t)p->nkernels)
+        return CUR_FAIL(c, "field launch.kernel: kernel index %u is out of range (the plan has %d kernels)", k,
+                        p->nkernels);
+    const plan_kernel *pk = &p->kernels[k];
+    /* A kernel whose text does not depend on the bucket (LayerNorm, GEMM)
+     * is generated once and shared by larger buckets; the pooler GEMM runs
+     * on one row.  A kernel made for more rows than the bucket has is wrong. */
+    if (pk->spec.bucket > b->seq_len)
+        return CUR_FAIL(c, "field launch.kernel: kernel %u (%s) was generated for %d rows, this bucket has %d", k,
+                        pk->entry, pk->spec.bucket, b->seq_len);
+    l->kernel = (int)k;
+    static const char *const dim_field[6] = {"launch.grid[0]",  "launch.grid[1]",  "launch.grid[2]",
+                                             "launch.block[0]", "launch.block[1]", "launch.block[2]"};
+    for (int i = 0; i < 6; i++) {
+        unsigned v = cur_u32(c);
+        if (v == 0) return CUR_FAIL(c, "field %s: 0 (launch dimensions are at least 1)", dim_field[i]);
+        if (i < 3) l->dims.grid[i] = v;
+        else l->dims.block[i - 3] = v;
+    }
+    l->dims.shared_bytes = cur_u32(c);
+    uint32_t nargs = cur_u32(c);
+    if (nargs != (uint32_t)pk->nargs)
+        return CUR_FAIL(c, "field launch.nargs: %u, but kernel %u (%s) takes %d arguments", nargs, k, pk->entry,
+                        pk->nargs);
+    l->nargs = (int)nargs;
+    if (cur_zero(c, 4, "launch.reserved")) return -1;
+    for (int i = 0; i < 8; i++) {
+        char f[32];
+        snprintf(f, sizeof f, "launch.args[%d]", i);
+        if (i < l->nargs ? prd_ref(c, f, b, 1, &l->args[i]) : cur_zero(c, PLAN_REF_SIZE, f)) return -1;
+    }
+    return cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE, "launch.padding");
+}
+
+static int prd_gemm(prd_cur *c, const sched_bucket *b, sched_gemm *g) {
+    uint32_t v;
+    if (cur_bool(c, "gemm.transa", &g->transa) || cur_bool(c, "gemm.transb", &g->transb) ||
+        cur_i64_min(c, "gemm.m", 1, &g->m) || cur_i64_min(c, "gemm.n", 1, &g->n) || cur_i64_min(c, "gemm.k", 1, &g->k) ||
+        cur_i64_min(c, "gemm.lda", g->transa ? g->k : g->m, &g->lda) ||
+        cur_i64_min(c, "gemm.ldb", g->transb ? g->n : g->k, &g->ldb) || cur_i64_min(c, "gemm.ldc", g->m, &g->ldc) ||
+        cur_i64_min(c, "gemm.ldd", g->m, &g->ldd) || cur_i64_min(c, "gemm.stride_a", 0, &g->stride_a) ||
+        cur_i64_min(c, "gemm.stride_b", 0, &g->stride_b) || cur_i64_min(c, "gemm.stride_c", 0, &g->stride_c) ||
+        cur_i64_min(c, "gemm.stride_d", 0, &g->stride_d) || cur_i32_min(c, "gemm.batch_count", 1, &g->batch_count) ||
+        cur_float_dtype(c, "gemm.ab_type", &g->ab_type) || cur_float_dtype(c, "gemm.cd_type", &g->cd_type) ||
+        cur_float_dtype(c, "gemm.bias_type", &g->bias_type) || cur_finite_f32(c, "gemm.alpha", &g->alpha) ||
+        cur_finite_f32(c, "gemm.beta", &g->beta))
+        return -1;
+    v = cur_u32(c);
+    if (v != SCHED_EPILOGUE_DEFAULT && v != SCHED_EPILOGUE_RELU && v != SCHED_EPILOGUE_BIAS &&
+        v != SCHED_EPILOGUE_RELU_BIAS)
+        return CUR_FAIL(c, "field gemm.epilogue: %u is not an epilogue (expected 1 default, 2 relu, 4 bias, 6 relu+bias)",
+                        v);
+    g->epilogue = (sched_epilogue)v;
+    if (cur_zero(c, 4, "gemm.reserved") || prd_ref(c, "gemm.a", b, 0, &g->a) || prd_ref(c, "gemm.b", b, 0, &g->b) ||
+        prd_ref(c, "gemm.c", b, g->beta == 0.0f, &g->c) || prd_ref(c, "gemm.d", b, 0, &g->d) ||
+        prd_ref(c, "gemm.bias", b, 1, &g->bias))
+        return -1;
+    int wants_bias = (g->epilogue & SCHED_EPILOGUE_BIAS) != 0;
+    if (wants_bias != (g->bias.buf != SCHED_BUF_NONE))
+        return CUR_FAIL(c, "field gemm.bias: %s", wants_bias ? "the BIAS epilogue needs a bias, the ref is NONE"
+                                                             : "a bias without a BIAS epilogue (the ref must be NONE)");
+    return 0;
+}
+
+static int prd_step(prd *r, prd_cur *c, int bi, uint32_t si, const sched_bucket *b, sched_step *st) {
+    uint32_t v;
+    if (cur_enum(c, "kind", "a step kind (0 kernel, 1 gemm)", SCHED_STEP_GEMM + 1, &v)) return -1;
+    st->kind = (sched_step_kind)v;
+    if (cur_str(c, "name", 0, &st->name)) return -1;
+    prd_ctx(r, "bucket %d (seq_len %d) step %u \"%.80s\"", bi, b->seq_len, si, st->name);
+    st->flops = cur_f64(c);
+    if (!isfinite(st->flops) || st->flops < 0) return CUR_FAIL(c, "field flops: %g is not a finite count", st->flops);
+    st->min_hbm_bytes = cur_u64(c);
+    if (st->kind == SCHED_STEP_KERNEL) return prd_launch(r, c, b, &st->launch);
+    return prd_gemm(c, b, &st->gemm);
+}
+
+static int prd_output(prd_cur *c, const sched_bucket *b, sched_output *o) {
+    uint32_t v;
+    if (cur_str(c, "name", 0, &o->name)) return -1;
+    if (cur_enum(c, "dtype", "a dtype (0 float32, 1 float16, 2 bfloat16, 3 int32)", PLAN_DTYPE_COUNT, &v)) return -1;
+    o->dtype = (plan_dtype)v;
+    if (prd_ref(c, "ref", b, 0, &o->ref) || cur_bool(c, "rows_are_seq", &o->rows_are_seq) ||
+        cur_zero(c, 4, "reserved") || cur_i64_min(c, "cols", 1, &o->cols) ||
+        cur_i64_min(c, "row_stride", o->rows_are_seq ? o->cols : 0, &o->row_stride))
+        return -1;
+    /* The whole output lies inside its buffer. */
+    uint64_t elems, bytes, rows = o->rows_are_seq ? (uint64_t)b->seq_len - 1 : 0;
+    uint64_t size = prd_buffer_size(c->r->p, b, o->ref.buf);
+    if (__builtin_mul_overflow(rows, (uint64_t)o->row_stride, &elems) ||
+        __builtin_add_overflow(elems, (uint64_t)o->cols, &elems) ||
+        __builtin_mul_overflow(elems, (uint64_t)plan_dtype_size(o->dtype), &bytes) || bytes > size - o->ref.offset)
+        return CUR_FAIL(c, "field row_stride: the output's %s rows of %lld columns (stride %lld) from offset %llu run "
+                        "past the end of the %s buffer (%llu bytes)",
+                        o->rows_are_seq ? "bucket" : "1", (long long)o->cols, (long long)o->row_stride,
+                        (unsigned long long)o->ref.offset, prd_buffer_name(o->ref.buf), (unsigned long long)size);
+    return 0;
+}
+
+static int prd_output_cmp(const void *a, const void *b) {
+    return strcmp((*(const sched_output *const *)a)->name, (*(const sched_output *const *)b)->name);
+}
+
+static int prd_outputs_unique(prd *r, const sched_bucket *b, int bi, uint64_t first) {
+    if (b->noutputs < 2) return 0;
+    const sched_output **order = malloc((size_t)b->noutputs * sizeof order[0]);
+    if (!order) return prd_oom(r);
+    for (int i = 0; i < b->noutputs; i++) order[i] = &b->outputs[i];
+    qsort(order, (size_t)b->noutputs, sizeof order[0], prd_output_cmp);
+    for (int i = 1; i < b->noutputs; i++)
+        if (strcmp(order[i]->name, order[i - 1]->name) == 0) {
+            const sched_output *dup = order[i] > order[i - 1] ? order[i] : order[i - 1];
+            long at = dup - b->outputs;
+            r->ctx[0] = '\0';
+            int rc = PRD_FAIL(r, first + (uint64_t)at * PLAN_OUTPUT_RECORD_SIZE,
+                              "bucket %d output %ld: a second output named \"%s\"", bi, at, dup->name);
+            free(order);
+            return rc;
+        }
+    free(order);
+    return 0;
+}
+
+static int prd_schedules(prd *r) {
+    plan *p = r->p;
+    const prd_section *s = &r->sec[PLAN_SECTION_SCHEDULES];
+    prd_where_section(r, PLAN_SECTION_SCHEDULES);
+    uint64_t used = (uint64_t)r->nbuckets * PLAN_BUCKET_RECORD_SIZE;
+    if (used > s->size)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes, the signature's %u bucket records alone need %llu",
+                        (unsigned long long)s->size, r->nbuckets, (unsigned long long)used);
+    if (!(p->buckets = calloc(r->nbuckets, sizeof p->buckets[0]))) return prd_oom(r);
+    p->nbuckets = (int)r->nbuckets;
+
+    /* The bucket records: lengths, counts, arenas; the counts must fill the section exactly. */
+    uint64_t max_arena = 0;
+    for (uint32_t i = 0; i < r->nbuckets; i++) {
+        sched_bucket *b = &p->buckets[i];
+        prd_cur c;
+        prd_ctx(r, "bucket %u", i);
+        if (prd_record(r, &c, s->off + (uint64_t)i * PLAN_BUCKET_RECORD_SIZE, PLAN_BUCKET_RECORD_SIZE)) return -1;
+        uint32_t len = cur_u32(&c);
+        if (len < 1 || len > (uint64_t)p->max_seq_len)
+            return CUR_FAIL(&c, "field seq_len: %u is not in 1..%lld (max_seq_len)", len, (long long)p->max_seq_len);
+        if (i > 0 && len <= (uint32_t)p->buckets[i - 1].seq_len)
+            return CUR_FAIL(&c, "field seq_len: %u does not follow bucket %u's %d (buckets ascend strictly)", len, i - 1,
+                            p->buckets[i - 1].seq_len);
+        b->seq_len = (int)len;
+        uint32_t nsteps = cur_u32(&c);
+        if (nsteps > (s->size - used) / PLAN_STEP_RECORD_SIZE)
+            return CUR_FAIL(&c, "field nsteps: %u step records do not fit in the section (%llu bytes)", nsteps,
+                            (unsigned long long)s->size);
+        used += (uint64_t)nsteps * PLAN_STEP_RECORD_SIZE;
+        uint32_t nout = cur_u32(&c);
+        if (nout == 0) return CUR_FAIL(&c, "field noutputs: 0 (a bucket has at least one output)");
+        if (nout > (s->size - used) / PLAN_OUTPUT_RECORD_SIZE)
+            return CUR_FAIL(&c, "field noutputs: %u output records do not fit in the section (%llu bytes)", nout,
+                            (unsigned long long)s->size);
+        used += (uint64_t)nout * PLAN_OUTPUT_RECORD_SIZE;
+        if (cur_zero(&c, 4, "reserved")) return -1;
+        b->arena_bytes = cur_u64(&c);
+        if (b->arena_bytes > max_arena) max_arena = b->arena_bytes;
+        if (prd_record_done(&c)) return -1;
+        /* Counts become the arrays' sizes only once the arrays exist (plan_free walks them). */
+        if (nsteps && !(b->steps = calloc(nsteps, sizeof b->steps[0]))) return prd_oom(r);
+        b->nsteps = (int)nsteps;
+        if (!(b->outputs = calloc(nout, sizeof b->outputs[0]))) return prd_oom(r);
+        b->noutputs = (int)nout;
+    }
+    r->ctx[0] = '\0';
+    if (used != s->size)
+        return PRD_FAIL(r, s->off + used, "%llu bytes after the last record (the bucket counts account for %llu of %llu)",
+                        (unsigned long long)(s->size - used), (unsigned long long)used, (unsigned long long)s->size);
+
+    /* Then per bucket: its steps, then its outputs. */
+    uint64_t at = s->off + (uint64_t)r->nbuckets * PLAN_BUCKET_RECORD_SIZE;
+    for (int i = 0; i < p->nbuckets; i++) {
+        sched_bucket *b = &p->buckets[i];
+        for (int j = 0; j < b->nsteps; j++, at += PLAN_STEP_RECORD_SIZE) {
+            prd_cur c;
+            prd_ctx(r, "bucket %d (seq_len %d) step %d", i, b->seq_len, j);
+            if (prd_record(r, &c, at, PLAN_STEP_RECORD_SIZE) || prd_step(r, &c, i, (uint32_t)j, b, &b->steps[j]) ||
+                prd_record_done(&c))
+                return -1;
+        }
+        uint64_t first = at;
+        for (int j = 0; j < b->noutputs; j++, at += PLAN_OUTPUT_RECORD_SIZE) {
+            prd_cur c;
+            prd_ctx(r, "bucket %d (seq_len %d) output %d", i, b->seq_len, j);
+            if (prd_record(r, &c, at, PLAN_OUTPUT_RECORD_SIZE) || prd_output(&c, b, &b->outputs[j]) ||
+                prd_record_done(&c))
+                return -1;
+        }
+        if (prd_outputs_unique(r, b, i, first)) return -1;
+    }
+    r->ctx[0] = '\0';
+    if (p->arena_bytes != max_arena) {
+        prd_where_section(r, PLAN_SECTION_SIGNATURE);
+        return PRD_FAIL(r, r->sig_arena_off, "field arena_bytes: %llu, but the largest bucket arena is %llu",
+                        (unsigned long long)p->arena_bytes, (unsigned long long)max_arena);
+    }
+    return 0;
+}
+
+static int cur_tristate(prd_cur *c, const char *field, int *out) {
+    int32_t v = cur_i32(c);
+    if (v < -1 || v > 1) return CUR_FAIL(c, "field %s: %d is not -1 (unspecified), 0 or 1", field, v);
+    *out = v;
+    return 0;
+}
+
+static int prd_tokenizer(prd *r) {
+    plan_tokenizer *t = &r->p->tokenizer;
+    const prd_section *s = &r->sec[PLAN_SECTION_TOKENIZER];
+    if (!s->present) return 0;
+    prd_where_section(r, PLAN_SECTION_TOKENIZER);
+    if (s->size < PLAN_TOKENIZER_RECORD_SIZE)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes, the tokenizer record alone needs %d",
+                        (unsigned long long)s->size, PLAN_TOKENIZER_RECORD_SIZE);
+    prd_cur c;
+    int has_vocab;
+    if (prd_record(r, &c, s->off, PLAN_TOKENIZER_RECORD_SIZE) || cur_tristate(&c, "do_lower_case", &t->do_lower_case) ||
+        cur_tristate(&c, "strip_accents", &t->strip_accents) ||
+        cur_tristate(&c, "tokenize_chinese_chars", &t->tokenize_chinese_chars) || cur_bool(&c, "has_vocab", &has_vocab) ||
+        cur_i64_min(&c, "model_max_length", 0, &t->model_max_length) || cur_str(&c, "unk_token", 1, &t->unk_token) ||
+        cur_str(&c, "cls_token", 1, &t->cls_token) || cur_str(&c, "sep_token", 1, &t->sep_token) ||
+        cur_str(&c, "pad_token", 1, &t->pad_token) || cur_str(&c, "mask_token", 1, &t->mask_token) ||
+        cur_zero(&c, 4, "reserved"))
+        return -1;
+    uint64_t vlen = cur_u64(&c);
+    if (prd_record_done(&c)) return -1;
+    uint64_t room = s->size - PLAN_TOKENIZER_RECORD_SIZE;
+    if (!has_vocab) {
+        if (vlen != 0) return CUR_FAIL(&c, "field vocab_len: %llu without a vocabulary", (unsigned long long)vlen);
+        if (room)
+            return PRD_FAIL(r, s->off + PLAN_TOKENIZER_RECORD_SIZE, "%llu bytes after the record",
+                            (unsigned long long)room);
+    } else {
+        if (room == 0 || vlen != room - 1)
+            return CUR_FAIL(&c, "field vocab_len: %llu, but the section leaves %llu bytes for the text and its NUL",
+                            (unsigned long long)vlen, (unsigned long long)room);
+        const uint8_t *text = r->base + s->off + PLAN_TOKENIZER_RECORD_SIZE;
+        const uint8_t *nul = memchr(text, 0, (size_t)vlen + 1);
+        if (nul != text + vlen)
+            return PRD_FAIL(r, s->off + PLAN_TOKENIZER_RECORD_SIZE + (uint64_t)(nul - text),
+                            "the vocabulary has a NUL at byte %llu of its %llu", (unsigned long long)(nul - text),
+                            (unsigned long long)vlen);
+        if (!(t->vocab = prd_strndup(text, (size_t)vlen))) return prd_oom(r);
+        t->vocab_len = (size_t)vlen;
+    }
+    t->present = 1;
+    return 0;
+}
+
+static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *name, diag *d) {
+    prd r;
+    memset(&r, 0, sizeof r);
+    r.base = base;
+    r.len = len;
+    r.name = name;
+    r.d = d;
+    r.p = p;
+    r.where = "header";
+    if (prd_header(&r) || prd_table(&r) || prd_strings(&r) || prd_signature(&r) || prd_kernels(&r) ||
+        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r))
+        return -1;
+    return 0;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, diag *d) {
+    plan_init(p);
+    if (!name) name = "<memory>";
+    if (len == 0) return prd_parse(p, NULL, 0, name, d);
+    size_t cap = (len + PLAN_SECTION_ALIGN - 1) / PLAN_SECTION_ALIGN * PLAN_SECTION_ALIGN;
+    if (cap < len) return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory while reading the plan", name);
+    void *copy = aligned_alloc(PLAN_SECTION_ALIGN, cap);
+    if (!copy) return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory while reading the plan", name);
+    memcpy(copy, buf, len);
+    p->map = copy;
+    p->map_size = len;
+    p->map_heap = 1;
+    if (prd_parse(p, copy, len, name, d)) {
+        plan_free(p);
+        return -1;
+    }
+    return 0;
+}
+
+int plan_read(plan *p, const char *path, diag *d) {
+    plan_init(p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return diag_set(d, DIAG_CODE_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return diag_set(d, DIAG_CODE_INPUT, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return diag_set(d, DIAG_CODE_INPUT, "%s: not a regular file", path);
+    }
+    size_t len = (size_t)st.st_size;
+    if (len == 0) {
+        close(fd);
+        return prd_parse(p, NULL, 0, path, d);
+    }
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED) return diag_set(d, DIAG_CODE_INPUT, "%s: cannot map: %s", path, strerror(e));
+    p->map = m;
+    p->map_size = len;
+    if (prd_parse(p, m, len, path, d)) {
+        plan_free(p);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,292 @@
+/*
+ * plan_types — the vocabulary of a compiled plan: what the compiler writes
+ * and the runtime reads, and nothing else.
+ *
+ * This header depends on nothing but <stdint.h>.  It is the contract
+ * between the two halves of bertc: the compiler's lowering maps its own IR
+ * (compiler/ir/ir.h) onto these types, the plan writer serialises them, the
+ * plan reader (plan_read.c) checks and decodes them, and the runtime
+ * replays them.  The runtime never sees the IR, so the IR can change
+ * without touching a byte of the format, and a change here is a format
+ * change (docs/plan-format.md: every enum value below is a number in the
+ * file; plan_read.c pins them with static assertions).
+ *
+ * Three families of names live here:
+ *
+ *   plan_*     storage types, activations, pooling modes: the scalar
+ *              vocabulary every record uses;
+ *   kernel_*   what a generated kernel is (its kind and the compile-time
+ *              constants that specialise its template) and how it is
+ *              launched: the request block every kernel reads, the
+ *              argument ABI per kind;
+ *   sched_*    the lowered program per sequence-length bucket: steps
+ *              (kernel launches and cuBLASLt GEMMs) over position-
+ *              independent buffer references, and where each output lives.
+ *
+ * The request block.  Every kernel receives `const int *req`, device
+ * memory laid out as
+ *
+ *     int32 len;                 real sequence length L, 1 <= L <= bucket
+ *     int32 reserved[3];
+ *     int32 input_ids[bucket];
+ *     int32 token_type_ids[bucket];
+ *     int32 attention_mask[bucket];
+ *
+ * which the runtime fills with one host-to-device copy per request (the
+ * first node of the bucket's CUDA Graph).  The bucket length is a
+ * compile-time constant of each kernel; the real length is read from device
+ * memory, so one captured graph serves every length of its bucket.  Rows
+ * >= L are padding: kernels may skip them, and no output row < L may
+ * depend on what padding rows hold.
+ *
+ * Buffer references.  Every pointer a step uses is a `sched_ref`: a buffer
+ * kind plus a byte offset, so the schedule is position-independent and the
+ * runtime turns refs into device addresses once, when it captures the
+ * bucket's graph:
+ *
+ *   SCHED_BUF_WEIGHTS   the plan's weight blob, uploaded once per device
+ *   SCHED_BUF_ARENA     the activation arena (offsets from buffer liveness;
+ *                       one arena per context, sized for the largest bucket)
+ *   SCHED_BUF_REQUEST   the request block above
+ *   SCHED_BUF_NONE      a NULL pointer (an absent optional operand)
+ *
+ * GEMMs use cuBLASLt's column-major convention.  A row-major activation
+ * X [M, K] is, seen column-major, X^T [K, M]; a Linear weight W [N, K] is
+ * W^T [K, N].  So Y = X W^T (row-major [M, N]) is computed as the
+ * column-major product Y^T [N, M] = op(W^T) X^T with transa = T on the
+ * weight and transb = N on the activation: both operands are read
+ * K-contiguous and no transpose kernel ever runs.
+ *
+ * The schedule also carries the cost model that `bertc inspect` reports:
+ * FLOPs and the minimum HBM bytes per step (every operand read once, every
+ * result written once, in the plan precision).
+ */
+#ifndef BERTC_PLAN_TYPES_H
+#define BERTC_PLAN_TYPES_H
+
+#include <stdint.h>
+
+/* ---- scalars ------------------------------------------------------------ */
+
+typedef enum plan_dtype {
+    PLAN_DTYPE_F32,
+    PLAN_DTYPE_F16,
+    PLAN_DTYPE_BF16,
+    PLAN_DTYPE_I32,
+    PLAN_DTYPE_COUNT,
+} plan_dtype;
+
+typedef enum plan_act {
+    PLAN_ACT_GELU_ERF,    /* x/2 (1 + erf(x/sqrt 2)) — Hugging Face "gelu" */
+    PLAN_ACT_GELU_TANH,   /* tanh approximation — "gelu_new", "gelu_pytorch_tanh" */
+    PLAN_ACT_RELU,
+    PLAN_ACT_TANH,
+    PLAN_ACT_COUNT,
+} plan_act;
+
+/* How a POOL kernel turns [S, H] into [H] (sentence-transformers' Pooling modes). */
+typedef enum plan_pool_mode {
+    PLAN_POOL_CLS,        /* row 0, the [CLS] token; the mask is not read */
+    PLAN_POOL_MEAN,       /* mean over the rows the attention mask keeps */
+    PLAN_POOL_COUNT,
+} plan_pool_mode;
+
+/* Bytes of one element; 0 for a value outside the enum. */
+static inline int plan_dtype_size(plan_dtype t) {
+    return t == PLAN_DTYPE_F32 || t == PLAN_DTYPE_I32 ? 4 : t == PLAN_DTYPE_F16 || t == PLAN_DTYPE_BF16 ? 2 : 0;
+}
+
+/* The names the graph description (docs/model-yaml.md) spells them with. */
+static inline const char *plan_dtype_name(plan_dtype t) {
+    static const char *const names[] = {"float32", "float16", "bfloat16", "int32"};
+    return (unsigned)t < PLAN_DTYPE_COUNT ? names[t] : "?";
+}
+
+static inline const char *plan_act_name(plan_act a) {
+    static const char *const names[] = {"gelu", "gelu_tanh", "relu", "tanh"};
+    return (unsigned)a < PLAN_ACT_COUNT ? names[a] : "?";
+}
+
+static inline const char *plan_pool_mode_name(plan_pool_mode m) {
+    static const char *const names[] = {"cls", "mean"};
+    return (unsigned)m < PLAN_POOL_COUNT ? names[m] : "?";
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+#define KERNEL_REQ_HEADER_WORDS 4
+#define KERNEL_MAX_GATHERS 3
+#define KERNEL_MAX_ARGS 8
+
+/* Bytes of the request block of a bucket of `bucket` rows. */
+static inline uint64_t kernel_request_bytes(int64_t bucket) {
+    return 4 * ((uint64_t)KERNEL_REQ_HEADER_WORDS + 3 * (uint64_t)bucket);
+}
+
+typedef enum kernel_kind {
+    /*
+     * out[s, :] = LayerNorm(sum_g table_g[index_g(s), :]) * gamma + beta
+     * args: (T *out, const int *req, const T *table0, const T *table1,
+     *        const T *table2, const T *gamma, const T *beta)
+     * index_g(s) is input_ids[s], token_type_ids[s] or s (position),
+     * per gather_index[g]; unused tables are NULL.  Ids are clamped to the
+     * table (the runtime validates them before the launch).
+     */
+    KERNEL_KIND_EMBED_LN,
+    /*
+     * out[s, :] = LayerNorm(x[s, :] (+ bias) (+ residual[s, :])) * gamma + beta
+     * args: (T *out, const int *req, const T *x, const T *bias,
+     *        const T *residual, const T *gamma, const T *beta)
+     */
+    KERNEL_KIND_ADD_LN,
+    /*
+     * Fused multi-head attention for one request:
+     *   ctx[s, h*D:(h+1)*D] = softmax_k(scale * q_h[s] . k_h[k] + maskbias[k]) . v_h
+     * with maskbias[k] = float32 min where attention_mask[k] == 0, and keys
+     * k >= L excluded.  q, k, v are column blocks of the row-major matrix
+     * qkv (leading dimension qkv_ld) at column offsets q_off, k_off, v_off.
+     * args: (T *ctx, const int *req, const T *qkv)
+     */
+    KERNEL_KIND_ATTENTION,
+    /*
+     * out[m, n] = act(sum_k x[m, k] * w[n, k] (+ bias[n]) (+ residual[m, n]))
+     * for m < L (rows of padding are skipped).  w is in Linear layout [N, K].
+     * args: (T *out, const int *req, const T *x, const T *w, const T *bias,
+     *        const T *residual)
+     */
+    KERNEL_KIND_GEMM,
+    /*
+     * A sentence embedding (sentence-transformers' Pooling [+ Normalize]):
+     *   pool_mode CLS:  p = x[0, :]
+     *   pool_mode MEAN: p = sum_{s < L, attention_mask[s] != 0} x[s, :] / max(count, 1e-9)
+     *   out[:] = normalize ? p / max(||p||_2, 1e-12) : p
+     * x is [bucket, hidden] with contiguous rows; out is one row [hidden].
+     * Rows >= L and masked rows are never read.  One block.
+     * args: (T *out, const int *req, const T *x)
+     */
+    KERNEL_KIND_POOL,
+    KERNEL_KIND_COUNT,
+} kernel_kind;
+
+typedef enum kernel_index {
+    KERNEL_INDEX_INPUT_IDS,
+    KERNEL_INDEX_TOKEN_TYPES,
+    KERNEL_INDEX_POSITION,
+} kernel_index;
+
+/* The compile-time constants of one kernel; each kind reads only its own
+ * fields, the others are zero. */
+typedef struct kernel_spec {
+    kernel_kind kind;
+    plan_dtype dtype;            /* storage type: F32, F16 or BF16 */
+    int bucket;                  /* sequence-length bucket (rows of every [S, *] tensor) */
+
+    /* EMBED_LN, ADD_LN, POOL */
+    int hidden;
+    float eps;
+    int ngathers;                /* EMBED_LN: 1..3 */
+    kernel_index gather_index[KERNEL_MAX_GATHERS];
+    int table_rows[KERNEL_MAX_GATHERS];
+    int has_bias, has_residual;  /* ADD_LN, GEMM */
+
+    /* ATTENTION */
+    int heads, head_dim;
+    float scale;
+    int qkv_ld, q_off, k_off, v_off;
+    int ctx_ld;
+
+    /* GEMM */
+    int n, k;                    /* M is the bucket */
+    int x_ld, out_ld, res_ld;
+    int has_act;
+    plan_act act;
+
+    /* POOL */
+    plan_pool_mode pool_mode;
+    int normalize;
+} kernel_spec;
+
+typedef struct kernel_launch_dims {
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned shared_bytes;       /* dynamic shared memory */
+} kernel_launch_dims;
+
+/* ---- schedules ---------------------------------------------------------- */
+
+typedef enum sched_buf {
+    SCHED_BUF_NONE,
+    SCHED_BUF_WEIGHTS,
+    SCHED_BUF_ARENA,
+    SCHED_BUF_REQUEST,
+    SCHED_BUF_COUNT,
+} sched_buf;
+
+typedef struct sched_ref {
+    sched_buf buf;
+    uint64_t offset;             /* bytes from the buffer's base */
+} sched_ref;
+
+/* cuBLASLt epilogues bertc uses (values of cublasLtEpilogue_t). */
+typedef enum sched_epilogue {
+    SCHED_EPILOGUE_DEFAULT = 1,
+    SCHED_EPILOGUE_RELU = 2,
+    SCHED_EPILOGUE_BIAS = 4,
+    SCHED_EPILOGUE_RELU_BIAS = 6,
+} sched_epilogue;
+
+typedef struct sched_gemm {
+    int transa, transb;          /* 1 = transposed (CUBLAS_OP_T) */
+    int64_t m, n, k;             /* of the column-major product D = op(A) op(B) */
+    int64_t lda, ldb, ldc, ldd;
+    int batch_count;             /* 1 for plain GEMMs */
+    int64_t stride_a, stride_b, stride_c, stride_d;   /* elements, for batched */
+    plan_dtype ab_type;          /* storage of A and B */
+    plan_dtype cd_type;          /* storage of C and D */
+    plan_dtype bias_type;
+    float alpha, beta;           /* scale type float32, compute type float32 */
+    sched_epilogue epilogue;
+    sched_ref a, b, c, d, bias;  /* c may equal d; bias NONE unless a BIAS epilogue */
+} sched_gemm;
+
+typedef struct sched_launch {
+    int kernel;                  /* index into the plan's kernel table */
+    kernel_launch_dims dims;
+    int nargs;
+    sched_ref args[KERNEL_MAX_ARGS];   /* every kernel argument is a pointer */
+} sched_launch;
+
+typedef enum sched_step_kind {
+    SCHED_STEP_KERNEL,
+    SCHED_STEP_GEMM,
+} sched_step_kind;
+
+typedef struct sched_step {
+    sched_step_kind kind;
+    char *name;                  /* e.g. "layer0/qkv" (the IR node it came from) */
+    sched_launch launch;         /* SCHED_STEP_KERNEL */
+    sched_gemm gemm;             /* SCHED_STEP_GEMM */
+    double flops;
+    uint64_t min_hbm_bytes;
+} sched_step;
+
+/* A graph output: where it lives after the last step, and its shape. */
+typedef struct sched_output {
+    char *name;                  /* last_hidden_state, pooler_output, ... */
+    sched_ref ref;
+    plan_dtype dtype;
+    int rows_are_seq;            /* 1: [len, cols] (rows beyond len are padding); 0: [cols] */
+    int64_t cols;
+    int64_t row_stride;          /* elements between rows */
+} sched_output;
+
+typedef struct sched_bucket {
+    int seq_len;                 /* bucket length B */
+    int nsteps;
+    sched_step *steps;
+    int noutputs;
+    sched_output *outputs;
+    uint64_t arena_bytes;        /* arena this bucket needs */
+} sched_bucket;
+
+#endif
