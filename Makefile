@@ -51,7 +51,11 @@ $(BUILD)/compiler/codegen/%.o:  INC = $(INC_CODEGEN)
 $(BUILD)/gen/%.o:               INC = $(INC_CODEGEN)
 $(BUILD)/tests/%.o:             INC = $(INC_TESTS)
 
-COMPILER_SRCS := $(filter-out compiler/main.c,$(wildcard compiler/*.c compiler/*/*.c))
+# The command line (compiler/main.c, compiler/cli*.c) is linked into bertc only;
+# the library is the compiler proper, which the tests link too.
+CLI_SRCS      := compiler/main.c $(wildcard compiler/cli*.c)
+CLI_OBJS      := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+COMPILER_SRCS := $(filter-out $(CLI_SRCS),$(wildcard compiler/*.c compiler/*/*.c))
 COMPILER_OBJS := $(COMPILER_SRCS:%.c=$(BUILD)/%.o)
 COMPILER_LIB  := $(BUILD)/libbertc_compiler.a
 
@@ -118,8 +122,8 @@ $(RUNTIME_SO): $(RUNTIME_OBJS) runtime/bertc.map
 	ln -sf $(RUNTIME_SONAME) $@
 
 # bertc and the tests find libbertc_emudev.so through their RUNPATH.
-$(BUILD)/bertc: $(BUILD)/compiler/main.o $(BERTC_LIBS) | $(EMUDEV_SO)
-	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -o $@ $(BUILD)/compiler/main.o -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
+$(BUILD)/bertc: $(CLI_OBJS) $(BERTC_LIBS) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -o $@ $(CLI_OBJS) -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "arch.h"
 #include "kbuild.h"
 #include "kernels.h"
 
@@ -454,16 +455,21 @@ static void test_compile_all_archs(void) {
     kbuild_options opt = {0};
     opt.jobs = 2;
     kbuild_result r;
-    if (kbuild_compile(units, n, kbuild_default_archs, kbuild_default_arch_count, &opt, &r, &d) != 0) {
+    arch_list defaults;
+    arch_list_default(&defaults);
+    const char *default_archs[ARCH_MAX];
+    for (int a = 0; a < defaults.count; a++) default_archs[a] = defaults.names[a];
+    const int default_arch_count = defaults.count;
+    if (kbuild_compile(units, n, default_archs, default_arch_count, &opt, &r, &d) != 0) {
         CHECK(0, "compile failed: %s", d.text);
         goto out;
     }
-    printf("    %d kernels (%d distinct), %d archs: %.1f s wall\n", n, r.ndistinct, kbuild_default_arch_count,
+    printf("    %d kernels (%d distinct), %d archs: %.1f s wall\n", n, r.ndistinct, default_arch_count,
            r.seconds);
     CHECK(r.nunits == n && r.ndistinct == t_nspecs, "%d distinct of %d (expected %d)", r.ndistinct, n, t_nspecs);
     for (int i = t_nspecs; i < n; i++)
         CHECK(r.distinct_of[i] == i - t_nspecs, "unit %d is a copy of %d, not %d", i, i - t_nspecs, r.distinct_of[i]);
-    CHECK(r.nimages == kbuild_default_arch_count + 1, "%d images", r.nimages);
+    CHECK(r.nimages == default_arch_count + 1, "%d images", r.nimages);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
         const kbuild_image *im = &r.images[a];
@@ -477,7 +483,7 @@ static void test_compile_all_archs(void) {
             }
             continue;
         }
-        CHECK(strcmp(im->arch, kbuild_default_archs[a]) == 0, "image %d is %s", a, im->arch);
+        CHECK(strcmp(im->arch, default_archs[a]) == 0, "image %d is %s", a, im->arch);
         CHECK(im->size > 64 && memcmp(im->data, "\177ELF", 4) == 0, "%s: CUBIN is not ELF", im->arch);
         CHECK(im->seconds > 0.0, "%s: no compile time recorded", im->arch);
         int maxreg = 0;
@@ -603,7 +609,7 @@ static void test_dedupe_and_args(void) {
     CHECK(kbuild_compile(units, 1, bad, 2, NULL, &r, &d) != 0, "sm_61 accepted");
     CHECK(d.code == DIAG_CODE_USAGE && strstr(d.text, "sm_61") && strstr(d.text, "sm_75 sm_80 sm_86 sm_89 sm_90"),
           "unknown arch message: %s", d.text);
-    CHECK(!kbuild_arch_supported("compute_80") && kbuild_arch_supported("sm_120"), "arch table");
+    CHECK(!arch_supported("compute_80") && arch_supported("sm_120"), "arch table");
     const char *twice[2] = {"sm_80", "sm_80"};
     diag_init(&d);
     CHECK(kbuild_compile(units, 1, twice, 2, NULL, &r, &d) != 0 && strstr(d.text, "twice"), "arch twice: %s", d.text);

@@ -193,16 +193,19 @@ static void tp_free(tp_model *t) {
     t->ok = 0;
 }
 
-/* The model's graph copied and run through one pass. */
-typedef int (*tp_pass_fn)(ir_graph *g, diag *d);
+/* One pass by name, as the pipeline runs it (weights: for fold_constants). */
+static int tp_pass(const char *name, ir_graph *g, const weights *w, diag *d) {
+    return passes_run_one(name, g, w, d);
+}
 
-static int tp_clone_pass(const tp_model *t, ir_graph *out, tp_pass_fn pass) {
+/* The model's graph copied and run through one pass. */
+static int tp_clone_pass(const tp_model *t, ir_graph *out, const char *pass) {
     diag d;
     diag_init(&d);
     int rc = ir_graph_clone(out, &t->m.graph);
     CHECK(rc == 0, "ir_graph_clone failed");
     if (rc) return -1;
-    rc = pass(out, &d);
+    rc = tp_pass(pass, out, &t->m.weights, &d);
     CHECK(rc == 0, "pass failed: %s", d.text);
     return rc;
 }
@@ -723,7 +726,7 @@ static void test_fuse_pool_normalize(void) {
         diag d;
         diag_init(&d);
         CHECK(ir_graph_infer(&g, "t.yaml", NULL, 0, &d) == 0, "infer: %s", d.text);
-        CHECK(pass_fuse_pool_normalize(&g, &d) == 0, "pass: %s", d.text);
+        CHECK(tp_pass("fuse_pool_normalize", &g, NULL, &d) == 0, "pass: %s", d.text);
         const ir_node *se = tp_node(&g, "sentence_embedding");
         if (v == 1) {
             CHECK(se && se->op == IR_OP_L2_NORMALIZE && tp_count(&g, IR_OP_POOL) == 1, "shared pool fused");
@@ -853,7 +856,7 @@ static void test_dce(void) {
     if (rc) return;
     t.vocab = V;
     ir_graph g;
-    if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+    if (tp_clone_pass(&t, &g, "dce") == 0) {
         const ir_graph *o = &t.m.graph;
         CHECK(o->count == 14, "original has %d nodes", o->count);
         CHECK(g.count == 10, "dce left %d nodes, expected 10", g.count);
@@ -875,7 +878,7 @@ static void test_dce(void) {
         if (ir_graph_clone(&g2, &g) == 0) {
             diag d;
             diag_init(&d);
-            CHECK(pass_dce(&g2, &d) == 0 && g2.count == g.count, "dce is not idempotent");
+            CHECK(tp_pass("dce", &g2, NULL, &d) == 0 && g2.count == g.count, "dce is not idempotent");
             ir_graph_free(&g2);
         }
     }
@@ -949,7 +952,7 @@ static void test_fuse_linear_epilogues(void) {
         tp_weights_free(&w);
         if (rc) return;
         ir_graph g;
-        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
             CHECK(tp_count(&g, IR_OP_MATMUL) == 0 && tp_count(&g, IR_OP_BIAS_ADD) == 0 &&
                       tp_count(&g, IR_OP_ACTIVATION) == 0 && tp_count(&g, IR_OP_LINEAR) == 3,
                   "op counts after fuse_linear");
@@ -1002,7 +1005,7 @@ static void test_fuse_linear_extra_consumers(void) {
     tp_weights_free(&w);
     if (rc) return;
     ir_graph g;
-    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+    if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
         const ir_node *mm1 = tp_node(&g, "mm1"), *y1 = tp_node(&g, "y1"), *b2 = tp_node(&g, "b2");
         const ir_node *y2 = tp_node(&g, "y2"), *mm3 = tp_node(&g, "mm3"), *y3 = tp_node(&g, "y3");
         CHECK(mm1 && mm1->op == IR_OP_LINEAR && !mm1->has_bias, "output matmul: plain LINEAR");
@@ -1061,12 +1064,12 @@ static void test_merge_qkv(void) {
     tp_weights_free(&w);
     if (rc) return;
     ir_graph g;
-    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+    if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
         ir_graph before;
         int ok = ir_graph_clone(&before, &g) == 0;
         diag d;
         diag_init(&d);
-        rc = pass_merge_qkv(&g, &d);
+        rc = tp_pass("merge_qkv", &g, NULL, &d);
         CHECK(rc == 0, "merge_qkv: %s", d.text);
         if (ok && rc == 0) {
             CHECK(tp_count(&before, IR_OP_LINEAR) == 6 && tp_count(&g, IR_OP_LINEAR) == 4,
@@ -1098,7 +1101,7 @@ static void test_merge_qkv(void) {
             CHECK(mi >= 0 && si == mi + 1, "merged linear at %d, first slice at %d", mi, si);
             tp_check_same("merge_qkv", &t, &t.m.graph, &g, 4);
             /* Folding the concats keeps every bit too. */
-            rc = pass_fold_constants(&g, &t.m.weights, &d);
+            rc = tp_pass("fold_constants", &g, &t.m.weights, &d);
             CHECK(rc == 0 && tp_count(&g, IR_OP_CONCAT) == 0 && tp_count(&g, IR_OP_CONST) == 2,
                   "fold after merge: %s", d.text);
             tp_check_same("merge_qkv + fold", &t, &t.m.graph, &g, 3);
@@ -1132,10 +1135,10 @@ static void test_merge_qkv_many(void) {
     tp_weights_free(&w);
     if (rc) return;
     ir_graph g;
-    if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+    if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
         diag d;
         diag_init(&d);
-        CHECK(pass_merge_qkv(&g, &d) == 0, "merge: %s", d.text);
+        CHECK(tp_pass("merge_qkv", &g, NULL, &d) == 0, "merge: %s", d.text);
         int groups = (count + IR_MAX_SRCS - 1) / IR_MAX_SRCS;
         int singles = count % IR_MAX_SRCS == 1;  /* a last group of one is not merged */
         CHECK(tp_count(&g, IR_OP_CONCAT) == groups - singles, "%d concats for %d linears",
@@ -1161,11 +1164,11 @@ static void test_fuse_attention_variants(void) {
         tp_model t;
         if (tp_bert_load(&t, &b)) return;
         ir_graph g;
-        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
             diag d;
             diag_init(&d);
-            int rc = merge ? pass_merge_qkv(&g, &d) : 0;
-            if (!rc) rc = pass_fuse_attention(&g, &d);
+            int rc = merge ? tp_pass("merge_qkv", &g, NULL, &d) : 0;
+            if (!rc) rc = tp_pass("fuse_attention", &g, NULL, &d);
             CHECK(rc == 0, "passes: %s", d.text);
             char what[64];
             snprintf(what, sizeof what, "attention variant %d (scale %d, mask %d, merged %d)", v, b.scale,
@@ -1262,11 +1265,11 @@ static void test_fuse_attention_negative(void) {
         tp_weights_free(&w);
         if (rc) continue;
         ir_graph g;
-        if (tp_clone_pass(&t, &g, pass_fuse_linear) == 0) {
+        if (tp_clone_pass(&t, &g, "fuse_linear") == 0) {
             diag d;
             diag_init(&d);
-            rc = pass_merge_qkv(&g, &d);
-            if (!rc) rc = pass_fuse_attention(&g, &d);
+            rc = tp_pass("merge_qkv", &g, NULL, &d);
+            if (!rc) rc = tp_pass("fuse_attention", &g, NULL, &d);
             CHECK(rc == 0, "%s: %s", breaks[k], d.text);
             if (k == 4 || k == 6) {
                 /* Fuses, but reads the shared slice itself at offset 0. */
@@ -1335,7 +1338,7 @@ static void test_fuse_add_ln_forms(void) {
     tp_weights_free(&w);
     if (rc) return;
     ir_graph g;
-    if (tp_clone_pass(&t, &g, pass_fuse_add_ln) == 0) {
+    if (tp_clone_pass(&t, &g, "fuse_add_ln") == 0) {
         CHECK(tp_count(&g, IR_OP_LAYER_NORM) == 0 && tp_count(&g, IR_OP_ADD_LN) == 6, "all layer_norms fused");
         CHECK(tp_count(&g, IR_OP_ADD) == 1 && tp_count(&g, IR_OP_BIAS_ADD) == 0, "adds left: %d",
               tp_count(&g, IR_OP_ADD));
@@ -1413,13 +1416,13 @@ static void test_fuse_embed_ln_trees(void) {
         tp_weights_free(&w);
         if (rc) continue;
         ir_graph g;
-        if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+        if (tp_clone_pass(&t, &g, "dce") == 0) {
             diag d;
             diag_init(&d);
             ir_graph dced;
             int ok = ir_graph_clone(&dced, &g) == 0;
-            rc = pass_fuse_add_ln(&g, &d);
-            if (!rc) rc = pass_fuse_embed_ln(&g, &d);
+            rc = tp_pass("fuse_add_ln", &g, NULL, &d);
+            if (!rc) rc = tp_pass("fuse_embed_ln", &g, NULL, &d);
             CHECK(rc == 0, "passes: %s", d.text);
             const char *order = single ? "t" : shapes[k].order;
             const ir_node *h = tp_node(&g, "h");
@@ -1500,13 +1503,13 @@ static void test_fuse_embed_ln_negative(void) {
         tp_weights_free(&w);
         if (rc) continue;
         ir_graph g;
-        if (tp_clone_pass(&t, &g, pass_dce) == 0) {
+        if (tp_clone_pass(&t, &g, "dce") == 0) {
             diag d;
             diag_init(&d);
             ir_graph dced;
             int ok = ir_graph_clone(&dced, &g) == 0;
-            rc = pass_fuse_add_ln(&g, &d);
-            if (!rc) rc = pass_fuse_embed_ln(&g, &d);
+            rc = tp_pass("fuse_add_ln", &g, NULL, &d);
+            if (!rc) rc = tp_pass("fuse_embed_ln", &g, NULL, &d);
             CHECK(rc == 0, "%s: %s", variants[k].what, d.text);
             const ir_node *h = tp_node(&g, "h");
             CHECK(h && h->op == IR_OP_ADD_LN, "%s: h is %s, expected add_ln", variants[k].what,
@@ -1589,7 +1592,7 @@ static void test_fold_constants(void) {
     CHECK(rc == 0, "infer: %s", d.text);
     ir_graph f;
     if (!rc && ir_graph_clone(&f, g) == 0) {
-        rc = pass_fold_constants(&f, &t.m.weights, &d);
+        rc = tp_pass("fold_constants", &f, &t.m.weights, &d);
         CHECK(rc == 0, "fold: %s", d.text);
         if (!rc) {
             CHECK(tp_count(&f, IR_OP_TRANSPOSE) == 0 && tp_count(&f, IR_OP_CONCAT) == 0 &&
@@ -1613,7 +1616,7 @@ static void test_fold_constants(void) {
                     exact &= wc->data[i * K + j] == weights_tensor_get_f32(wt, j * N + i);
             CHECK(exact, "folded transpose values");
             /* The unread weights go with dce; the rest computes the same. */
-            rc = pass_dce(&f, &d);
+            rc = tp_pass("dce", &f, NULL, &d);
             CHECK(rc == 0 && tp_count(&f, IR_OP_WEIGHT) == 2 && tp_count(&f, IR_OP_CONST) == 3,
                   "dce after fold: %d weights, %d consts left (%s)", tp_count(&f, IR_OP_WEIGHT),
                   tp_count(&f, IR_OP_CONST), d.text);
@@ -1715,32 +1718,22 @@ static void test_pipeline_minilm(void) { tp_pipeline_fixture(&tp_fixtures[4], 12
 
 /* The passes one at a time on the tiny fixtures: after each, the graph
  * still computes every bit of the original, and the pass did its part. */
-static const weights *tp_fold_weights;  /* fold_constants as a tp_pass_fn */
-static int tp_fold_with(ir_graph *g, diag *d) { return pass_fold_constants(g, tp_fold_weights, d); }
-
 static void test_each_pass_on_fixtures(void) {
     static const struct {
         const char *name;
-        tp_pass_fn fn;
-    } steps[] = {{"dce", pass_dce},
-                 {"fuse_linear", pass_fuse_linear},
-                 {"merge_qkv", pass_merge_qkv},
-                 {"fuse_attention", pass_fuse_attention},
-                 {"fuse_add_ln", pass_fuse_add_ln},
-                 {"fuse_embed_ln", pass_fuse_embed_ln},
-                 {"fold_constants", tp_fold_with}};
+    } steps[] = {{"dce"}, {"fuse_linear"}, {"merge_qkv"}, {"fuse_attention"},
+                 {"fuse_add_ln"}, {"fuse_embed_ln"}, {"fold_constants"}};
     for (int f = 0; f < 4; f++) {
         tp_model t;
         if (tp_fixture_load(&t, &tp_fixtures[f])) continue;
         int layers = tp_count(&t.m.graph, IR_OP_SOFTMAX);
         int pooler = tp_count(&t.m.graph, IR_OP_SLICE);
-        tp_fold_weights = &t.m.weights;
         ir_graph g;
         if (ir_graph_clone(&g, &t.m.graph) == 0) {
             for (int k = 0; k < (int)(sizeof steps / sizeof steps[0]); k++) {
                 diag d;
                 diag_init(&d);
-                int rc = steps[k].fn(&g, &d);
+                int rc = tp_pass(steps[k].name, &g, &t.m.weights, &d);
                 CHECK(rc == 0, "%s: %s: %s", tp_fixtures[f].name, steps[k].name, d.text);
                 if (rc) break;
                 int ok = 1;

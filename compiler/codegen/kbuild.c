@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
+
 #ifndef BERTC_CUDA_HOME
 #define BERTC_CUDA_HOME "/usr/local/cuda"
 #endif
@@ -35,18 +37,6 @@
 #define KBUILD_LOG_IN_DIAG 1600   /* bytes of NVRTC log quoted in a diagnostic */
 #define KBUILD_MAX_EXCERPTS 3
 #define KBUILD_EXCERPT_CONTEXT 2  /* lines before and after a failing line */
-
-static const char *const kbuild_supported[] = {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"};
-const char *const kbuild_default_archs[] = {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
-const int kbuild_default_arch_count = 5;
-
-int kbuild_arch_supported(const char *arch) {
-    for (size_t i = 0; i < sizeof kbuild_supported / sizeof kbuild_supported[0]; i++)
-        if (arch && strcmp(arch, kbuild_supported[i]) == 0) return 1;
-    return 0;
-}
-
-const char *kbuild_supported_archs(void) { return "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120"; }
 
 int kbuild_nvrtc_version(int *major, int *minor, diag *d) {
     nvrtcResult rc = nvrtcVersion(major, minor);
@@ -301,7 +291,170 @@ void kbuild_result_free(kbuild_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-static int kbuild_arch_number(const char *arch) { return atoi(arch + 3); }
+/* The toolkit's include option (-I<root>/include), its headers checked. */
+static int kbuild_include_option(const kbuild_options *opt, char *incopt, size_t cap, diag *d) {
+    const char *home = opt->cuda_home;
+    if (!home || !*home) home = getenv("CUDA_HOME");
+    if (!home || !*home) home = BERTC_CUDA_HOME;
+    char probe[4200];
+    snprintf(incopt, cap, "-I%s/include", home);
+    snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", home);
+    if (access(probe, R_OK) != 0)
+        return diag_set(d, DIAG_CODE_USAGE,
+                        "CUDA toolkit headers not found: %s is missing (set CUDA_HOME to the toolkit root)", probe);
+    return 0;
+}
+
+/* What one compile works on: the distinct texts, their labels, one program. */
+typedef struct kbuild_work {
+    const kbuild_unit *units;
+    int nunits;
+    int ndistinct;
+    int *distinct_idx;           /* [ndistinct] unit index of each distinct text */
+    char **labels;               /* [nunits] entry names, or "unit<i>" */
+    char *source;                /* every distinct unit behind a #line directive */
+} kbuild_work;
+
+static void kbuild_work_free(kbuild_work *w) {
+    if (w->labels)
+        for (int i = 0; i < w->nunits; i++) free(w->labels[i]);
+    free(w->labels);
+    free(w->distinct_idx);
+    free(w->source);
+    memset(w, 0, sizeof *w);
+}
+
+/* Dedupes the units by content and joins the distinct ones into one program. */
+static int kbuild_work_prepare(kbuild_work *w, const kbuild_unit *units, int nunits, int *distinct_of) {
+    w->units = units;
+    w->nunits = nunits;
+    w->distinct_idx = malloc(sizeof(int) * (size_t)nunits);
+    w->labels = calloc((size_t)nunits, sizeof(char *));
+    uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)nunits);
+    int ok = w->distinct_idx && w->labels && hashes;
+    size_t total = 1;
+    for (int i = 0; ok && i < nunits; i++) {
+        hashes[i] = kbuild_hash(units[i].text);
+        distinct_of[i] = i;
+        for (int k = 0; k < w->ndistinct; k++) {
+            int u = w->distinct_idx[k];
+            if (hashes[u] == hashes[i] && strcmp(units[u].text, units[i].text) == 0) {
+                distinct_of[i] = u;
+                break;
+            }
+        }
+        if (units[i].entry) w->labels[i] = strdup(units[i].entry);
+        else if (asprintf(&w->labels[i], "unit%d", i) < 0) w->labels[i] = NULL;
+        ok = w->labels[i] != NULL;
+        if (ok && distinct_of[i] == i) {
+            w->distinct_idx[w->ndistinct++] = i;
+            total += strlen(w->labels[i]) + strlen(units[i].text) + 32;
+        }
+    }
+    free(hashes);
+    if (ok) ok = (w->source = malloc(total)) != NULL;
+    if (!ok) return -1;
+    size_t len = 0;
+    for (int k = 0; k < w->ndistinct; k++) {
+        int u = w->distinct_idx[k];
+        size_t tl = strlen(units[u].text);
+        len += (size_t)sprintf(w->source + len, "#line 1 \"%s.cu\"\n", w->labels[u]);
+        memcpy(w->source + len, units[u].text, tl);
+        len += tl;
+        if (tl == 0 || units[u].text[tl - 1] != '\n') w->source[len++] = '\n';
+    }
+    w->source[len] = '\0';
+    return 0;
+}
+
+/* Runs the jobs on up to `jobs` threads (the calling thread works too). */
+static int kbuild_run_jobs(kbuild_job *jobs, int njobs, int nthreads) {
+    kbuild_pool pool = {jobs, njobs, 0, PTHREAD_MUTEX_INITIALIZER};
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > njobs) nthreads = njobs;
+    pthread_t *threads = calloc((size_t)nthreads, sizeof *threads);
+    if (!threads) return -1;
+    int started = 0;
+    for (int t = 1; t < nthreads; t++) {
+        if (pthread_create(&threads[t], NULL, kbuild_worker, &pool) != 0) break;
+        started++;
+    }
+    kbuild_worker(&pool);
+    for (int t = 1; t <= started; t++) pthread_join(threads[t], NULL);
+    free(threads);
+    return 0;
+}
+
+/* The CUBIN of job a into image a, with its ptxas report per unit. */
+static int kbuild_take_cubin(kbuild_result *r, const kbuild_work *w, kbuild_job *j, kbuild_image *im) {
+    snprintf(im->arch, sizeof im->arch, "%s", j->arch);
+    im->data = j->cubin;
+    im->size = j->cubin_size;
+    j->cubin = NULL;
+    im->seconds = j->seconds;
+    im->stats = malloc(sizeof(kbuild_stats) * (size_t)w->nunits);
+    if (!im->stats) return -1;
+    for (int i = 0; i < w->nunits; i++) im->stats[i] = (kbuild_stats){-1, -1, -1, -1, -1};
+    if (j->log) kbuild_parse_stats(j->log, w->labels, w->distinct_idx, w->ndistinct, im->stats);
+    for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
+    return 0;
+}
+
+/* One CUBIN per arch in the order given, then the lowest arch's PTX. */
+static int kbuild_collect(kbuild_result *r, const kbuild_work *w, kbuild_job *jobs, int narchs, int lowest,
+                          int no_ptx) {
+    r->nimages = narchs + (no_ptx ? 0 : 1);
+    r->images = calloc((size_t)r->nimages, sizeof *r->images);
+    if (!r->images) return -1;
+    for (int a = 0; a < narchs; a++)
+        if (kbuild_take_cubin(r, w, &jobs[a], &r->images[a])) return -1;
+    if (!no_ptx) {
+        kbuild_image *im = &r->images[narchs];
+        snprintf(im->arch, sizeof im->arch, "compute_%d", arch_number(jobs[lowest].arch));
+        im->is_ptx = 1;
+        im->data = (unsigned char *)jobs[lowest].ptx;
+        im->size = jobs[lowest].ptx_size;
+        jobs[lowest].ptx = NULL;
+        im->seconds = jobs[lowest].seconds;
+    }
+    return 0;
+}
+
+static void kbuild_jobs_free(kbuild_job *jobs, int n) {
+    for (int a = 0; jobs && a < n; a++) {
+        free(jobs[a].log);
+        free(jobs[a].cubin);
+        free(jobs[a].ptx);
+    }
+    free(jobs);
+}
+
+/* Compiles the prepared program for every arch; fills r's images. */
+static int kbuild_compile_work(const kbuild_work *w, const char *const *archs, int narchs, const kbuild_options *opt,
+                               const char *incopt, kbuild_result *r, diag *d) {
+    const char *common[64];
+    int ncommon = 0;
+    common[ncommon++] = "--std=c++17";
+    common[ncommon++] = incopt;
+    common[ncommon++] = "--ptxas-options=-v";
+    for (int i = 0; i < opt->nextra && ncommon < 62; i++) common[ncommon++] = opt->extra_options[i];
+    int lowest = 0;
+    for (int a = 1; a < narchs; a++)
+        if (arch_number(archs[a]) < arch_number(archs[lowest])) lowest = a;
+    kbuild_job *jobs = calloc((size_t)narchs, sizeof *jobs);
+    if (!jobs) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
+    for (int a = 0; a < narchs; a++)
+        jobs[a] = (kbuild_job){.arch = archs[a], .want_ptx = !opt->no_ptx && a == lowest, .source = w->source,
+                               .opts = common, .nopts = ncommon};
+    int rc = kbuild_run_jobs(jobs, narchs, opt->jobs) ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory") : 0;
+    for (int a = 0; !rc && a < narchs; a++)
+        if (jobs[a].status != NVRTC_SUCCESS)
+            rc = kbuild_compile_error(d, &jobs[a], w->units, w->labels, w->distinct_idx, w->ndistinct);
+    if (!rc && kbuild_collect(r, w, jobs, narchs, lowest, opt->no_ptx))
+        rc = diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
+    kbuild_jobs_free(jobs, narchs);
+    return rc;
+}
 
 int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
                    const kbuild_options *opt, kbuild_result *r, diag *d) {
@@ -309,175 +462,24 @@ int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *arch
     memset(r, 0, sizeof *r);
     kbuild_options defaults = {0};
     if (!opt) opt = &defaults;
-
-    /* arguments */
-    if (narchs < 1 || narchs > KBUILD_MAX_ARCHS)
-        return diag_set(d, DIAG_CODE_USAGE, "kbuild: %d architectures given (1..%d)", narchs, KBUILD_MAX_ARCHS);
-    for (int a = 0; a < narchs; a++) {
-        if (!kbuild_arch_supported(archs[a]))
-            return diag_set(d, DIAG_CODE_USAGE, "unknown GPU architecture '%s' (supported: %s)",
-                            archs[a] ? archs[a] : "(null)", kbuild_supported_archs());
-        for (int b = 0; b < a; b++)
-            if (strcmp(archs[a], archs[b]) == 0)
-                return diag_set(d, DIAG_CODE_USAGE, "GPU architecture '%s' given twice", archs[a]);
-    }
+    if (arch_list_check(archs, narchs, d)) return -1;
     if (nunits < 1) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: no kernels to compile");
     for (int i = 0; i < nunits; i++)
         if (!units[i].text) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: kernel %d has no source", i);
+    char incopt[4200];
+    if (kbuild_include_option(opt, incopt, sizeof incopt, d)) return -1;
 
-    const char *home = opt->cuda_home;
-    if (!home || !*home) home = getenv("CUDA_HOME");
-    if (!home || !*home) home = BERTC_CUDA_HOME;
-    char incopt[4200], probe[4200];
-    snprintf(incopt, sizeof incopt, "-I%s/include", home);
-    snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", home);
-    if (access(probe, R_OK) != 0)
-        return diag_set(d, DIAG_CODE_USAGE,
-                        "CUDA toolkit headers not found: %s is missing (set CUDA_HOME to the toolkit root)", probe);
-
-    int rc = -1;
-    int ndistinct = 0;
-    int *distinct_idx = NULL;       /* [ndistinct] unit index of each distinct text */
-    uint64_t *hashes = NULL;
-    char **labels = NULL;
-    char *source = NULL;
-    kbuild_job *jobs = NULL;
-    pthread_t *threads = NULL;
-
+    kbuild_work w;
+    memset(&w, 0, sizeof w);
     r->nunits = nunits;
     r->distinct_of = malloc(sizeof(int) * (size_t)nunits);
-    distinct_idx = malloc(sizeof(int) * (size_t)nunits);
-    hashes = malloc(sizeof(uint64_t) * (size_t)nunits);
-    labels = calloc((size_t)nunits, sizeof(char *));
-    if (!r->distinct_of || !distinct_idx || !hashes || !labels) goto oom;
-
-    /* dedupe by content */
-    size_t total = 1;
-    for (int i = 0; i < nunits; i++) {
-        hashes[i] = kbuild_hash(units[i].text);
-        r->distinct_of[i] = i;
-        for (int k = 0; k < ndistinct; k++) {
-            int u = distinct_idx[k];
-            if (hashes[u] == hashes[i] && strcmp(units[u].text, units[i].text) == 0) {
-                r->distinct_of[i] = u;
-                break;
-            }
-        }
-        if (units[i].entry)
-            labels[i] = strdup(units[i].entry);
-        else if (asprintf(&labels[i], "unit%d", i) < 0)
-            labels[i] = NULL;
-        if (!labels[i]) goto oom;
-        if (r->distinct_of[i] == i) {
-            distinct_idx[ndistinct++] = i;
-            total += strlen(labels[i]) + strlen(units[i].text) + 32;
-        }
-    }
-    r->ndistinct = ndistinct;
-
-    /* one program text: every distinct unit behind a #line directive */
-    source = malloc(total);
-    if (!source) goto oom;
-    size_t len = 0;
-    for (int k = 0; k < ndistinct; k++) {
-        int u = distinct_idx[k];
-        size_t tl = strlen(units[u].text);
-        len += (size_t)sprintf(source + len, "#line 1 \"%s.cu\"\n", labels[u]);
-        memcpy(source + len, units[u].text, tl);
-        len += tl;
-        if (tl == 0 || units[u].text[tl - 1] != '\n') source[len++] = '\n';
-    }
-    source[len] = '\0';
-
-    /* options shared by every arch */
-    const char *common[64];
-    int ncommon = 0;
-    common[ncommon++] = "--std=c++17";
-    common[ncommon++] = incopt;
-    common[ncommon++] = "--ptxas-options=-v";
-    for (int i = 0; i < opt->nextra && ncommon < 62; i++) common[ncommon++] = opt->extra_options[i];
-
-    int lowest = 0;
-    for (int a = 1; a < narchs; a++)
-        if (kbuild_arch_number(archs[a]) < kbuild_arch_number(archs[lowest])) lowest = a;
-
-    jobs = calloc((size_t)narchs, sizeof *jobs);
-    if (!jobs) goto oom;
-    for (int a = 0; a < narchs; a++) {
-        jobs[a].arch = archs[a];
-        jobs[a].want_ptx = !opt->no_ptx && a == lowest;
-        jobs[a].source = source;
-        jobs[a].opts = common;
-        jobs[a].nopts = ncommon;
-    }
-    kbuild_pool pool = {jobs, narchs, 0, PTHREAD_MUTEX_INITIALIZER};
-    int nthreads = opt->jobs < 1 ? 1 : opt->jobs > narchs ? narchs : opt->jobs;
-    threads = calloc((size_t)nthreads, sizeof *threads);
-    if (!threads) goto oom;
-    int started = 0;
-    for (int t = 1; t < nthreads; t++) {
-        if (pthread_create(&threads[t], NULL, kbuild_worker, &pool) != 0) break;
-        started++;
-    }
-    kbuild_worker(&pool); /* the calling thread works too */
-    for (int t = 1; t <= started; t++) pthread_join(threads[t], NULL);
-
-    for (int a = 0; a < narchs; a++) {
-        if (jobs[a].status != NVRTC_SUCCESS) {
-            kbuild_compile_error(d, &jobs[a], units, labels, distinct_idx, ndistinct);
-            goto fail;
-        }
-    }
-
-    /* images */
-    r->nimages = narchs + (opt->no_ptx ? 0 : 1);
-    r->images = calloc((size_t)r->nimages, sizeof *r->images);
-    if (!r->images) goto oom;
-    for (int a = 0; a < narchs; a++) {
-        kbuild_image *im = &r->images[a];
-        snprintf(im->arch, sizeof im->arch, "%s", archs[a]);
-        im->data = jobs[a].cubin;
-        im->size = jobs[a].cubin_size;
-        jobs[a].cubin = NULL;
-        im->seconds = jobs[a].seconds;
-        im->stats = malloc(sizeof(kbuild_stats) * (size_t)nunits);
-        if (!im->stats) goto oom;
-        for (int i = 0; i < nunits; i++) im->stats[i] = (kbuild_stats){-1, -1, -1, -1, -1};
-        if (jobs[a].log) kbuild_parse_stats(jobs[a].log, labels, distinct_idx, ndistinct, im->stats);
-        for (int i = 0; i < nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
-    }
-    if (!opt->no_ptx) {
-        kbuild_image *im = &r->images[narchs];
-        snprintf(im->arch, sizeof im->arch, "compute_%d", kbuild_arch_number(archs[lowest]));
-        im->is_ptx = 1;
-        im->data = (unsigned char *)jobs[lowest].ptx;
-        im->size = jobs[lowest].ptx_size;
-        jobs[lowest].ptx = NULL;
-        im->seconds = jobs[lowest].seconds;
-    }
-    r->seconds = kbuild_now() - t0;
-    rc = 0;
-    goto done;
-
-oom:
-    diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
-fail:
-    kbuild_result_free(r);
-done:
-    if (jobs) {
-        for (int a = 0; a < narchs; a++) {
-            free(jobs[a].log);
-            free(jobs[a].cubin);
-            free(jobs[a].ptx);
-        }
-    }
-    free(jobs);
-    free(threads);
-    free(source);
-    if (labels)
-        for (int i = 0; i < nunits; i++) free(labels[i]);
-    free(labels);
-    free(hashes);
-    free(distinct_idx);
+    int rc = !r->distinct_of || kbuild_work_prepare(&w, units, nunits, r->distinct_of)
+                 ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory")
+                 : 0;
+    r->ndistinct = w.ndistinct;
+    if (!rc) rc = kbuild_compile_work(&w, archs, narchs, opt, incopt, r, d);
+    kbuild_work_free(&w);
+    if (rc) kbuild_result_free(r);
+    else r->seconds = kbuild_now() - t0;
     return rc;
 }

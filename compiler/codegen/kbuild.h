@@ -35,8 +35,6 @@
 
 #include "diag.h"
 
-#define KBUILD_MAX_ARCHS 16
-
 /* One kernel to compile: its complete source and its extern "C" entry. */
 typedef struct kbuild_unit {
     const char *text;
@@ -80,7 +78,7 @@ typedef struct kbuild_options {
 } kbuild_options;
 
 /*
- * Compiles `units` for `archs` ("sm_75", ... ; see kbuild_arch_supported).
+ * Compiles `units` for `archs` ("sm_75", ... ; checked by arch_list_check, arch.h).
  * opt may be NULL (defaults).  On success fills *r (free it with
  * kbuild_result_free) and returns 0; on failure returns -1 with *r empty
  * and the diagnostic set: an unknown arch (DIAG_CODE_USAGE, listing the
@@ -90,14 +88,6 @@ typedef struct kbuild_options {
 int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
                    const kbuild_options *opt, kbuild_result *r, diag *d);
 void kbuild_result_free(kbuild_result *r);
-
-/* Whether `arch` is one kbuild accepts ("sm_75" ... "sm_120"). */
-int kbuild_arch_supported(const char *arch);
-/* "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120" */
-const char *kbuild_supported_archs(void);
-/* The default set: sm_75 sm_80 sm_86 sm_89 sm_90. */
-extern const char *const kbuild_default_archs[];
-extern const int kbuild_default_arch_count;
 
 /* NVRTC's version (plan provenance); -1 with the diagnostic set on failure. */
 int kbuild_nvrtc_version(int *major, int *minor, diag *d);

@@ -28,7 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_internal.h"
+#include "kernel_util.h"
+
+typedef struct kernel_attention_geom {
+    int tc;                        /* tensor-core path (16-bit, head_dim % 16 == 0, aligned) */
+    int nw;                        /* warps per block */
+    int qt, kt;                    /* query rows per block, keys per shared-memory tile */
+    int vec;                       /* elements per global load */
+    unsigned smem;                 /* dynamic shared memory bytes */
+} kernel_attention_geom;
 
 #define KERNEL_ATTENTION_MAX_HEAD_DIM 128
 
@@ -72,8 +80,7 @@ static unsigned kernel_attention_smem_tc(const kernel_spec *s, int kt) {
     return (unsigned)(2 * 2 * kt * (s->head_dim + 8) * kernel_dtype_size(s->dtype));
 }
 
-int kernel_attention_geom_of(const kernel_spec *s, kernel_attention_geom *g, diag *d) {
-    if (kernel_attention_check(s, d)) return -1;
+static int kernel_attention_geom_of(const kernel_spec *s, kernel_attention_geom *g, diag *d) {
     int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
     g->vec = kernel_vec_elems(kernel_dtype_size(s->dtype), vals, 5);
     g->kt = s->bucket <= 32 ? 32 : 64;
@@ -105,7 +112,7 @@ int kernel_attention_geom_of(const kernel_spec *s, kernel_attention_geom *g, dia
     return 0;
 }
 
-int kernel_attention_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+static int kernel_attention_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     kernel_attention_geom g;
     if (kernel_attention_geom_of(s, &g, d)) return -1;
     dims->grid[0] = (unsigned)s->heads;
@@ -117,18 +124,17 @@ int kernel_attention_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *
     return 0;
 }
 
-int kernel_attention_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d) {
+static int kernel_attention_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
+    return kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_s%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
+                               kernel_dtype_tag(s->dtype), s->bucket, s->heads, s->head_dim,
+                               kernel_float_bits(s->scale), s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld);
+}
+
+static int kernel_attention_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
     kernel_attention_geom g;
     if (kernel_attention_geom_of(s, &g, d)) return -1;
     const char *ty = kernel_dtype_cxx(s->dtype);
-    uint32_t scale = kernel_float_bits(s->scale);
     uint32_t scale_log2e = kernel_float_bits((float)((double)s->scale * 1.4426950408889634074));
-    char name[256];
-    int n = snprintf(name, sizeof name, "bertc_attention_%s_s%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
-                     kernel_dtype_tag(s->dtype), s->bucket, s->heads, s->head_dim, scale, s->qkv_ld, s->q_off,
-                     s->k_off, s->v_off, s->ctx_ld);
-    if (n < 0 || (size_t)n >= sizeof name)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: entry name too long");
 
     kernel_text_printf(t,
                        "// bertc template=attention dtype=%s bucket=%d heads=%d head_dim=%d scale=%.9g qkv_ld=%d "
@@ -151,6 +157,15 @@ int kernel_attention_source(const kernel_spec *s, kernel_text *t, char **entry, 
                        32 * g.nw, g.tc ? kernel_attention_tc_min_blocks(g.nw) : kernel_min_blocks(32 * g.nw), name, ty, ty, ty, s->bucket, s->head_dim, s->qkv_ld,
                        s->q_off, s->k_off, s->v_off, s->ctx_ld, g.tc ? "true" : "false", g.nw, g.qt, g.kt, g.vec,
                        scale_log2e, name);
-    *entry = strdup(name);
     return 0;
 }
+
+const kernel_kind_desc kernel_attention_desc = {
+    .kind = KERNEL_KIND_ATTENTION,
+    .name = "attention",
+    .nargs = 3,
+    .check = kernel_attention_check,
+    .dims = kernel_attention_dims,
+    .entry = kernel_attention_entry,
+    .source = kernel_attention_source,
+};

@@ -20,7 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_internal.h"
+#include "kernel_util.h"
+
+typedef struct kernel_gemm_geom {
+    int bm, bn;                    /* block tile */
+    int vec;                       /* elements per global load */
+    int stages;                    /* shared-memory ring depth */
+    unsigned smem;
+} kernel_gemm_geom;
 
 #define KERNEL_GEMM_TARGET_BLOCKS 128
 /* Two resident blocks per SM are plenty for a tile that keeps 32 KiB in
@@ -52,9 +59,9 @@ static int kernel_gemm_check(const kernel_spec *s, diag *d) {
     return 0;
 }
 
-int kernel_gemm_geom_of(const kernel_spec *s, kernel_gemm_geom *g, diag *d) {
+static int kernel_gemm_geom_of(const kernel_spec *s, kernel_gemm_geom *g, diag *d) {
+    (void)d;
     static const int tiles[][2] = {{64, 128}, {64, 64}, {32, 64}, {32, 32}};
-    if (kernel_gemm_check(s, d)) return -1;
     int ntiles = (int)(sizeof tiles / sizeof tiles[0]);
     int pick = ntiles - 1;
     for (int i = 0; i < ntiles; i++) {
@@ -80,7 +87,7 @@ int kernel_gemm_geom_of(const kernel_spec *s, kernel_gemm_geom *g, diag *d) {
     return 0;
 }
 
-int kernel_gemm_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+static int kernel_gemm_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     kernel_gemm_geom g;
     if (kernel_gemm_geom_of(s, &g, d)) return -1;
     dims->grid[0] = (unsigned)kernel_ceil_div(s->n, g.bn);
@@ -92,16 +99,19 @@ int kernel_gemm_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     return 0;
 }
 
-int kernel_gemm_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d) {
+static int kernel_gemm_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
+    return kernel_entry_printf(buf, cap, "gemm", d, "bertc_gemm_%s_s%d_n%d_k%d_x%d_o%d_r%d_b%d_%s",
+                               kernel_dtype_tag(s->dtype), s->bucket, s->n, s->k, s->x_ld, s->out_ld,
+                               s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0,
+                               s->has_act ? plan_act_name(s->act) : "none");
+}
+
+static int kernel_gemm_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
     kernel_gemm_geom g;
     if (kernel_gemm_geom_of(s, &g, d)) return -1;
     const char *ty = kernel_dtype_cxx(s->dtype);
     int res_ld = s->has_residual ? s->res_ld : 0;
     const char *act = s->has_act ? plan_act_name(s->act) : "none";
-    char name[256];
-    int n = snprintf(name, sizeof name, "bertc_gemm_%s_s%d_n%d_k%d_x%d_o%d_r%d_b%d_%s", kernel_dtype_tag(s->dtype),
-                     s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld, s->has_bias ? 1 : 0, act);
-    if (n < 0 || (size_t)n >= sizeof name) return diag_set(d, DIAG_CODE_INTERNAL, "kernel gemm: entry name too long");
 
     kernel_text_printf(t,
                        "// bertc template=gemm dtype=%s bucket=%d n=%d k=%d x_ld=%d out_ld=%d res_ld=%d has_bias=%d "
@@ -124,6 +134,15 @@ int kernel_gemm_source(const kernel_spec *s, kernel_text *t, char **entry, diag 
                        KERNEL_GEMM_MIN_BLOCKS, name, ty, ty, ty, ty, ty, ty, s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld,
                        s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", kernel_gemm_act_cxx(s),
                        g.bm, g.bn, g.vec, g.stages, name);
-    *entry = strdup(name);
     return 0;
 }
+
+const kernel_kind_desc kernel_gemm_desc = {
+    .kind = KERNEL_KIND_GEMM,
+    .name = "gemm",
+    .nargs = 6,
+    .check = kernel_gemm_check,
+    .dims = kernel_gemm_dims,
+    .entry = kernel_gemm_entry,
+    .source = kernel_gemm_source,
+};

@@ -18,7 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_internal.h"
+#include "kernel_util.h"
+
+typedef struct kernel_ln_geom {
+    int vec;                       /* elements per vector */
+    int threads;                   /* threads per row: 32 (a warp) or a block */
+    int rows;                      /* rows per block */
+} kernel_ln_geom;
 
 #define KERNEL_LN_MAX_HIDDEN 32768
 #define KERNEL_LN_MAX_FLOATS 64 /* row values per thread */
@@ -36,8 +42,13 @@ static char kernel_ln_index_letter(kernel_index i) {
     return i == KERNEL_INDEX_INPUT_IDS ? 'i' : i == KERNEL_INDEX_TOKEN_TYPES ? 't' : 'p';
 }
 
+/* The kind's name in messages: the file serves two kinds. */
+static const char *kernel_ln_name(const kernel_spec *s) {
+    return s->kind == KERNEL_KIND_EMBED_LN ? "embed_ln" : "add_ln";
+}
+
 static int kernel_ln_check(const kernel_spec *s, diag *d) {
-    const char *k = kernel_kind_name(s->kind);
+    const char *k = kernel_ln_name(s);
     if (s->hidden < 1 || s->hidden > KERNEL_LN_MAX_HIDDEN)
         return diag_set(d, DIAG_CODE_INPUT, "kernel %s: hidden size %d is not supported (1..%d)", k, s->hidden,
                         KERNEL_LN_MAX_HIDDEN);
@@ -59,8 +70,7 @@ static int kernel_ln_check(const kernel_spec *s, diag *d) {
     return 0;
 }
 
-int kernel_ln_geom_of(const kernel_spec *s, kernel_ln_geom *g, diag *d) {
-    if (kernel_ln_check(s, d)) return -1;
+static int kernel_ln_geom_of(const kernel_spec *s, kernel_ln_geom *g, diag *d) {
     int h = s->hidden;
     g->vec = kernel_vec_elems(kernel_dtype_size(s->dtype), &h, 1);
     int nv = h / g->vec;
@@ -75,11 +85,11 @@ int kernel_ln_geom_of(const kernel_spec *s, kernel_ln_geom *g, diag *d) {
     int floats = kernel_ceil_div(nv, g->threads) * g->vec;
     if (floats > KERNEL_LN_MAX_FLOATS)
         return diag_set(d, DIAG_CODE_INPUT, "kernel %s: hidden size %d needs %d values per thread (at most %d)",
-                        kernel_kind_name(s->kind), h, floats, KERNEL_LN_MAX_FLOATS);
+                        kernel_ln_name(s), h, floats, KERNEL_LN_MAX_FLOATS);
     return 0;
 }
 
-int kernel_ln_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+static int kernel_ln_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     kernel_ln_geom g;
     if (kernel_ln_geom_of(s, &g, d)) return -1;
     dims->grid[0] = (unsigned)kernel_ceil_div(s->bucket, g.rows);
@@ -90,35 +100,42 @@ int kernel_ln_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     return 0;
 }
 
-int kernel_ln_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d) {
+static int kernel_ln_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
+    uint32_t eps = kernel_float_bits(s->eps);
+    if (s->kind != KERNEL_KIND_EMBED_LN)
+        return kernel_entry_printf(buf, cap, "add_ln", d, "bertc_add_ln_%s_s%d_h%d_e%08x_b%dr%d",
+                                   kernel_dtype_tag(s->dtype), s->bucket, s->hidden, eps, s->has_bias ? 1 : 0,
+                                   s->has_residual ? 1 : 0);
+    if (kernel_entry_printf(buf, cap, "embed_ln", d, "bertc_embed_ln_%s_s%d_h%d_e%08x", kernel_dtype_tag(s->dtype),
+                            s->bucket, s->hidden, eps))
+        return -1;
+    for (int i = 0; i < s->ngathers; i++) {
+        size_t n = strlen(buf);
+        if (kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "_%c%d", kernel_ln_index_letter(s->gather_index[i]),
+                                s->table_rows[i]))
+            return -1;
+    }
+    return 0;
+}
+
+static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
     kernel_ln_geom g;
     if (kernel_ln_geom_of(s, &g, d)) return -1;
     const char *ty = kernel_dtype_cxx(s->dtype);
-    const char *tag = kernel_dtype_tag(s->dtype);
     uint32_t eps = kernel_float_bits(s->eps);
     int embed = s->kind == KERNEL_KIND_EMBED_LN;
-    char name[256];
-    int n;
 
     /* first line: the template and every parameter */
-    kernel_text_printf(t, "// bertc template=%s dtype=%s bucket=%d hidden=%d eps=%.9g", kernel_kind_name(s->kind),
+    kernel_text_printf(t, "// bertc template=%s dtype=%s bucket=%d hidden=%d eps=%.9g", kernel_ln_name(s),
                        plan_dtype_name(s->dtype), s->bucket, s->hidden, (double)s->eps);
     if (embed) {
         kernel_text_printf(t, " ngathers=%d", s->ngathers);
         for (int i = 0; i < s->ngathers; i++)
             kernel_text_printf(t, " gather_index%d=%s table_rows%d=%d", i, kernel_ln_index_name(s->gather_index[i]),
                                i, s->table_rows[i]);
-        n = snprintf(name, sizeof name, "bertc_embed_ln_%s_s%d_h%d_e%08x", tag, s->bucket, s->hidden, eps);
-        for (int i = 0; i < s->ngathers && n > 0 && (size_t)n < sizeof name; i++)
-            n += snprintf(name + n, sizeof name - (size_t)n, "_%c%d", kernel_ln_index_letter(s->gather_index[i]),
-                          s->table_rows[i]);
     } else {
         kernel_text_printf(t, " has_bias=%d has_residual=%d", s->has_bias ? 1 : 0, s->has_residual ? 1 : 0);
-        n = snprintf(name, sizeof name, "bertc_add_ln_%s_s%d_h%d_e%08x_b%dr%d", tag, s->bucket, s->hidden, eps,
-                     s->has_bias ? 1 : 0, s->has_residual ? 1 : 0);
     }
-    if (n < 0 || (size_t)n >= sizeof name)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: entry name too long", kernel_kind_name(s->kind));
     kernel_text_printf(t, "\n");
     if (g.threads == 32)
         kernel_text_printf(t, "// geometry: a warp per row, %d rows per block, %d-element vectors\n", g.rows, g.vec);
@@ -155,6 +172,25 @@ int kernel_ln_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d
                            threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
                            s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", eps, name);
     }
-    *entry = strdup(name);
     return 0;
 }
+
+const kernel_kind_desc kernel_embed_ln_desc = {
+    .kind = KERNEL_KIND_EMBED_LN,
+    .name = "embed_ln",
+    .nargs = 7,
+    .check = kernel_ln_check,
+    .dims = kernel_ln_dims,
+    .entry = kernel_ln_entry,
+    .source = kernel_ln_source,
+};
+
+const kernel_kind_desc kernel_add_ln_desc = {
+    .kind = KERNEL_KIND_ADD_LN,
+    .name = "add_ln",
+    .nargs = 7,
+    .check = kernel_ln_check,
+    .dims = kernel_ln_dims,
+    .entry = kernel_ln_entry,
+    .source = kernel_ln_source,
+};

@@ -22,13 +22,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels_internal.h"
+#include "kernel_util.h"
+
+typedef struct kernel_pool_geom {
+    int vec;                       /* elements per vector */
+    int ct;                        /* column threads: vectors of a row read side by side */
+    int rg;                        /* row groups: rows read at once (1 for cls) */
+    int items;                     /* vectors per column thread */
+    int threads;                   /* block size, a multiple of 32 */
+} kernel_pool_geom;
 
 #define KERNEL_POOL_THREADS 256
 #define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
 #define KERNEL_POOL_MAX_HIDDEN 16384
 
-int kernel_pool_geom_of(const kernel_spec *s, kernel_pool_geom *g, diag *d) {
+static int kernel_pool_check(const kernel_spec *s, diag *d) {
     if (s->hidden < 1 || s->hidden > KERNEL_POOL_MAX_HIDDEN)
         return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d is not supported (1..%d)", s->hidden,
                         KERNEL_POOL_MAX_HIDDEN);
@@ -36,6 +44,10 @@ int kernel_pool_geom_of(const kernel_spec *s, kernel_pool_geom *g, diag *d) {
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: unknown pooling mode %d", (int)s->pool_mode);
     if (s->normalize != 0 && s->normalize != 1)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: normalize is %d (expected 0 or 1)", s->normalize);
+    return 0;
+}
+
+static int kernel_pool_geom_of(const kernel_spec *s, kernel_pool_geom *g, diag *d) {
     int h = s->hidden;
     g->vec = kernel_vec_elems(kernel_dtype_size(s->dtype), &h, 1);
     int nv = h / g->vec;
@@ -53,7 +65,7 @@ int kernel_pool_geom_of(const kernel_spec *s, kernel_pool_geom *g, diag *d) {
     return 0;
 }
 
-int kernel_pool_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+static int kernel_pool_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     kernel_pool_geom g;
     if (kernel_pool_geom_of(s, &g, d)) return -1;
     dims->grid[0] = dims->grid[1] = dims->grid[2] = 1;
@@ -63,16 +75,16 @@ int kernel_pool_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     return 0;
 }
 
-int kernel_pool_source(const kernel_spec *s, kernel_text *t, char **entry, diag *d) {
+static int kernel_pool_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
+    return kernel_entry_printf(buf, cap, "pool", d, "bertc_pool_%s_s%d_h%d_%s%s", kernel_dtype_tag(s->dtype), s->bucket,
+                               s->hidden, plan_pool_mode_name(s->pool_mode), s->normalize ? "_l2" : "");
+}
+
+static int kernel_pool_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
     kernel_pool_geom g;
     if (kernel_pool_geom_of(s, &g, d)) return -1;
     const char *ty = kernel_dtype_cxx(s->dtype);
     const char *mode = plan_pool_mode_name(s->pool_mode);
-    char name[160];
-    int n = snprintf(name, sizeof name, "bertc_pool_%s_s%d_h%d_%s%s", kernel_dtype_tag(s->dtype), s->bucket, s->hidden,
-                     mode, s->normalize ? "_l2" : "");
-    if (n < 0 || (size_t)n >= sizeof name)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: entry name too long");
 
     /* first line: the template and every parameter */
     kernel_text_printf(t, "// bertc template=pool dtype=%s bucket=%d hidden=%d mode=%s normalize=%d\n",
@@ -89,6 +101,15 @@ int kernel_pool_source(const kernel_spec *s, kernel_text *t, char **entry, diag 
                        g.threads, kernel_min_blocks(g.threads), name, ty, ty, ty, s->bucket, s->hidden, g.vec, g.ct, g.rg,
                        g.items, g.threads, s->pool_mode == PLAN_POOL_MEAN ? "BERTC_POOL_MEAN" : "BERTC_POOL_CLS",
                        s->normalize ? "true" : "false", name);
-    *entry = strdup(name);
     return 0;
 }
+
+const kernel_kind_desc kernel_pool_desc = {
+    .kind = KERNEL_KIND_POOL,
+    .name = "pool",
+    .nargs = 3,
+    .check = kernel_pool_check,
+    .dims = kernel_pool_dims,
+    .entry = kernel_pool_entry,
+    .source = kernel_pool_source,
+};

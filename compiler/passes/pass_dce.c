@@ -21,7 +21,8 @@
 #include "pass_rewrite.h"
 #include "passes.h"
 
-int pass_dce(ir_graph *g, diag *d) {
+static int pass_dce_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     int n = g->count;
     unsigned char *live = calloc((size_t)(n ? n : 1), 1);
     unsigned char *dead = calloc((size_t)(n ? n : 1), 1);
@@ -50,3 +51,5 @@ int pass_dce(ir_graph *g, diag *d) {
     free(dead);
     return rc;
 }
+
+const pass_desc pass_dce = {"dce", pass_dce_run};

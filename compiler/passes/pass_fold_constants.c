@@ -27,7 +27,8 @@ static int pass_fold_is_leaf_const(const ir_node *n) {
     return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST;
 }
 
-int pass_fold_constants(ir_graph *g, const weights *weights, diag *d) {
+static int pass_fold_constants_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    const weights *weights = ctx ? ctx->weights : NULL;
     for (int i = 0; i < g->count; i++) {
         ir_node *n = &g->nodes[i];
         if (n->nsrc == 0 || n->op == IR_OP_INPUT || n->op == IR_OP_ARANGE) continue;
@@ -46,3 +47,5 @@ int pass_fold_constants(ir_graph *g, const weights *weights, diag *d) {
     }
     return pass_commit(g, NULL, 0, "fold_constants", d);
 }
+
+const pass_desc pass_fold_constants = {"fold_constants", pass_fold_constants_run};

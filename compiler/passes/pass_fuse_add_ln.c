@@ -80,7 +80,8 @@ static void pass_add_ln_fuse_one(ir_graph *g, pass_uses *u, int ln) {
     for (int k = 0; k < nabs; k++) u->taken[absorbed[k]] = u->dead[absorbed[k]] = 1;
 }
 
-int pass_fuse_add_ln(ir_graph *g, diag *d) {
+static int pass_fuse_add_ln_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     for (int i = 0; i < u.count; i++) {
@@ -93,3 +94,5 @@ int pass_fuse_add_ln(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_fuse_add_ln = {"fuse_add_ln", pass_fuse_add_ln_run};

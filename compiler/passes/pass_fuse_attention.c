@@ -151,7 +151,8 @@ static void pass_attn_fuse_one(ir_graph *g, pass_uses *u, int last) {
     }
 }
 
-int pass_fuse_attention(ir_graph *g, diag *d) {
+static int pass_fuse_attention_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     for (int i = 0; i < u.count; i++)
@@ -160,3 +161,5 @@ int pass_fuse_attention(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_fuse_attention = {"fuse_attention", pass_fuse_attention_run};

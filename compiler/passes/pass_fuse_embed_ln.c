@@ -55,7 +55,8 @@ int pass_embed_ln_match(const ir_graph *g, const pass_uses *u, int ln, pass_embe
     return m->ngathers >= 1;
 }
 
-int pass_fuse_embed_ln(ir_graph *g, diag *d) {
+static int pass_fuse_embed_ln_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     for (int i = 0; i < u.count; i++) {
@@ -78,3 +79,5 @@ int pass_fuse_embed_ln(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_fuse_embed_ln = {"fuse_embed_ln", pass_fuse_embed_ln_run};

@@ -89,7 +89,8 @@ static void pass_linear_fuse_one(ir_graph *g, pass_uses *u, int mm) {
     }
 }
 
-int pass_fuse_linear(ir_graph *g, diag *d) {
+static int pass_fuse_linear_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     int n = g->count;
@@ -99,3 +100,5 @@ int pass_fuse_linear(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_fuse_linear = {"fuse_linear", pass_fuse_linear_run};

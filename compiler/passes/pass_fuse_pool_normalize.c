@@ -21,7 +21,8 @@
 #include "pass_rewrite.h"
 #include "passes.h"
 
-int pass_fuse_pool_normalize(ir_graph *g, diag *d) {
+static int pass_fuse_pool_normalize_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     for (int i = 0; i < u.count; i++) {
@@ -42,3 +43,5 @@ int pass_fuse_pool_normalize(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_fuse_pool_normalize = {"fuse_pool_normalize", pass_fuse_pool_normalize_run};

@@ -98,7 +98,8 @@ static int pass_qkv_merge(ir_graph *g, pass_uses *u, const int *member, int coun
     return 0;
 }
 
-int pass_merge_qkv(ir_graph *g, diag *d) {
+static int pass_merge_qkv_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
+    (void)ctx;
     pass_uses u;
     if (pass_uses_init(&u, g, d)) return -1;
     int n = g->count, rc = 0;
@@ -119,3 +120,5 @@ int pass_merge_qkv(ir_graph *g, diag *d) {
     pass_uses_free(&u);
     return rc;
 }
+
+const pass_desc pass_merge_qkv = {"merge_qkv", pass_merge_qkv_run};

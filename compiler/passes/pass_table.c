@@ -1,5 +1,5 @@
 /*
- * pass_run — the pass pipeline and its report.
+ * pass_table — the pass pipeline (the order of the passes) and its report.
  *
  * The order (docs/passes.md has the full argument):
  *
@@ -35,57 +35,54 @@ void passes_count_ops(const ir_graph *g, int *counts) {
         if ((unsigned)g->nodes[i].op < IR_OP_COUNT) counts[g->nodes[i].op]++;
 }
 
-typedef enum passes_id {
-    PASSES_ID_DCE,
-    PASSES_ID_FUSE_LINEAR,
-    PASSES_ID_MERGE_QKV,
-    PASSES_ID_FUSE_ATTENTION,
-    PASSES_ID_FUSE_ADD_LN,
-    PASSES_ID_FUSE_EMBED_LN,
-    PASSES_ID_FUSE_POOL_NORMALIZE,
-    PASSES_ID_FOLD_CONSTANTS,
-} passes_id;
+/*
+ * The pipeline, in order: one line per step.  A pass may appear twice (dce
+ * does); PASSES_ORDER also declares each descriptor, since a repeated
+ * `extern` declaration is harmless in C.
+ */
+#define PASSES_ORDER(X)      \
+    X(dce)                   \
+    X(fuse_linear)           \
+    X(merge_qkv)             \
+    X(fuse_attention)        \
+    X(fuse_add_ln)           \
+    X(fuse_embed_ln)         \
+    X(fuse_pool_normalize)   \
+    X(fold_constants)        \
+    X(dce)
 
-static const struct {
-    passes_id id;
-    const char *name;
-} passes_order[] = {
-    {PASSES_ID_DCE, "dce"},
-    {PASSES_ID_FUSE_LINEAR, "fuse_linear"},
-    {PASSES_ID_MERGE_QKV, "merge_qkv"},
-    {PASSES_ID_FUSE_ATTENTION, "fuse_attention"},
-    {PASSES_ID_FUSE_ADD_LN, "fuse_add_ln"},
-    {PASSES_ID_FUSE_EMBED_LN, "fuse_embed_ln"},
-    {PASSES_ID_FUSE_POOL_NORMALIZE, "fuse_pool_normalize"},
-    {PASSES_ID_FOLD_CONSTANTS, "fold_constants"},
-    {PASSES_ID_DCE, "dce"},
-};
+#define PASSES_DECLARE(n) extern const pass_desc pass_##n;
+PASSES_ORDER(PASSES_DECLARE)
+#define PASSES_REF(n) &pass_##n,
+static const pass_desc *const passes_order[] = {PASSES_ORDER(PASSES_REF)};
+#define PASSES_ORDER_COUNT ((int)(sizeof passes_order / sizeof passes_order[0]))
+_Static_assert(sizeof passes_order / sizeof passes_order[0] <= PASSES_MAX_STEPS,
+               "the report holds at most PASSES_MAX_STEPS steps");
 
-static int passes_run_one(passes_id id, ir_graph *g, const weights *weights, diag *d) {
-    switch (id) {
-    case PASSES_ID_DCE: return pass_dce(g, d);
-    case PASSES_ID_FUSE_LINEAR: return pass_fuse_linear(g, d);
-    case PASSES_ID_MERGE_QKV: return pass_merge_qkv(g, d);
-    case PASSES_ID_FUSE_ATTENTION: return pass_fuse_attention(g, d);
-    case PASSES_ID_FUSE_ADD_LN: return pass_fuse_add_ln(g, d);
-    case PASSES_ID_FUSE_EMBED_LN: return pass_fuse_embed_ln(g, d);
-    case PASSES_ID_FUSE_POOL_NORMALIZE: return pass_fuse_pool_normalize(g, d);
-    case PASSES_ID_FOLD_CONSTANTS: return pass_fold_constants(g, weights, d);
-    }
-    return diag_set(d, DIAG_CODE_INTERNAL, "passes: unknown pass %d", (int)id);
+const pass_desc *passes_find(const char *name) {
+    for (int k = 0; k < PASSES_ORDER_COUNT; k++)
+        if (!strcmp(passes_order[k]->name, name)) return passes_order[k];
+    return NULL;
+}
+
+int passes_run_one(const char *name, ir_graph *g, const weights *weights, diag *d) {
+    const pass_desc *p = passes_find(name);
+    if (!p) return diag_set(d, DIAG_CODE_INTERNAL, "passes: no pass called '%s'", name);
+    pass_ctx ctx = {weights};
+    return p->run(g, &ctx, d);
 }
 
 int passes_run(ir_graph *g, const weights *weights, passes_report *r, diag *d) {
-    int n = (int)(sizeof passes_order / sizeof passes_order[0]);
+    pass_ctx ctx = {weights};
     if (r) memset(r, 0, sizeof *r);
-    for (int k = 0; k < n; k++) {
-        passes_step *step = r && k < PASSES_MAX_STEPS ? &r->steps[r->nsteps++] : NULL;
+    for (int k = 0; k < PASSES_ORDER_COUNT; k++) {
+        passes_step *step = r ? &r->steps[r->nsteps++] : NULL;
         if (step) {
-            step->name = passes_order[k].name;
+            step->name = passes_order[k]->name;
             step->nodes_before = g->count;
             passes_count_ops(g, step->ops_before);
         }
-        if (passes_run_one(passes_order[k].id, g, weights, d)) return -1;
+        if (passes_order[k]->run(g, &ctx, d)) return -1;
         if (step) {
             step->nodes_after = g->count;
             passes_count_ops(g, step->ops_after);

@@ -15,9 +15,10 @@
  * pass is safe on every graph; what is left unfused is the lowering's to
  * refuse or to run.
  *
- * passes_run() is the pipeline `bertc compile` uses, in this order (why in
- * docs/passes.md): dce, fuse_linear, merge_qkv, fuse_attention,
- * fuse_add_ln, fuse_embed_ln, fuse_pool_normalize, fold_constants, dce.  After it, one BERT
+ * passes_run() is the pipeline `bertc compile` uses, in the order of
+ * pass_table.c (why in docs/passes.md): dce, fuse_linear, merge_qkv,
+ * fuse_attention, fuse_add_ln, fuse_embed_ln, fuse_pool_normalize,
+ * fold_constants, dce.  After it, one BERT
  * encoder layer is exactly LINEAR(qkv, bias) -> ATTENTION -> LINEAR(bias)
  * -> ADD_LN(residual) -> LINEAR(bias, act) -> LINEAR(bias) ->
  * ADD_LN(residual), the embeddings one EMBED_LN (its position index an
@@ -36,47 +37,32 @@
 #include "ir.h"
 #include "weights.h"
 
-/* Removes every node no graph output depends on.  Declared INPUT nodes are
- * kept (they are the request's interface) and flagged `unused` when nothing
- * reads them; the lowering need not copy them. */
-int pass_dce(ir_graph *g, diag *d);
+/*
+ * A pass is one file that exports one descriptor, `const pass_desc
+ * pass_<name>`, and one line in the pipeline's order (pass_table.c):
+ * adding a pass touches nothing else.  What each pass matches and why it is
+ * exact is the opening essay of its file.
+ */
 
-/* matmul [+ bias_add (compile-time bias)] [+ add (residual)] [+ activation]
- * -> LINEAR.  Every matmul becomes a LINEAR, with or without an epilogue.
- * An add whose only consumer is a layer_norm is left for fuse_add_ln. */
-int pass_fuse_linear(ir_graph *g, diag *d);
+/* What a pass may read besides the graph. */
+typedef struct pass_ctx {
+    const weights *weights;           /* the model's tensors (constant folding reads them); may be NULL */
+} pass_ctx;
 
-/* LINEARs reading the same x with compile-time weights (and biases), no
- * activation and no residual -> one LINEAR over CONCAT(weights) and
- * CONCAT(biases); the old nodes become column SLICEs of it. */
-int pass_merge_qkv(ir_graph *g, diag *d);
+typedef struct pass_desc {
+    const char *name;                 /* "dce", "fuse_linear", ... as in reports and -v */
+    int (*run)(ir_graph *g, const pass_ctx *ctx, diag *d);
+} pass_desc;
 
-/* reshape/transpose of q, k, v -> batched_matmul(transpose_b) [-> scale]
- * [-> mask] -> softmax -> batched_matmul -> transpose -> reshape
- * -> ATTENTION (column slices of q, k, v become offsets). */
-int pass_fuse_attention(ir_graph *g, diag *d);
-
-/* layer_norm([bias_add](add(a, b))) -> ADD_LN; a plain layer_norm becomes
- * an ADD_LN with neither bias nor residual.  A layer_norm over embedding
- * gathers is left for fuse_embed_ln. */
-int pass_fuse_add_ln(ir_graph *g, diag *d);
-
-/* layer_norm over a tree of adds of 1..3 gathers (indices: request inputs
- * or arange) -> EMBED_LN. */
-int pass_fuse_embed_ln(ir_graph *g, diag *d);
-
-/* l2_normalize(pool(x [, mask])), the pool read by it alone -> POOL with
- * `normalize` set: the sentence embedding in one kernel. */
-int pass_fuse_pool_normalize(ir_graph *g, diag *d);
-
-/* Evaluates every node whose sources are all WEIGHT or CONST nodes with the
- * reference executor's code and replaces it by a CONST, so no layout work
- * (concat, transpose, reshape, scale of weights) runs at inference. */
-int pass_fold_constants(ir_graph *g, const weights *weights, diag *d);
+/* The pass called `name`, or NULL. */
+const pass_desc *passes_find(const char *name);
+/* Runs the pass called `name` alone (tests, tools); -1 with d filled for an
+ * unknown name (DIAG_CODE_INTERNAL) or whatever the pass reports. */
+int passes_run_one(const char *name, ir_graph *g, const weights *weights, diag *d);
 
 /* ---- the pipeline --------------------------------------------------------- */
 
-#define PASSES_MAX_STEPS 9
+#define PASSES_MAX_STEPS 32               /* pass_table.c checks its order fits */
 
 typedef struct passes_step {
     const char *name;                 /* "dce", "fuse_linear", ... (static) */
@@ -94,7 +80,7 @@ typedef struct passes_report {
 void passes_count_ops(const ir_graph *g, int *counts);
 
 /* All passes in order; r (may be NULL) receives the counts around each.
- * `weights` is the model's weights file (constant folding reads it). */
+ * `weights` is the model's weights (constant folding reads them). */
 int passes_run(ir_graph *g, const weights *weights, passes_report *r, diag *d);
 
 /* One line per pass: "fuse_linear: 412 -> 331 nodes (matmul -19, linear +19, ...)". */

@@ -1,0 +1,59 @@
+/*
+ * cli — what the commands of the bertc command line share (cli_*.c): the
+ * conventions of docs/cli.md in one place.  Results go to stdout or files,
+ * messages to stderr; the exit status is 0 ok, 1 usage, 2 bad input, 3
+ * internal or device error (diag_code's values); outputs are written
+ * atomically, so a failed command leaves none behind.
+ *
+ * Each command is a `cmd_<name>(argc, argv)` that parses its options and
+ * calls into the library (compile.h, inspect.h, the runtime's bertc.h, the
+ * reference executor); none of them holds logic a library caller would
+ * need.
+ */
+#ifndef BERTC_CLI_H
+#define BERTC_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bertc.h"
+#include "diag.h"
+
+#ifndef BERTC_VERSION
+#define BERTC_VERSION "dev"
+#endif
+
+int cmd_import(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_run_text(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+
+/* Prints "bertc: error: MESSAGE"; returns the exit status of the diag's code. */
+int cli_fail(const diag *d);
+/* Prints "bertc: " + fmt (one %s: arg) and the command's usage; returns 1. */
+int cli_usage_error(const char *usage, const char *fmt, const char *arg);
+int cli_is_help(const char *a);
+/* A count in lo..1000000; -1 if s is not one. */
+int cli_parse_count(const char *s, long lo, long *out);
+/* "cuda" or "emu"; -1 otherwise. */
+int cli_parse_device(const char *s, bertc_device_kind *kind);
+/* Whitespace/comma separated 32-bit integers; *count receives how many. */
+int cli_parse_ints(const char *what, const char *text, int32_t **out, int64_t *count, diag *d);
+
+/* The exit status for a runtime status, and the message printed with it. */
+int cli_status_exit(bertc_status st);
+int cli_runtime_fail(bertc_status st, const char *msg);
+
+/* 1 if the file starts with the plan magic (a compiled plan, not a YAML). */
+int cli_file_is_plan(const char *path);
+double cli_now(void);
+
+/* Tokens, ids and token types of an encoding, as text or as JSON members. */
+void cli_print_encoding(const bertc_encoding *e, int json);
+/* --text / --text-pair through the plan's tokenizer. */
+int cli_encode_text(bertc_plan *pl, const char *text, const char *pair, long max_len, bertc_encoding **out);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * cli_compile — `bertc compile MODEL.yaml -o PLAN`: parses the options into
+ * compile_options and runs the pipeline (compile.h); the progress lines on
+ * stderr come from the pipeline's stage callback.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "compile.h"
+#include "inspect.h"
+
+static const char USAGE_COMPILE[] =
+    "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
+    "                     [--precision fp16|bf16|fp32] [-j N] [-v]\n"
+    "\n"
+    "Fuses the graph, lowers it per sequence-length bucket to generated\n"
+    "kernels and cuBLASLt GEMMs, compiles the kernels with NVRTC for each\n"
+    "architecture (CUBIN, plus PTX of the lowest for newer GPUs) and writes\n"
+    "one self-contained plan (docs/plan-format.md).\n"
+    "\n"
+    "  --arch LIST       comma-separated, default sm_75,sm_80,sm_86,sm_89,sm_90;\n"
+    "                    'emu' adds the emulated device's CPU image\n"
+    "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
+    "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
+    "  --precision P     storage precision of weights and activations (default fp16)\n"
+    "  -j N              architectures compiled at once (default: the number of cores)\n"
+    "  -v                print what each fusion pass did\n";
+
+static int cli_parse_precision(const char *s, plan_dtype *out) {
+    if (!strcmp(s, "fp16")) *out = PLAN_DTYPE_F16;
+    else if (!strcmp(s, "bf16")) *out = PLAN_DTYPE_BF16;
+    else if (!strcmp(s, "fp32")) *out = PLAN_DTYPE_F32;
+    else return -1;
+    return 0;
+}
+
+/* Split a comma list into at most cap items (pointers into a copy). */
+static int cli_split_list(char *copy, char **items, int cap) {
+    int n = 0;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == cap) return -1;
+        items[n++] = tok;
+    }
+    return n;
+}
+
+/* --buckets: ascending, distinct, positive multiples of 8 (the model's
+ * max_seq_len is checked by the pipeline, which knows it). */
+static int cli_parse_buckets(const char *list, compile_options *o) {
+    char *copy = strdup(list), *items[COMPILE_MAX_BUCKETS];
+    int n = copy ? cli_split_list(copy, items, COMPILE_MAX_BUCKETS) : -1, rc = 0;
+    diag d;
+    diag_init(&d);
+    if (n <= 0)
+        rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: expected a comma-separated list of at most %d lengths",
+                      COMPILE_MAX_BUCKETS);
+    for (int i = 0; !rc && i < n; i++) {
+        char *end;
+        long v = strtol(items[i], &end, 10);
+        if (end == items[i] || *end || v < 8 || v % 8)
+            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: '%s' is not a positive multiple of 8", items[i]);
+        else if (v > 65536)
+            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: %ld is longer than any model", v);
+        else if (o->nbuckets && v <= o->buckets[o->nbuckets - 1])
+            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: %ld does not follow %d (expected ascending, distinct)", v,
+                          o->buckets[o->nbuckets - 1]);
+        else
+            o->buckets[o->nbuckets++] = (int)v;
+    }
+    free(copy);
+    return rc ? cli_fail(&d) : 0;
+}
+
+/* --arch: GPU architectures and/or emu, each once. */
+static int cli_parse_archs(const char *list, arch_list *targets) {
+    char *copy = strdup(list), *items[ARCH_MAX + 1];
+    int n = copy ? cli_split_list(copy, items, ARCH_MAX + 1) : -1, rc = 0;
+    memset(targets, 0, sizeof *targets);
+    diag d;
+    diag_init(&d);
+    if (n <= 0) rc = cli_usage_error(USAGE_COMPILE, "--arch: expected a comma-separated list%s", "");
+    for (int i = 0; !rc && i < n; i++)
+        if (arch_list_add(targets, items[i], "--arch", &d)) rc = cli_fail(&d);
+    if (!rc && targets->count == 0 && !targets->emu)
+        rc = cli_usage_error(USAGE_COMPILE, "--arch: no architecture given%s", "");
+    free(copy);
+    return rc;
+}
+
+static const char *cli_plural(int n) { return n == 1 ? "" : "s"; }
+
+typedef struct cli_compile_ctx {
+    const compile_options *o;
+    int verbose;
+} cli_compile_ctx;
+
+/* Progress on stderr: what -v asks for after fusion, the kernel count
+ * before the long NVRTC step, and the summary with each stage's time. */
+static void cli_compile_stage(void *user, compile_stage stage, const compile_report *r) {
+    const cli_compile_ctx *c = user;
+    const compile_options *o = c->o;
+    if (stage == COMPILE_STAGE_FUSE && c->verbose) passes_report_write(&r->passes, stderr);
+    if (stage == COMPILE_STAGE_LOWER)
+        fprintf(stderr, "bertc: %s: %d bucket%s, %d distinct kernels, compiling for %d architecture%s with NVRTC\n",
+                o->model_path, r->nbuckets, cli_plural(r->nbuckets), r->nkernels, o->targets.count,
+                cli_plural(o->targets.count));
+    if (stage != COMPILE_STAGE_WRITE) return;
+    const double *s = r->seconds;
+    fprintf(stderr,
+            "bertc: wrote %s: %s, %d bucket%s, %d kernels, %d images; %.2f s (load %.2f, fuse %.2f, lower %.2f, "
+            "kernels %.2f, write %.2f)\n",
+            o->out_path, inspect_precision_name(o->precision), r->nbuckets, cli_plural(r->nbuckets), r->nkernels,
+            r->nimages, r->total_seconds, s[COMPILE_STAGE_LOAD], s[COMPILE_STAGE_FUSE], s[COMPILE_STAGE_LOWER],
+            s[COMPILE_STAGE_GENERATE] + s[COMPILE_STAGE_BUILD], s[COMPILE_STAGE_ASSEMBLE] + s[COMPILE_STAGE_WRITE]);
+}
+
+/* The options' raw values, checked after the whole line is read. */
+typedef struct cli_compile_args {
+    const char *out, *archs, *buckets, *precision;
+    int jobs, verbose;
+} cli_compile_args;
+
+/* Reads argv; 0, -1 after --help, or the exit status of a usage error. */
+static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compile_args *a) {
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], **slot = NULL;
+        if (cli_is_help(arg)) {
+            fputs(USAGE_COMPILE, stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "-o")) slot = &a->out;
+        else if (!strcmp(arg, "--arch")) slot = &a->archs;
+        else if (!strcmp(arg, "--buckets")) slot = &a->buckets;
+        else if (!strcmp(arg, "--precision")) slot = &a->precision;
+        else if (!strcmp(arg, "-v")) { a->verbose = 1; continue; }
+        else if (!strcmp(arg, "-j")) {
+            if (++i >= argc) return cli_usage_error(USAGE_COMPILE, "%s needs a value", arg);
+            char *end;
+            long v = strtol(argv[i], &end, 10);
+            if (end == argv[i] || *end || v < 1 || v > 256)
+                return cli_usage_error(USAGE_COMPILE, "-j: '%s' is not a job count (1..256)", argv[i]);
+            a->jobs = (int)v;
+            continue;
+        } else if (arg[0] == '-' && arg[1]) return cli_usage_error(USAGE_COMPILE, "compile: unknown option '%s'", arg);
+        else if (!o->model_path) { o->model_path = arg; continue; }
+        else return cli_usage_error(USAGE_COMPILE, "compile: unexpected argument '%s'", arg);
+        if (++i >= argc) return cli_usage_error(USAGE_COMPILE, "%s needs a value", arg);
+        *slot = argv[i];
+    }
+    return 0;
+}
+
+int cmd_compile(int argc, char **argv) {
+    compile_options o;
+    compile_options_init(&o);
+    cli_compile_args a = {.precision = "fp16"};
+    int rc = cli_compile_read(argc, argv, &o, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.model_path) return cli_usage_error(USAGE_COMPILE, "compile: missing MODEL.yaml%s", "");
+    if (!(o.out_path = a.out)) return cli_usage_error(USAGE_COMPILE, "compile: missing -o PLAN%s", "");
+    if (cli_parse_precision(a.precision, &o.precision))
+        return cli_usage_error(USAGE_COMPILE, "--precision: '%s' is not one of fp16, bf16, fp32", a.precision);
+    if (a.archs && (rc = cli_parse_archs(a.archs, &o.targets))) return rc;
+    if (a.buckets && (rc = cli_parse_buckets(a.buckets, &o))) return rc;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o.jobs = a.jobs ? a.jobs : ncpu > 0 ? (int)ncpu : 1;
+    cli_compile_ctx ctx = {&o, a.verbose};
+    o.stage = cli_compile_stage;
+    o.user = &ctx;
+    compile_report r;
+    diag d;
+    diag_init(&d);
+    return compile_model(&o, &r, &d) ? cli_fail(&d) : 0;
+}

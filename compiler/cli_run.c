@@ -1,0 +1,417 @@
+/*
+ * cli_run — `bertc run`: one request through a compiled plan (the runtime
+ * library, on a GPU or the emulated device) or through a model YAML (the
+ * reference executor), ids in or text in, outputs to .npy or stdout.
+ *
+ * Both paths fill the same run_outputs (float32 arrays by output name), so
+ * writing and printing are shared; with --text the plan's tokenizer makes
+ * the ids and the embedding is chosen (or pooled here) as --pooling says.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fileutil.h"
+#include "model.h"
+#include "npy.h"
+#include "ref.h"
+
+static const char USAGE_RUN[] =
+    "usage: bertc run PLAN [--device cuda|emu] (--ids \"101 7592 102\" | --ids-file F)\n"
+    "                 [--types \"0 0 0\"] [--mask \"1 1 1\"]\n"
+    "                 [--output OUT.npy] [--pooled-output P.npy]\n"
+    "       bertc run MODEL.yaml [--device ref] ...\n"
+    "       bertc run PLAN --text \"...\" ...   (text in: bertc run --text x --help)\n"
+    "\n"
+    "Runs one request. A compiled plan runs on a GPU (--device cuda, the\n"
+    "default) or on the emulated device (--device emu: the same driver and\n"
+    "cuBLASLt calls executed on the CPU; the plan needs --arch ...,emu). A\n"
+    "model YAML runs on the reference executor (--device ref: float32, double\n"
+    "accumulation). Ids, types and mask are whitespace- or comma-separated\n"
+    "integers of equal count; mask is Hugging Face's attention_mask (1 = attend,\n"
+    "0 = masked). --output writes last_hidden_state [len, hidden] as float32\n"
+    ".npy, --pooled-output writes pooler_output [hidden]; without them a\n"
+    "summary is printed on stdout.\n";
+
+static const char USAGE_RUN_TEXT[] =
+    "usage: bertc run PLAN --text \"...\" [--text-pair \"...\"] [--device cuda|emu] [--max-len N]\n"
+    "                 [--pooling cls|mean|pooler] [--normalize] [--json]\n"
+    "                 [--output OUT.npy] [--embedding-output E.npy]\n"
+    "\n"
+    "Tokenizes the text with the plan's tokenizer, runs it, and prints the\n"
+    "tokens, ids and the embedding (--json: one JSON object). The embedding is\n"
+    "the plan's sentence_embedding output when the model has a pooling head\n"
+    "(sentence-transformers models), else pooler_output, else the [CLS] row;\n"
+    "--pooling chooses instead: cls (row 0 of last_hidden_state), mean (mean\n"
+    "of its rows: every token of a text is attended), pooler (pooler_output).\n"
+    "--normalize divides it by its L2 norm. --output writes last_hidden_state,\n"
+    "--embedding-output the embedding, as float32 .npy.\n";
+
+/* The outputs `run` knows by name, in this order. */
+#define RUN_NOUT 3
+enum { RUN_OUT_HIDDEN, RUN_OUT_POOLER, RUN_OUT_SENTENCE };
+static const char *const run_output_names[RUN_NOUT] = {"last_hidden_state", "pooler_output", "sentence_embedding"};
+
+typedef struct run_outputs {
+    ref_result res;        /* reference executor */
+    int owned;             /* data[] was malloc'd here (runtime), not borrowed from res */
+    float *data[RUN_NOUT]; /* NULL where the model lacks the output */
+    int64_t shape[RUN_NOUT][2];
+    int ndim[RUN_NOUT];
+} run_outputs;
+
+static void run_outputs_free(run_outputs *o) {
+    if (o->owned)
+        for (int i = 0; i < RUN_NOUT; i++) free(o->data[i]);
+    ref_result_free(&o->res);
+    memset(o, 0, sizeof *o);
+}
+
+/* Reads output i of the last request into o (runtime path). */
+static int run_read_output(bertc_context *ctx, bertc_plan *pl, int i, int64_t len, run_outputs *o) {
+    int idx = bertc_plan_output_index(pl, run_output_names[i]);
+    if (idx < 0) return 0;
+    bertc_output_info info;
+    bertc_plan_output_info(pl, idx, &info);
+    int64_t rows = info.per_token ? len : 1;
+    o->data[i] = malloc((size_t)(rows * info.cols) * sizeof(float));
+    if (!o->data[i]) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
+    bertc_status st = bertc_output_read(ctx, idx, o->data[i], (size_t)(rows * info.cols));
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, bertc_context_error(ctx));
+    o->ndim[i] = info.per_token ? 2 : 1;
+    o->shape[i][0] = info.per_token ? rows : info.cols;
+    o->shape[i][1] = info.cols;
+    return 0;
+}
+
+/* Runs the request on an open plan through the runtime library; fills o->data. */
+static int run_plan(bertc_plan *pl, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
+    char err[1024];
+    bertc_context *ctx = NULL;
+    bertc_context_options opt;
+    bertc_context_options_init(&opt);
+    opt.device = kind;
+    opt.capture_on_first_use = 1; /* one request: capture only its bucket */
+    bertc_status st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    bertc_request rq = {req->input_ids, req->token_type_ids, req->attention_mask, req->len};
+    o->owned = 1;
+    int rc = 0;
+    st = bertc_infer(ctx, &rq);
+    if (st != BERTC_STATUS_OK) rc = cli_runtime_fail(st, bertc_context_error(ctx));
+    for (int i = 0; i < RUN_NOUT && !rc; i++) rc = run_read_output(ctx, pl, i, req->len, o);
+    bertc_context_destroy(ctx);
+    return rc;
+}
+
+/* Opens a plan and runs one request on it. */
+static int run_plan_file(const char *path, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    int rc = run_plan(pl, kind, req, o);
+    bertc_plan_close(pl);
+    return rc;
+}
+
+/* Runs the request on a model YAML with the reference executor. */
+static int run_reference(const char *path, const ref_request *req, run_outputs *o) {
+    model m;
+    memset(&m, 0, sizeof m);
+    diag d;
+    diag_init(&d);
+    int rc = 0;
+    if (model_load(&m, path, &d) || ref_run(&m.graph, &m.weights, req, &o->res, &d)) rc = cli_fail(&d);
+    for (int i = 0; !rc && i < RUN_NOUT; i++) {
+        const ref_tensor *t = ref_result_find(&o->res, run_output_names[i]);
+        if (!t) continue;
+        o->data[i] = t->data;
+        o->ndim[i] = t->ndim;
+        for (int k = 0; k < t->ndim && k < 2; k++) o->shape[i][k] = t->shape[k];
+    }
+    model_free(&m);
+    return rc;
+}
+
+static void run_print_summary(const char *name, const float *data, int ndim, const int64_t *shape) {
+    printf("%s [", name);
+    for (int k = 0; k < ndim; k++) printf("%s%lld", k ? ", " : "", (long long)shape[k]);
+    printf("]\n");
+    int64_t rows = ndim > 1 ? shape[0] : 1, cols = ndim > 1 ? shape[ndim - 1] : shape[0];
+    for (int64_t r = 0; r < rows; r++) {
+        printf("  %4lld:", (long long)r);
+        for (int64_t c = 0; c < cols && c < 6; c++) printf(" %+.6f", data[r * cols + c]);
+        printf("%s\n", cols > 6 ? " ..." : "");
+        if (r == 7 && rows > 9) {
+            printf("  ... (%lld more rows)\n", (long long)(rows - 8));
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ ids in */
+
+typedef struct run_args {
+    const char *file, *device, *ids, *ids_file, *types, *mask, *out, *pooled_out;
+} run_args;
+
+static int run_read_args(int argc, char **argv, run_args *a) {
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], **slot = NULL;
+        if (cli_is_help(arg)) {
+            fputs(USAGE_RUN, stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "--device")) slot = &a->device;
+        else if (!strcmp(arg, "--ids")) slot = &a->ids;
+        else if (!strcmp(arg, "--ids-file")) slot = &a->ids_file;
+        else if (!strcmp(arg, "--types")) slot = &a->types;
+        else if (!strcmp(arg, "--mask")) slot = &a->mask;
+        else if (!strcmp(arg, "--output")) slot = &a->out;
+        else if (!strcmp(arg, "--pooled-output")) slot = &a->pooled_out;
+        else if (arg[0] == '-' && arg[1]) return cli_usage_error(USAGE_RUN, "run: unknown option '%s'", arg);
+        else if (!a->file) { a->file = arg; continue; }
+        else return cli_usage_error(USAGE_RUN, "run: unexpected argument '%s'", arg);
+        if (++i >= argc) return cli_usage_error(USAGE_RUN, "%s needs a value", arg);
+        *slot = argv[i];
+    }
+    return 0;
+}
+
+/* Which executor runs the file: a plan on cuda/emu, a YAML on ref. */
+static int run_choose_device(run_args *a, int is_plan, bertc_device_kind *kind) {
+    if (!a->device) a->device = is_plan ? "cuda" : "ref";
+    *kind = BERTC_DEVICE_CUDA;
+    if (strcmp(a->device, "ref") && cli_parse_device(a->device, kind))
+        return cli_usage_error(USAGE_RUN, "run: unknown device '%s' (expected cuda, emu or ref)", a->device);
+    if (!strcmp(a->device, "ref") && is_plan) {
+        fprintf(stderr, "bertc: error: %s is a compiled plan; the reference executor (--device ref) runs the model YAML "
+                        "it was compiled from\n", a->file);
+        return DIAG_CODE_USAGE;
+    }
+    if (strcmp(a->device, "ref") && !is_plan) {
+        fprintf(stderr, "bertc: error: %s is not a compiled plan (--device %s runs plans; compile it with bertc compile, "
+                        "or use --device ref for a model YAML)\n", a->file, a->device);
+        return DIAG_CODE_INPUT;
+    }
+    if (!a->ids == !a->ids_file) return cli_usage_error(USAGE_RUN, "run: give exactly one of --ids and --ids-file%s", "");
+    return 0;
+}
+
+/* The request's arrays (freed by run_request_free). */
+typedef struct run_request {
+    int32_t *ids, *types, *mask;
+    char *file_text;
+    ref_request req;
+} run_request;
+
+static void run_request_free(run_request *r) {
+    free(r->ids);
+    free(r->types);
+    free(r->mask);
+    free(r->file_text);
+}
+
+static int run_request_parse(const run_args *a, run_request *r, diag *d) {
+    int64_t n_ids = 0, n_types = 0, n_mask = 0;
+    const char *ids = a->ids;
+    if (a->ids_file) {
+        if (!(r->file_text = file_read_all(a->ids_file, NULL, (size_t)16 << 20, d))) return -1;
+        ids = r->file_text;
+    }
+    if (cli_parse_ints(a->ids_file ? a->ids_file : "--ids", ids, &r->ids, &n_ids, d) ||
+        (a->types && cli_parse_ints("--types", a->types, &r->types, &n_types, d)) ||
+        (a->mask && cli_parse_ints("--mask", a->mask, &r->mask, &n_mask, d)))
+        return -1;
+    if (n_ids == 0) return diag_set(d, DIAG_CODE_INPUT, "no token ids given (expected at least one)");
+    if ((a->types && n_types != n_ids) || (a->mask && n_mask != n_ids)) {
+        int types_off = a->types && n_types != n_ids;
+        return diag_set(d, DIAG_CODE_INPUT, "%s has %lld values but there are %lld ids (expected equal counts)",
+                        types_off ? "--types" : "--mask", (long long)(types_off ? n_types : n_mask), (long long)n_ids);
+    }
+    r->req = (ref_request){.len = n_ids, .input_ids = r->ids, .token_type_ids = r->types, .attention_mask = r->mask};
+    return 0;
+}
+
+/* --output / --pooled-output, or a summary of every output on stdout. */
+static int run_write(const run_args *a, const run_outputs *o, diag *d) {
+    if (a->out && !o->data[RUN_OUT_HIDDEN])
+        return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'last_hidden_state'", a->file);
+    if (a->pooled_out && !o->data[RUN_OUT_POOLER])
+        return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'pooler_output' (the model has no pooler)", a->file);
+    if (a->out && npy_write_f32(a->out, o->data[0], o->ndim[0], o->shape[0], d)) return -1;
+    if (a->pooled_out && npy_write_f32(a->pooled_out, o->data[1], o->ndim[1], o->shape[1], d)) return -1;
+    if (!a->out && !a->pooled_out)
+        for (int i = 0; i < RUN_NOUT; i++)
+            if (o->data[i]) run_print_summary(run_output_names[i], o->data[i], o->ndim[i], o->shape[i]);
+    return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--text")) return cmd_run_text(argc, argv);
+    run_args a;
+    memset(&a, 0, sizeof a);
+    int rc = run_read_args(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!a.file) return cli_usage_error(USAGE_RUN, "run: missing PLAN or MODEL.yaml%s", "");
+    int is_plan = cli_file_is_plan(a.file);
+    bertc_device_kind kind;
+    if ((rc = run_choose_device(&a, is_plan, &kind))) return rc;
+    diag d;
+    diag_init(&d);
+    run_request r;
+    memset(&r, 0, sizeof r);
+    run_outputs o;
+    memset(&o, 0, sizeof o);
+    if (run_request_parse(&a, &r, &d)) rc = cli_fail(&d);
+    else if (is_plan) rc = run_plan_file(a.file, kind, &r.req, &o);
+    else rc = run_reference(a.file, &r.req, &o);
+    if (!rc && run_write(&a, &o, &d)) rc = cli_fail(&d);
+    run_outputs_free(&o);
+    run_request_free(&r);
+    return rc;
+}
+
+/* ------------------------------------------------------------ text in */
+
+typedef struct run_text_args {
+    const char *path, *text, *pair, *device, *pooling, *out, *emb_out;
+    long max_len;
+    int json, normalize;
+} run_text_args;
+
+static int run_text_read_args(int argc, char **argv, run_text_args *a) {
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i], **slot = NULL;
+        if (cli_is_help(arg)) {
+            fputs(USAGE_RUN_TEXT, stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "--json")) { a->json = 1; continue; }
+        if (!strcmp(arg, "--normalize")) { a->normalize = 1; continue; }
+        if (!strcmp(arg, "--text")) slot = &a->text;
+        else if (!strcmp(arg, "--text-pair")) slot = &a->pair;
+        else if (!strcmp(arg, "--device")) slot = &a->device;
+        else if (!strcmp(arg, "--pooling")) slot = &a->pooling;
+        else if (!strcmp(arg, "--output")) slot = &a->out;
+        else if (!strcmp(arg, "--embedding-output")) slot = &a->emb_out;
+        else if (!strcmp(arg, "--max-len")) {
+            if (++i >= argc || cli_parse_count(argv[i], 1, &a->max_len))
+                return cli_usage_error(USAGE_RUN_TEXT, "--max-len needs a positive count%s", "");
+            continue;
+        } else if (!strcmp(arg, "--ids") || !strcmp(arg, "--ids-file") || !strcmp(arg, "--types") ||
+                   !strcmp(arg, "--mask") || !strcmp(arg, "--pooled-output"))
+            return cli_usage_error(USAGE_RUN_TEXT, "run: %s cannot be combined with --text", arg);
+        else if (arg[0] == '-' && arg[1]) return cli_usage_error(USAGE_RUN_TEXT, "run: unknown option '%s'", arg);
+        else if (!a->path) { a->path = arg; continue; }
+        else return cli_usage_error(USAGE_RUN_TEXT, "run: unexpected argument '%s'", arg);
+        if (++i >= argc) return cli_usage_error(USAGE_RUN_TEXT, "%s needs a value", arg);
+        *slot = argv[i];
+    }
+    return 0;
+}
+
+/* Checks the arguments; 0 or the exit status. */
+static int run_text_check(const run_text_args *a, bertc_device_kind *kind) {
+    if (!a->path) return cli_usage_error(USAGE_RUN_TEXT, "run: missing PLAN%s", "");
+    if (!a->text) return cli_usage_error(USAGE_RUN_TEXT, "run: missing --text%s", "");
+    if (cli_parse_device(a->device, kind))
+        return cli_usage_error(USAGE_RUN_TEXT, "run: --text needs --device cuda or emu, not '%s'", a->device);
+    if (a->pooling && strcmp(a->pooling, "cls") && strcmp(a->pooling, "mean") && strcmp(a->pooling, "pooler"))
+        return cli_usage_error(USAGE_RUN_TEXT, "--pooling: '%s' is not one of cls, mean, pooler", a->pooling);
+    if (!cli_file_is_plan(a->path)) {
+        fprintf(stderr, "bertc: error: %s is not a compiled plan (--text runs plans, whose tokenizer travels inside them)\n",
+                a->path);
+        return DIAG_CODE_INPUT;
+    }
+    return 0;
+}
+
+/* The embedding as --pooling says ("model": the plan's sentence_embedding),
+ * L2-normalised when asked. */
+static void run_text_embedding(const char *pooling, const run_outputs *o, int64_t n, int64_t H, int normalize,
+                               float *emb) {
+    for (int64_t c = 0; c < H; c++) {
+        if (!strcmp(pooling, "model")) emb[c] = o->data[RUN_OUT_SENTENCE][c];
+        else if (!strcmp(pooling, "pooler")) emb[c] = o->data[RUN_OUT_POOLER][c];
+        else if (!strcmp(pooling, "cls")) emb[c] = o->data[RUN_OUT_HIDDEN][c];
+        else {
+            double sum = 0; /* mean: a text's tokens are all attended */
+            for (int64_t r = 0; r < n; r++) sum += o->data[RUN_OUT_HIDDEN][r * H + c];
+            emb[c] = (float)(sum / (double)n);
+        }
+    }
+    if (!normalize) return;
+    double ss = 0;
+    for (int64_t c = 0; c < H; c++) ss += (double)emb[c] * emb[c];
+    double nrm = sqrt(ss);
+    if (nrm < 1e-12) nrm = 1e-12;
+    for (int64_t c = 0; c < H; c++) emb[c] = (float)(emb[c] / nrm);
+}
+
+static void run_text_print(const run_text_args *a, const bertc_encoding *e, const char *pname, const float *emb,
+                           int64_t H) {
+    if (a->json) {
+        printf("{");
+        cli_print_encoding(e, 1);
+        printf(", \"pooling\": \"%s\", \"normalized\": %s, \"embedding\": [", pname, a->normalize ? "true" : "false");
+        for (int64_t c = 0; c < H; c++) printf("%s%.9g", c ? ", " : "", emb[c]);
+        printf("]}\n");
+        return;
+    }
+    cli_print_encoding(e, 0);
+    printf("embedding (%s%s) [%lld]:", pname, a->normalize ? ", L2-normalised" : "", (long long)H);
+    for (int64_t c = 0; c < H && c < 8; c++) printf(" %+.6f", emb[c]);
+    printf("%s\n", H > 8 ? " ..." : "");
+}
+
+/* Runs the encoded text and prints or writes its embedding. */
+static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind, const bertc_encoding *e,
+                       run_outputs *o, float **emb) {
+    int64_t n = bertc_encoding_len(e), H = bertc_plan_hidden(pl);
+    ref_request req = {.len = n, .input_ids = bertc_encoding_ids(e), .token_type_ids = bertc_encoding_type_ids(e)};
+    int rc = run_plan(pl, kind, &req, o);
+    if (rc) return rc;
+    if (!a->pooling) a->pooling = o->data[RUN_OUT_SENTENCE] ? "model" : o->data[RUN_OUT_POOLER] ? "pooler" : "cls";
+    if (!strcmp(a->pooling, "pooler") && !o->data[RUN_OUT_POOLER]) {
+        fprintf(stderr, "bertc: error: %s has no pooler_output (the model has no pooler); use --pooling cls or mean\n",
+                a->path);
+        return DIAG_CODE_INPUT;
+    }
+    if (!(*emb = calloc((size_t)H, sizeof **emb))) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
+    run_text_embedding(a->pooling, o, n, H, a->normalize, *emb);
+    diag d;
+    diag_init(&d);
+    int64_t eshape[1] = {H};
+    if ((a->out && npy_write_f32(a->out, o->data[RUN_OUT_HIDDEN], 2, o->shape[RUN_OUT_HIDDEN], &d)) ||
+        (a->emb_out && npy_write_f32(a->emb_out, *emb, 1, eshape, &d)))
+        return cli_fail(&d);
+    run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, H);
+    return 0;
+}
+
+int cmd_run_text(int argc, char **argv) {
+    run_text_args a = {.device = "cuda"};
+    bertc_device_kind kind;
+    int rc = run_text_read_args(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = run_text_check(&a, &kind))) return rc;
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(a.path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    bertc_encoding *e = NULL;
+    run_outputs o;
+    memset(&o, 0, sizeof o);
+    float *emb = NULL;
+    rc = cli_encode_text(pl, a.text, a.pair, a.max_len, &e);
+    if (!rc) rc = run_text_go(&a, pl, kind, e, &o, &emb);
+    run_outputs_free(&o);
+    free(emb);
+    bertc_encoding_free(e);
+    bertc_plan_close(pl);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * cli_tokenize — `bertc tokenize PLAN --text ...`: the plan's own tokenizer,
+ * tokens, ids and token types out.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static const char USAGE_TOKENIZE[] =
+    "usage: bertc tokenize PLAN --text \"...\" [--text-pair \"...\"] [--max-len N] [--json]\n"
+    "\n"
+    "Tokenizes with the plan's own WordPiece tokenizer (identical to Hugging\n"
+    "Face's BertTokenizerFast): prints the tokens, ids and token types.\n"
+    "--max-len truncates (default: the model's maximum, capped at the plan's\n"
+    "longest bucket).\n";
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *path = NULL, *text = NULL, *pair = NULL;
+    long max_len = 0;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) { fputs(USAGE_TOKENIZE, stdout); return 0; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        const char **slot = NULL;
+        if (!strcmp(a, "--text")) slot = &text;
+        else if (!strcmp(a, "--text-pair")) slot = &pair;
+        else if (!strcmp(a, "--max-len")) {
+            if (++i >= argc || cli_parse_count(argv[i], 1, &max_len))
+                return cli_usage_error(USAGE_TOKENIZE, "--max-len needs a positive count%s", "");
+            continue;
+        } else if (a[0] == '-' && a[1]) return cli_usage_error(USAGE_TOKENIZE, "tokenize: unknown option '%s'", a);
+        else if (!path) { path = a; continue; }
+        else return cli_usage_error(USAGE_TOKENIZE, "tokenize: unexpected argument '%s'", a);
+        if (++i >= argc) return cli_usage_error(USAGE_TOKENIZE, "%s needs a value", a);
+        *slot = argv[i];
+    }
+    if (!path) return cli_usage_error(USAGE_TOKENIZE, "tokenize: missing PLAN%s", "");
+    if (!text) return cli_usage_error(USAGE_TOKENIZE, "tokenize: missing --text%s", "");
+    char err[1024];
+    bertc_plan *pl = NULL;
+    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    bertc_encoding *e = NULL;
+    int rc = cli_encode_text(pl, text, pair, max_len, &e);
+    if (!rc) {
+        if (json) printf("{");
+        cli_print_encoding(e, json);
+        if (json) printf("}\n");
+    }
+    bertc_encoding_free(e);
+    bertc_plan_close(pl);
+    return rc;
+}
+

@@ -1,0 +1,38 @@
+/*
+ * arch — the target architectures of a compile: which GPU architectures
+ * bertc builds kernels for, and whether the emulated device's image is
+ * wanted too.  Every list of architectures, from the command line or from
+ * a caller of kbuild, is checked here and only here.
+ */
+#ifndef BERTC_ARCH_H
+#define BERTC_ARCH_H
+
+#include "diag.h"
+
+#define ARCH_MAX 16
+
+typedef struct arch_list {
+    int count;
+    char names[ARCH_MAX][16];    /* "sm_75", ... in the order given */
+    int emu;                     /* "emu" was listed: build the emulated device's image */
+} arch_list;
+
+/* The default targets: sm_75 sm_80 sm_86 sm_89 sm_90, no emu. */
+void arch_list_default(arch_list *l);
+/*
+ * Adds one name ("sm_80" or "emu") to l: an unknown architecture, a name
+ * listed twice, or more than ARCH_MAX are usage errors (DIAG_CODE_USAGE)
+ * whose message starts with `what` (e.g. "--arch").
+ */
+int arch_list_add(arch_list *l, const char *name, const char *what, diag *d);
+/* Checks a list of GPU architectures as arch_list_add does ("emu" is not one). */
+int arch_list_check(const char *const *names, int count, diag *d);
+
+/* Whether `arch` is one bertc builds for ("sm_75" ... "sm_120"). */
+int arch_supported(const char *arch);
+/* "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120" */
+const char *arch_supported_list(void);
+/* 75 for "sm_75" or "compute_75"; -1 otherwise. */
+int arch_number(const char *arch);
+
+#endif

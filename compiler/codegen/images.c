@@ -1,0 +1,84 @@
+/*
+ * images — build a plan's kernel images (images.h).  The plan takes
+ * ownership of every image's bytes; on failure what was built so far stays
+ * in the plan for plan_free.
+ */
+#include "images.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "emu_build.h"
+#include "kbuild.h"
+
+/* Moves kbuild's images into the plan, their stats in kernel order. */
+static int images_take_gpu(plan *p, kbuild_result *kr, diag *d) {
+    for (int i = 0; i < kr->nimages; i++) {
+        kbuild_image *ki = &kr->images[i];
+        plan_image *pi = &p->images[p->nimages];
+        snprintf(pi->arch, sizeof pi->arch, "%s", ki->arch);
+        pi->kind = ki->is_ptx ? PLAN_IMAGE_PTX : PLAN_IMAGE_CUBIN;
+        pi->data = ki->data;
+        pi->size = ki->size;
+        ki->data = NULL;
+        p->nimages++;
+        pi->stats = calloc((size_t)p->nkernels + 1, sizeof *pi->stats);
+        if (!pi->stats) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+        for (int u = 0; ki->stats && u < p->nkernels; u++) {
+            pi->stats[u].registers = ki->stats[u].registers;
+            pi->stats[u].spill_stores = ki->stats[u].spill_stores;
+            pi->stats[u].spill_loads = ki->stats[u].spill_loads;
+            pi->stats[u].shared_static = ki->stats[u].shared_static;
+        }
+    }
+    return 0;
+}
+
+static int images_build_gpu(plan *p, const arch_list *targets, int jobs, diag *d) {
+    kbuild_unit *units = calloc((size_t)p->nkernels + 1, sizeof *units);
+    const char *archs[ARCH_MAX];
+    if (!units) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    for (int i = 0; i < p->nkernels; i++) units[i] = (kbuild_unit){p->kernels[i].source, p->kernels[i].entry};
+    for (int a = 0; a < targets->count; a++) archs[a] = targets->names[a];
+    kbuild_options ko = {.jobs = jobs};
+    kbuild_result kr;
+    int rc = kbuild_compile(units, p->nkernels, archs, targets->count, &ko, &kr, d);
+    free(units);
+    if (!rc) rc = images_take_gpu(p, &kr, d);
+    kbuild_result_free(&kr);
+    return rc;
+}
+
+/* The emulated device's image: the same kernel texts compiled by the host
+ * C++ compiler into an x86-64 shared object, stored beside the CUBINs so
+ * running on the emulated device needs no compiler at run time. */
+static int images_build_emu(plan *p, diag *d) {
+    const char **texts = calloc((size_t)p->nkernels + 1, sizeof *texts);
+    if (!texts) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    for (int i = 0; i < p->nkernels; i++) texts[i] = p->kernels[i].source;
+    unsigned char *bytes;
+    size_t size;
+    int rc = emu_build_image(texts, p->nkernels, &bytes, &size, d);
+    free(texts);
+    if (rc) {
+        diag_prefix(d, "building the emulated-device image: ");
+        return -1;
+    }
+    plan_image *pi = &p->images[p->nimages++];
+    snprintf(pi->arch, sizeof pi->arch, "emu");
+    pi->kind = PLAN_IMAGE_EMU;
+    pi->data = bytes;
+    pi->size = size;
+    pi->stats = calloc((size_t)p->nkernels + 1, sizeof *pi->stats);
+    return pi->stats ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+}
+
+int images_build(plan *p, const arch_list *targets, int jobs, diag *d) {
+    /* one CUBIN per arch, one PTX, one emu image */
+    plan_image *im = realloc(p->images, (size_t)(p->nimages + targets->count + 2) * sizeof *im);
+    if (!im) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    p->images = im;
+    if (targets->count > 0 && images_build_gpu(p, targets, jobs, d)) return -1;
+    if (targets->emu && images_build_emu(p, d)) return -1;
+    return 0;
+}

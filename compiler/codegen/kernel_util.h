@@ -1,0 +1,99 @@
+/*
+ * kernel_util — what the per-kind kernel generators share, and the shape
+ * of a kind.
+ *
+ * Each kind lives in a file of its own (kernel_ln.c for the two LayerNorm
+ * kinds, kernel_attention.c, kernel_gemm.c, kernel_pool.c) that knows one
+ * template: which spec fields matter, the launch geometry derived from
+ * them, the entry name and the instantiation it emits.  It exports one
+ * `kernel_kind_desc`; kernels.c lists the descriptors in a table and owns
+ * the public entry points (kernels.h).  Inside a kind file, geometry and
+ * text come from one function (`*_geom_of`), so dims and source can never
+ * disagree about a tile size.  Nothing here calls back into kernels.c: the
+ * dependency runs one way, kernels.c -> kind files -> this file.
+ *
+ * Generators write into a kernel_text, a growable buffer whose printf
+ * remembers an allocation failure instead of reporting it at every call;
+ * the caller checks once at the end.  The template files themselves are
+ * embedded at build time (embed.h), so bertc needs no side files at run
+ * time.
+ */
+#ifndef BERTC_KERNEL_UTIL_H
+#define BERTC_KERNEL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "embed.h"
+#include "kernels.h"
+
+/* ---- text buffer */
+typedef struct kernel_text {
+    char *buf;
+    size_t len, cap;
+    int failed;                    /* an allocation failed; buf holds what fitted */
+} kernel_text;
+
+void kernel_text_printf(kernel_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends the embedded template `name`; -1 (diag set) if it is not embedded. */
+int kernel_text_template(kernel_text *t, const char *name, diag *d);
+void kernel_text_free(kernel_text *t);
+
+/* ---- shared helpers */
+#define KERNEL_SMEM_NO_OPTIN 49152u /* dynamic shared memory usable without cuFuncSetAttribute */
+
+const char *kernel_dtype_cxx(plan_dtype t);     /* "float", "__half", "__nv_bfloat16" */
+const char *kernel_dtype_tag(plan_dtype t);     /* "f32", "f16", "bf16" */
+int kernel_dtype_size(plan_dtype t);            /* 4 or 2; 0 if not a storage type */
+uint32_t kernel_float_bits(float f);
+/* The widest vector for elements of `size` bytes: the largest power of two
+ * v with v * size <= 16 that divides each of the n values (at least 1). */
+int kernel_vec_elems(int size, const int *vals, int n);
+int kernel_ceil_div(int a, int b);
+/*
+ * The minBlocksPerMultiprocessor of an entry's __launch_bounds__: enough
+ * blocks for 512 threads, which caps ptxas at 128 registers per thread.
+ * Given only the block size, ptxas picks its own (lower) register target
+ * on some architectures and spills rather than exceed it; an explicit
+ * pair makes the budget ours and the same on every arch.
+ */
+int kernel_min_blocks(int threads);
+/* Checks kind, dtype and bucket, common to every kind; `name` is the kind's. */
+int kernel_check_common(const kernel_spec *s, const char *name, diag *d);
+
+/* ---- the kinds ----------------------------------------------------------- */
+
+/*
+ * One kernel kind, as its generator file exports it (kernel_ln.c,
+ * kernel_attention.c, kernel_gemm.c, kernel_pool.c); kernels.c lists them
+ * in one table.  Every function receives a spec that has passed
+ * kernel_check_common; dims and source may still fail where the geometry
+ * cannot be met (a hidden size too large for registers).
+ */
+typedef struct kernel_kind_desc {
+    kernel_kind kind;
+    const char *name;              /* the template's file stem: "gemm", "attention", ... */
+    int nargs;                     /* pointer arguments of the entry point */
+    /* The kind's own fields. */
+    int (*check)(const kernel_spec *s, diag *d);
+    /* Grid, block and dynamic shared memory (a bucket-sized grid). */
+    int (*dims)(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+    /* The entry name into buf: every parameter that matters, spelled out. */
+    int (*entry)(const kernel_spec *s, char *buf, size_t cap, diag *d);
+    /* The text: the first comment, the device header, the template and
+     * the instantiation behind `entry`. */
+    int (*source)(const kernel_spec *s, const char *entry, kernel_text *t, diag *d);
+} kernel_kind_desc;
+
+extern const kernel_kind_desc kernel_embed_ln_desc;
+extern const kernel_kind_desc kernel_add_ln_desc;
+extern const kernel_kind_desc kernel_attention_desc;
+extern const kernel_kind_desc kernel_gemm_desc;
+extern const kernel_kind_desc kernel_pool_desc;
+
+/* snprintf into an entry-name buffer; an over-long name is an internal error. */
+int kernel_entry_printf(char *buf, size_t cap, const char *kind, diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+#endif

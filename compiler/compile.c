@@ -1,0 +1,135 @@
+/*
+ * compile — the pipeline (compile.h).  compile_model reads as the list of
+ * stages; everything a stage needs beyond one call (bucket defaults,
+ * assembly of the plan's non-program parts) is a short function here.
+ */
+#include "compile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fileutil.h"
+#include "images.h"
+#include "kernels.h"
+#include "lower.h"
+#include "model.h"
+#include "plan.h"
+
+#ifndef BERTC_VERSION
+#define BERTC_VERSION "dev"
+#endif
+
+void compile_options_init(compile_options *o) {
+    memset(o, 0, sizeof *o);
+    o->precision = PLAN_DTYPE_F16;
+    arch_list_default(&o->targets);
+    o->jobs = 1;
+}
+
+static double compile_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/*
+ * The buckets to lower: the caller's, each within the model's
+ * max_seq_len, or the defaults (32 64 128 256 384 512 up to max_seq_len,
+ * plus max_seq_len itself rounded down to 8 so every length is served).
+ */
+static int compile_buckets(const compile_options *o, int64_t max_seq, int *buckets, int *nb, diag *d) {
+    static const int defaults[] = {32, 64, 128, 256, 384, 512};
+    *nb = 0;
+    if (o->nbuckets > 0) {
+        for (int i = 0; i < o->nbuckets; i++) {
+            if (o->buckets[i] > max_seq)
+                return diag_set(d, DIAG_CODE_USAGE, "--buckets: %d is above the model's max_seq_len %lld",
+                                o->buckets[i], (long long)max_seq);
+            buckets[(*nb)++] = o->buckets[i];
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (defaults[i] <= max_seq) buckets[(*nb)++] = defaults[i];
+    int top = (int)(max_seq / 8 * 8);
+    if (top >= 8 && (*nb == 0 || buckets[*nb - 1] < top) && top <= 512) buckets[(*nb)++] = top;
+    if (*nb == 0) return diag_set(d, DIAG_CODE_INPUT, "max_seq_len %lld is below the smallest bucket (8)", (long long)max_seq);
+    return 0;
+}
+
+static char *compile_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+/* The tokenizer settings and the vocabulary file's bytes. */
+static int compile_tokenizer(plan_tokenizer *t, const ir_graph *g, diag *d) {
+    const ir_tokenizer *s = &g->tokenizer;
+    size_t len;
+    t->vocab = file_read_all(s->vocab_path, &len, (size_t)64 << 20, d);
+    if (!t->vocab) return -1;
+    t->vocab_len = len;
+    t->present = 1;
+    t->do_lower_case = s->do_lower_case;
+    t->strip_accents = s->strip_accents;
+    t->tokenize_chinese_chars = s->tokenize_chinese_chars;
+    t->model_max_length = s->model_max_length;
+    t->unk_token = compile_strdup(s->unk_token);
+    t->cls_token = compile_strdup(s->cls_token);
+    t->sep_token = compile_strdup(s->sep_token);
+    t->pad_token = compile_strdup(s->pad_token);
+    t->mask_token = compile_strdup(s->mask_token);
+    return 0;
+}
+
+/* What the plan carries besides the program: names and the tokenizer. */
+static int compile_assemble(plan *p, const ir_graph *g, diag *d) {
+    char producer[64];
+    snprintf(producer, sizeof producer, "bertc %s", BERTC_VERSION);
+    p->model_name = compile_strdup(g->name);
+    p->producer = compile_strdup(producer);
+    if (!p->model_name || !p->producer) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    return g->has_tokenizer ? compile_tokenizer(&p->tokenizer, g, d) : 0;
+}
+
+/* Records the stage's time and tells the caller. */
+static void compile_stage_done(const compile_options *o, compile_report *r, compile_stage s, double *t) {
+    double now = compile_now();
+    r->seconds[s] = now - *t;
+    r->total_seconds += now - *t;
+    *t = now;
+    if (o->stage) o->stage(o->user, s, r);
+}
+
+int compile_model(const compile_options *o, compile_report *r, diag *d) {
+    model m;
+    plan p;
+    memset(&m, 0, sizeof m);
+    memset(r, 0, sizeof *r);
+    plan_init(&p);
+    int buckets[COMPILE_MAX_BUCKETS], rc = -1;
+    double t = compile_now();
+    lower_options lo = {.precision = o->precision, .buckets = buckets};
+
+    if (model_load(&m, o->model_path, d) || compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d)) goto done;
+    compile_stage_done(o, r, COMPILE_STAGE_LOAD, &t);
+    if (passes_run(&m.graph, &m.weights, &r->passes, d)) goto done;
+    compile_stage_done(o, r, COMPILE_STAGE_FUSE, &t);
+    if (lower_model(&m.graph, &m.weights, &lo, &p, d)) goto done;
+    r->nbuckets = p.nbuckets;
+    r->nkernels = p.nkernels;
+    compile_stage_done(o, r, COMPILE_STAGE_LOWER, &t);
+    if (kernels_generate(&p, d)) goto done;
+    compile_stage_done(o, r, COMPILE_STAGE_GENERATE, &t);
+    if (images_build(&p, &o->targets, o->jobs, d)) goto done;
+    r->nimages = p.nimages;
+    compile_stage_done(o, r, COMPILE_STAGE_BUILD, &t);
+    if (compile_assemble(&p, &m.graph, d)) goto done;
+    compile_stage_done(o, r, COMPILE_STAGE_ASSEMBLE, &t);
+    if (plan_write(&p, o->out_path, d)) goto done;
+    compile_stage_done(o, r, COMPILE_STAGE_WRITE, &t);
+    rc = 0;
+done:
+    plan_free(&p);
+    model_free(&m);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * compile — the compiler's pipeline, in one place:
+ *
+ *     load -> fuse -> lower -> generate kernels -> build images -> assemble -> write
+ *
+ *   load       the graph description and its weights (frontend/model.h)
+ *   fuse       the fusion passes (passes/passes.h)
+ *   lower      signature, weights and one schedule per bucket into a plan
+ *              (lower/lower.h)
+ *   generate   the source of every distinct kernel (codegen/kernels.h)
+ *   build      CUBIN/PTX per GPU architecture and the emulated device's
+ *              image (codegen/images.h)
+ *   assemble   what the plan carries besides the program: model name,
+ *              producer, the tokenizer and its vocabulary
+ *   write      the plan file, atomically (codegen/plan_write.c)
+ *
+ * compile_model() runs the pipeline and reports per stage (counts and
+ * seconds); it prints nothing — the command line decides what to show,
+ * through the `stage` callback, which is called after each stage.
+ */
+#ifndef BERTC_COMPILE_H
+#define BERTC_COMPILE_H
+
+#include "arch.h"
+#include "diag.h"
+#include "passes.h"
+#include "plan_types.h"
+
+#define COMPILE_MAX_BUCKETS 64
+
+typedef enum compile_stage {
+    COMPILE_STAGE_LOAD,
+    COMPILE_STAGE_FUSE,
+    COMPILE_STAGE_LOWER,
+    COMPILE_STAGE_GENERATE,
+    COMPILE_STAGE_BUILD,
+    COMPILE_STAGE_ASSEMBLE,
+    COMPILE_STAGE_WRITE,
+    COMPILE_STAGE_COUNT,
+} compile_stage;
+
+typedef struct compile_report {
+    passes_report passes;            /* node counts around each fusion pass */
+    int nbuckets, nkernels, nimages;
+    double seconds[COMPILE_STAGE_COUNT];
+    double total_seconds;
+} compile_report;
+
+typedef struct compile_options {
+    const char *model_path;          /* the graph description (YAML) */
+    const char *out_path;            /* the plan */
+    plan_dtype precision;            /* F32, F16 or BF16 */
+    int buckets[COMPILE_MAX_BUCKETS];/* ascending multiples of 8; nbuckets 0: the defaults */
+    int nbuckets;
+    arch_list targets;               /* GPU architectures and/or the emulated device */
+    int jobs;                        /* architectures compiled at once (>= 1) */
+    /* Called after each stage with the report so far (may be NULL). */
+    void (*stage)(void *user, compile_stage stage, const compile_report *r);
+    void *user;
+} compile_options;
+
+/* Defaults: fp16, the default buckets and architectures, one job. */
+void compile_options_init(compile_options *o);
+
+int compile_model(const compile_options *o, compile_report *r, diag *d);
+
+#endif

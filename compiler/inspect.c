@@ -1,0 +1,168 @@
+/*
+ * inspect — a plan as text or JSON (inspect.h).  Sums per bucket are taken
+ * over the steps, so what is printed is exactly what the plan stores.
+ */
+#include "inspect.h"
+
+#include "kernels.h"
+
+void inspect_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+const char *inspect_precision_name(plan_dtype t) {
+    return t == PLAN_DTYPE_F16 ? "fp16" : t == PLAN_DTYPE_BF16 ? "bf16" : t == PLAN_DTYPE_F32 ? "fp32" : "?";
+}
+
+static const char *inspect_image_kind(plan_image_kind k) {
+    return k == PLAN_IMAGE_CUBIN ? "cubin" : k == PLAN_IMAGE_PTX ? "ptx" : "emu";
+}
+
+/* FLOPs, minimum bytes and cuBLASLt GEMMs summed over a bucket's steps. */
+static void inspect_bucket_sums(const sched_bucket *bk, double *flops, double *bytes, int *gemms) {
+    *flops = *bytes = 0;
+    *gemms = 0;
+    for (int s = 0; s < bk->nsteps; s++) {
+        *flops += bk->steps[s].flops;
+        *bytes += (double)bk->steps[s].min_hbm_bytes;
+        *gemms += bk->steps[s].kind == SCHED_STEP_GEMM;
+    }
+}
+
+static void inspect_step_describe(const plan *p, const sched_step *s, char *buf, size_t cap) {
+    if (s->kind == SCHED_STEP_GEMM) {
+        const sched_gemm *g = &s->gemm;
+        const char *ep = g->epilogue == SCHED_EPILOGUE_BIAS ? "bias" : g->epilogue == SCHED_EPILOGUE_RELU_BIAS ? "bias+relu"
+                         : g->epilogue == SCHED_EPILOGUE_RELU ? "relu" : "none";
+        snprintf(buf, cap, "cublasLt gemm m=%lld n=%lld k=%lld epilogue=%s%s", (long long)g->m, (long long)g->n,
+                 (long long)g->k, ep, g->beta != 0 ? " +residual" : "");
+    } else {
+        const sched_launch *l = &s->launch;
+        snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry, l->dims.grid[0],
+                 l->dims.grid[1], l->dims.grid[2], l->dims.block[0] * l->dims.block[1] * l->dims.block[2],
+                 l->dims.shared_bytes);
+    }
+}
+
+/* ------------------------------------------------------------ text */
+
+static void inspect_text_kernels(FILE *f, const plan *p) {
+    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch):\n");
+    for (int kx = 0; kx < p->nkernels; kx++) {
+        fprintf(f, "  [%d] %s\n      ", kx, p->kernels[kx].entry);
+        for (int i = 0; i < p->nimages; i++) {
+            const plan_image *im = &p->images[i];
+            if (im->kind != PLAN_IMAGE_CUBIN) continue;
+            const plan_kernel_stats *st = &im->stats[kx];
+            fprintf(f, " %s %d/%d/%d", im->arch, st->registers, st->spill_stores + st->spill_loads, st->shared_static);
+        }
+        fprintf(f, "\n");
+    }
+}
+
+static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) {
+    double flops, bytes;
+    int gemms;
+    inspect_bucket_sums(bk, &flops, &bytes, &gemms);
+    fprintf(f,
+            "\nbucket %d: %d launches per request (%d kernels, %d cuBLASLt GEMMs), %.3f GFLOP, %.3f MB minimum HBM "
+            "traffic, arena %llu bytes\n",
+            bk->seq_len, bk->nsteps, bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
+            (unsigned long long)bk->arena_bytes);
+    for (int s = 0; s < bk->nsteps; s++) {
+        char desc[256];
+        inspect_step_describe(p, &bk->steps[s], desc, sizeof desc);
+        fprintf(f, "  %3d %-28s %10.3f MFLOP %9.3f MB  %s\n", s, bk->steps[s].name, bk->steps[s].flops * 1e-6,
+                (double)bk->steps[s].min_hbm_bytes * 1e-6, desc);
+    }
+}
+
+void inspect_write_text(FILE *f, const plan *p, const char *path) {
+    fprintf(f, "plan %s: format %d, %s\n", path, PLAN_FORMAT_VERSION, p->producer);
+    fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld\n", p->model_name,
+            inspect_precision_name(p->precision), (long long)p->hidden, (long long)p->max_seq_len,
+            (long long)p->vocab_size);
+    fprintf(f, "weights %llu bytes, arena %llu bytes (largest bucket)\n", (unsigned long long)p->weights_size,
+            (unsigned long long)p->arena_bytes);
+    fprintf(f, "\nimages:\n");
+    for (int i = 0; i < p->nimages; i++) {
+        const plan_image *im = &p->images[i];
+        fprintf(f, "  %-11s %-5s %8zu bytes\n", im->arch, inspect_image_kind(im->kind), im->size);
+    }
+    inspect_text_kernels(f, p);
+    for (int b = 0; b < p->nbuckets; b++) inspect_text_bucket(f, p, &p->buckets[b]);
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static void inspect_json_images(FILE *f, const plan *p) {
+    fprintf(f, " \"archs\": [");
+    int first = 1;
+    for (int i = 0; i < p->nimages; i++) {
+        if (p->images[i].kind != PLAN_IMAGE_CUBIN) continue;
+        fprintf(f, "%s", first ? "" : ", ");
+        inspect_json_str(f, p->images[i].arch);
+        first = 0;
+    }
+    fprintf(f, "],\n \"images\": [");
+    for (int i = 0; i < p->nimages; i++) {
+        const plan_image *im = &p->images[i];
+        fprintf(f, "%s{\"arch\": ", i ? ", " : "");
+        inspect_json_str(f, im->arch);
+        fprintf(f, ", \"kind\": \"%s\", \"bytes\": %zu, \"kernels\": [", inspect_image_kind(im->kind), im->size);
+        for (int kx = 0; kx < p->nkernels; kx++)
+            fprintf(f, "%s{\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"shared_static\": %d}",
+                    kx ? ", " : "", im->stats[kx].registers, im->stats[kx].spill_stores, im->stats[kx].spill_loads,
+                    im->stats[kx].shared_static);
+        fprintf(f, "]}");
+    }
+}
+
+static void inspect_json_bucket(FILE *f, const plan *p, const sched_bucket *bk, int first) {
+    double flops, bytes;
+    int gemms;
+    inspect_bucket_sums(bk, &flops, &bytes, &gemms);
+    fprintf(f,
+            "%s\n  {\"seq_len\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
+            "\"arena_bytes\": %llu, \"steps\": [",
+            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes);
+    for (int s = 0; s < bk->nsteps; s++) {
+        const sched_step *st = &bk->steps[s];
+        fprintf(f, "%s\n   {\"name\": ", s ? "," : "");
+        inspect_json_str(f, st->name);
+        fprintf(f, ", \"kind\": \"%s\", ", st->kind == SCHED_STEP_GEMM ? "gemm" : "kernel");
+        if (st->kind == SCHED_STEP_KERNEL) {
+            fprintf(f, "\"kernel\": ");
+            inspect_json_str(f, p->kernels[st->launch.kernel].entry);
+            fprintf(f, ", ");
+        }
+        fprintf(f, "\"flops\": %.0f, \"min_hbm_bytes\": %llu}", st->flops, (unsigned long long)st->min_hbm_bytes);
+    }
+    fprintf(f, "]}");
+}
+
+void inspect_write_json(FILE *f, const plan *p) {
+    fprintf(f, "{\"format_version\": %d, \"producer\": ", PLAN_FORMAT_VERSION);
+    inspect_json_str(f, p->producer);
+    fprintf(f, ", \"model\": ");
+    inspect_json_str(f, p->model_name);
+    fprintf(f, ", \"precision\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
+            inspect_precision_name(p->precision), (long long)p->max_seq_len, (long long)p->hidden);
+    inspect_json_images(f, p);
+    fprintf(f, "],\n \"weights_bytes\": %llu, \"arena_bytes\": %llu,\n \"kernels\": [",
+            (unsigned long long)p->weights_size, (unsigned long long)p->arena_bytes);
+    for (int kx = 0; kx < p->nkernels; kx++) {
+        fprintf(f, "%s{\"entry\": ", kx ? ", " : "");
+        inspect_json_str(f, p->kernels[kx].entry);
+        fprintf(f, ", \"template\": \"%s\"}", kernel_kind_name(p->kernels[kx].spec.kind));
+    }
+    fprintf(f, "],\n \"buckets\": [");
+    for (int b = 0; b < p->nbuckets; b++) inspect_json_bucket(f, p, &p->buckets[b], b == 0);
+    fprintf(f, "]}\n");
+}

@@ -1,0 +1,75 @@
+/*
+ * lower_internal — what the lowering's files share: the weight blob, the
+ * arena allocator, the views and the per-bucket context.
+ */
+#ifndef BERTC_LOWER_INTERNAL_H
+#define BERTC_LOWER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lower.h"
+
+#define LOWER_ALIGN 256u
+
+static inline uint64_t lower_align_up(uint64_t x) { return (x + LOWER_ALIGN - 1) & ~(uint64_t)(LOWER_ALIGN - 1); }
+
+/* ---- weights (lower_weights.c) */
+
+typedef struct lower_weights {
+    uint8_t *blob;
+    uint64_t size;
+    int64_t *offset;             /* per graph node: byte offset in blob, or -1 */
+    int count;                   /* graph nodes */
+} lower_weights;
+
+int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, lower_weights *out, diag *d);
+void lower_weights_free(lower_weights *w);
+
+/* ---- arena (lower_arena.c) */
+
+/* First fit over a free list kept sorted by offset; every size is rounded
+ * up to LOWER_ALIGN. */
+typedef struct lower_arena {
+    uint64_t *free_off, *free_len;
+    int nfree, cap;
+    uint64_t top;                /* bytes the bucket needs */
+} lower_arena;
+
+int lower_arena_init(lower_arena *a, int cap);
+void lower_arena_free(lower_arena *a);
+uint64_t lower_arena_alloc(lower_arena *a, uint64_t size);
+void lower_arena_release(lower_arena *a, uint64_t off, uint64_t size);
+
+/* ---- one bucket (lower_steps.c) */
+
+/* Where a node's values live in the bucket: a buffer, an offset and rows. */
+typedef struct lower_view {
+    int valid;
+    sched_ref ref;
+    int root;                    /* node that owns the arena buffer, -1 for weights/request */
+    int64_t rows;                /* bound rows (bucket for S) */
+    int seq_rows;                /* rows are the sequence axis */
+    int64_t cols;
+    int64_t ld;                  /* elements between rows */
+} lower_view;
+
+typedef struct lower_ctx {
+    const ir_graph *g;
+    const lower_weights *w;
+    plan_dtype prec;
+    size_t es;                   /* bytes per element in the plan precision */
+    int bucket;
+    plan *p;                     /* its kernel table collects the kernels */
+    int kernel_cap;
+    diag *d;
+    lower_view *v;               /* [g->count] */
+    sched_bucket *out;
+    int cap_steps;
+    lower_arena arena;
+} lower_ctx;
+
+/* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
+int lower_node(lower_ctx *c, int i);
+
+#endif

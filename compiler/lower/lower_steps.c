@@ -1,0 +1,426 @@
+/*
+ * lower_steps — one fused op to one step (lower.h has the overview).  A few
+ * decisions worth the words:
+ *
+ * cuBLASLt or a generated GEMM.  A LINEAR whose epilogue cuBLASLt can do
+ * with documented math (none, bias, relu, bias+relu, and a residual through
+ * beta·C) becomes a cuBLASLt GEMM.  An activation whose formula the
+ * cuBLASLt documentation does not pin down (GELU: the docs do not say erf
+ * or tanh, and a model's `hidden_act: gelu` is the erf form) or that
+ * cuBLASLt lacks (tanh) goes to the generated GEMM kernel, which computes
+ * exactly the model's formula.  The choice is made from the graph's act
+ * field, never assumed.
+ *
+ * Views.  After fusion the only data-movement ops left are reshapes that
+ * keep rows contiguous and slices (rows: the pooler's [CLS] row; columns:
+ * q/k/v inside a merged QKV result).  They lower to a view — buffer,
+ * offset, row stride — so they cost no launch and no bytes.
+ *
+ * Cost model.  FLOPs count multiply-adds as two.  Minimum HBM bytes count
+ * every operand read once and every result written once in the plan
+ * precision, for the bucket's padded row count (cuBLASLt computes padding
+ * rows too); gathers count the rows they read, not whole tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "lower_internal.h"
+
+/* The plan's own names for the IR's activations and pooling modes. */
+static plan_act lower_act(ir_act a) {
+    switch (a) {
+    case IR_ACT_GELU_ERF: return PLAN_ACT_GELU_ERF;
+    case IR_ACT_GELU_TANH: return PLAN_ACT_GELU_TANH;
+    case IR_ACT_RELU: return PLAN_ACT_RELU;
+    case IR_ACT_TANH: return PLAN_ACT_TANH;
+    default: return PLAN_ACT_COUNT;
+    }
+}
+
+static plan_pool_mode lower_pool_mode(ir_pool_mode m) {
+    return m == IR_POOL_CLS ? PLAN_POOL_CLS : m == IR_POOL_MEAN ? PLAN_POOL_MEAN : PLAN_POOL_COUNT;
+}
+
+static int fail_node(lower_ctx *c, const ir_node *n, const char *fmt, const char *what) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, what);
+    if (n->line > 0)
+        return diag_set(c->d, DIAG_CODE_INPUT, "%s:%d:%d: %s '%s': %s", c->g->source_path ? c->g->source_path : "model",
+                        n->line, n->col, ir_op_name(n->op), n->name, msg);
+    return diag_set(c->d, DIAG_CODE_INPUT, "%s '%s': %s", ir_op_name(n->op), n->name, msg);
+}
+
+static int64_t bind_rows(const ir_node *n, int bucket, int *seq) {
+    *seq = n->shape[0] == IR_DIM_SEQ;
+    return *seq ? bucket : n->shape[0];
+}
+
+static int64_t node_cols(const ir_node *n, int bucket) {
+    int64_t c = 1;
+    for (int k = 1; k < n->ndim; k++) c *= n->shape[k] == IR_DIM_SEQ ? bucket : n->shape[k];
+    return c;
+}
+
+static sched_step *step_new(lower_ctx *c, const ir_node *n, sched_step_kind kind) {
+    if (c->out->nsteps == c->cap_steps) {
+        int cap = c->cap_steps ? c->cap_steps * 2 : 32;
+        sched_step *s = realloc(c->out->steps, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        c->out->steps = s;
+        c->cap_steps = cap;
+    }
+    sched_step *s = &c->out->steps[c->out->nsteps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    size_t len = strlen(n->name) + 1;
+    s->name = malloc(len);
+    if (!s->name) return NULL;
+    memcpy(s->name, n->name, len);
+    return s;
+}
+
+static sched_ref weight_ref(lower_ctx *c, int node) {
+    sched_ref r = {SCHED_BUF_WEIGHTS, (uint64_t)c->w->offset[node]};
+    return r;
+}
+
+static const sched_ref REF_NONE = {SCHED_BUF_NONE, 0};
+
+/* The source view of a node operand, which must be an activation. */
+static const lower_view *act_view(lower_ctx *c, const ir_node *n, int k) {
+    const lower_view *v = &c->v[n->src[k]];
+    return v->valid ? v : NULL;
+}
+
+static int make_output(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    lower_view *v = &c->v[i];
+    int seq;
+    v->rows = bind_rows(n, c->bucket, &seq);
+    v->seq_rows = seq;
+    v->cols = node_cols(n, c->bucket);
+    if (n->ndim == 1 && !seq) {
+        /* A vector ([H], a sentence embedding) is one row, as a reshape to [H] views it. */
+        v->rows = 1;
+        v->cols = n->shape[0];
+    }
+    v->ld = v->cols;
+    v->root = i;
+    v->ref.buf = SCHED_BUF_ARENA;
+    v->ref.offset = lower_arena_alloc(&c->arena, (uint64_t)(v->rows * v->cols) * c->es);
+    v->valid = 1;
+    return 0;
+}
+
+/* The index of the kernel of `s` in the plan's table, adding it if no
+ * kernel of the same entry name is there yet. */
+static int lower_kernel_intern(lower_ctx *c, const kernel_spec *s) {
+    char *entry;
+    if (kernel_entry(s, &entry, c->d)) return -1;
+    plan *p = c->p;
+    for (int i = 0; i < p->nkernels; i++)
+        if (!strcmp(p->kernels[i].entry, entry)) {
+            free(entry);
+            return i;
+        }
+    if (p->nkernels == c->kernel_cap) {
+        int cap = c->kernel_cap ? c->kernel_cap * 2 : 16;
+        plan_kernel *k = realloc(p->kernels, (size_t)cap * sizeof *k);
+        if (!k) {
+            free(entry);
+            return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
+        }
+        p->kernels = k;
+        c->kernel_cap = cap;
+    }
+    plan_kernel *k = &p->kernels[p->nkernels];
+    memset(k, 0, sizeof *k);
+    k->entry = entry;
+    k->spec = *s;
+    k->nargs = kernel_arg_count(s->kind);
+    return p->nkernels++;
+}
+
+/* Intern the kernel of `s` and append its launch with `args`. */
+static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s, const sched_ref *args, int nargs,
+                            double flops, double bytes) {
+    int ki = lower_kernel_intern(c, s);
+    if (ki < 0) return -1;
+    sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
+    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
+    st->launch.kernel = ki;
+    if (kernel_dims(s, &st->launch.dims, c->d)) return -1;
+    st->launch.nargs = nargs;
+    memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
+    st->flops = flops;
+    st->min_hbm_bytes = (uint64_t)bytes;
+    return 0;
+}
+
+static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index *kind) {
+    const ir_node *n = &c->g->nodes[idx];
+    if (n->op == IR_OP_ARANGE) { *kind = KERNEL_INDEX_POSITION; return 0; }
+    if (n->op == IR_OP_INPUT && !strcmp(n->name, "input_ids")) { *kind = KERNEL_INDEX_INPUT_IDS; return 0; }
+    if (n->op == IR_OP_INPUT && !strcmp(n->name, "token_type_ids")) { *kind = KERNEL_INDEX_TOKEN_TYPES; return 0; }
+    return fail_node(c, owner, "gather index '%s' is not input_ids, token_type_ids or an arange", n->name);
+}
+
+static int lower_embed_ln(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_EMBED_LN;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    s.hidden = (int)n->shape[n->ndim - 1];
+    s.eps = n->eps;
+    s.ngathers = n->ngathers;
+    if (n->ngathers < 1 || n->ngathers > KERNEL_MAX_GATHERS) return fail_node(c, n, "%s gathers (expected 1 to 3)", "too many");
+    sched_ref tables[KERNEL_MAX_GATHERS] = {REF_NONE, REF_NONE, REF_NONE};
+    double bytes = 0;
+    for (int g = 0; g < n->ngathers; g++) {
+        int t = n->src[2 + 2 * g], x = n->src[3 + 2 * g];
+        if (c->w->offset[t] < 0) return fail_node(c, n, "gather table %s is not a weight", c->g->nodes[t].name);
+        if (index_kind(c, n, x, &s.gather_index[g])) return -1;
+        s.table_rows[g] = (int)c->g->nodes[t].shape[0];
+        tables[g] = weight_ref(c, t);
+        bytes += (double)c->bucket * (double)s.hidden * (double)c->es;
+        if (s.gather_index[g] != KERNEL_INDEX_POSITION) bytes += 4.0 * c->bucket;
+    }
+    make_output(c, i);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, tables[0], tables[1], tables[2],
+                        weight_ref(c, n->src[0]), weight_ref(c, n->src[1])};
+    return emit_kernel_step(c, n, &s, args, 7, 10.0 * c->bucket * s.hidden,
+                            bytes + 2.0 * s.hidden * c->es + (double)c->bucket * s.hidden * c->es);
+}
+
+static int require_contiguous(lower_ctx *c, const ir_node *n, const lower_view *v, const char *what) {
+    if (!v) return fail_node(c, n, "operand %s is not an activation", what);
+    if (v->ld != v->cols) return fail_node(c, n, "operand %s must have contiguous rows", what);
+    return 0;
+}
+
+static int lower_add_ln(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *x = act_view(c, n, 0);
+    if (require_contiguous(c, n, x, "x")) return -1;
+    int pos = 3;
+    const lower_view *res = NULL;
+    int bias = -1;
+    if (n->has_residual) {
+        res = act_view(c, n, pos++);
+        if (require_contiguous(c, n, res, "residual")) return -1;
+    }
+    if (n->has_bias) bias = n->src[pos++];
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_ADD_LN;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    s.hidden = (int)x->cols;
+    s.eps = n->eps;
+    s.has_bias = n->has_bias;
+    s.has_residual = n->has_residual;
+    make_output(c, i);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE,
+                        res ? res->ref : REF_NONE, weight_ref(c, n->src[1]), weight_ref(c, n->src[2])};
+    double rows = (double)x->rows, h = (double)s.hidden;
+    return emit_kernel_step(c, n, &s, args, 7, 8.0 * rows * h,
+                            (double)c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
+}
+
+static int lower_attention(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *q = act_view(c, n, 0), *k = act_view(c, n, 1), *v = act_view(c, n, 2);
+    if (!q || !k || !v) return fail_node(c, n, "%s operands must be activations", "q, k and v");
+    if (q->root != k->root || q->root != v->root || q->ld != k->ld || q->ld != v->ld)
+        return fail_node(c, n, "%s must be column blocks of one tensor (merge the q/k/v projections)", "q, k and v");
+    if (n->nsrc > 3) {
+        const ir_node *m = &c->g->nodes[n->src[3]];
+        if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
+            return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
+    }
+    const lower_view *root = &c->v[q->root];
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_ATTENTION;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    s.heads = n->heads;
+    s.head_dim = n->head_dim;
+    s.scale = n->scale;
+    s.qkv_ld = (int)q->ld;
+    s.q_off = (int)((q->ref.offset - root->ref.offset) / c->es) + n->q_off;
+    s.k_off = (int)((k->ref.offset - root->ref.offset) / c->es) + n->k_off;
+    s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
+    s.ctx_ld = n->heads * n->head_dim;
+    make_output(c, i);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
+    double b = c->bucket, h = (double)s.ctx_ld;
+    return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * b * h + 5.0 * b * b * n->heads,
+                            (double)c->es * (4.0 * b * h) + 4.0 * b);
+}
+
+/*
+ * POOL: one block reads the [S, H] activation (rows < len the mask keeps)
+ * and writes the [H] result, normalised when the pass fused an
+ * l2_normalize in.  The mask must be the request's attention_mask, which
+ * the kernel reads from the request block.
+ */
+static int lower_pool(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *x = act_view(c, n, 0);
+    if (require_contiguous(c, n, x, "x")) return -1;
+    if (!x->seq_rows) return fail_node(c, n, "x must have one row per token (%s)", "[S, H]");
+    if (n->nsrc > 1) {
+        const ir_node *m = &c->g->nodes[n->src[1]];
+        if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
+            return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
+    }
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_POOL;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    s.hidden = (int)x->cols;
+    s.pool_mode = lower_pool_mode(n->pool_mode);
+    s.normalize = n->normalize ? 1 : 0;
+    make_output(c, i);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref};
+    double b = c->bucket, h = (double)s.hidden;
+    int mean = s.pool_mode == PLAN_POOL_MEAN;
+    double flops = (mean ? b * h + h : 0.0) + (s.normalize ? 3.0 * h : 0.0);
+    double bytes = (double)c->es * ((mean ? b * h : h) + h) + (mean ? 4.0 * b : 0.0);
+    return emit_kernel_step(c, n, &s, args, 3, flops, bytes);
+}
+
+static int lower_linear(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *x = act_view(c, n, 0);
+    if (!x) return fail_node(c, n, "operand %s is not an activation", "x");
+    int w = n->src[1];
+    if (c->w->offset[w] < 0) return fail_node(c, n, "weight '%s' is not a constant", c->g->nodes[w].name);
+    int pos = 2, bias = -1;
+    const lower_view *res = NULL;
+    if (n->has_bias) bias = n->src[pos++];
+    if (n->has_residual) {
+        res = act_view(c, n, pos++);
+        if (!res) return fail_node(c, n, "operand %s is not an activation", "residual");
+    }
+    if (bias >= 0 && c->w->offset[bias] < 0) return fail_node(c, n, "bias '%s' is not a constant", c->g->nodes[bias].name);
+    if (!x->seq_rows && x->rows != 1)
+        return fail_node(c, n, "x must have S rows or exactly one row, not %s", "a fixed count");
+    int64_t N = c->g->nodes[w].shape[0], K = c->g->nodes[w].shape[1], M = x->rows;
+    make_output(c, i);
+    const lower_view *o = &c->v[i];
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    double bytes = (double)c->es * ((double)M * K + (double)N * K + (double)M * N + (bias >= 0 ? N : 0) +
+                                    (res ? (double)M * N : 0));
+    int cublas_ok = !n->has_act || n->act == IR_ACT_RELU;
+    if (cublas_ok) {
+        sched_step *st = step_new(c, n, SCHED_STEP_GEMM);
+        if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
+        sched_gemm *gm = &st->gemm;
+        gm->transa = 1;
+        gm->transb = 0;
+        gm->m = N;
+        gm->n = M;
+        gm->k = K;
+        gm->lda = K;
+        gm->ldb = x->ld;
+        gm->ldd = o->ld;
+        gm->ldc = res ? res->ld : o->ld;
+        gm->batch_count = 1;
+        gm->ab_type = gm->cd_type = gm->bias_type = c->prec;
+        gm->alpha = 1.0f;
+        gm->beta = res ? 1.0f : 0.0f;
+        int relu = n->has_act && n->act == IR_ACT_RELU;
+        gm->epilogue = bias >= 0 ? (relu ? SCHED_EPILOGUE_RELU_BIAS : SCHED_EPILOGUE_BIAS)
+                                 : (relu ? SCHED_EPILOGUE_RELU : SCHED_EPILOGUE_DEFAULT);
+        gm->a = weight_ref(c, w);
+        gm->b = x->ref;
+        gm->c = res ? res->ref : o->ref;
+        gm->d = o->ref;
+        gm->bias = bias >= 0 ? weight_ref(c, bias) : REF_NONE;
+        st->flops = flops;
+        st->min_hbm_bytes = (uint64_t)bytes;
+        return 0;
+    }
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_GEMM;
+    s.dtype = c->prec;
+    s.bucket = (int)M;
+    s.n = (int)N;
+    s.k = (int)K;
+    s.x_ld = (int)x->ld;
+    s.out_ld = (int)o->ld;
+    s.res_ld = res ? (int)res->ld : 0;
+    s.has_bias = bias >= 0;
+    s.has_residual = res != NULL;
+    s.has_act = n->has_act;
+    s.act = lower_act(n->act);
+    sched_ref args[] = {o->ref, {SCHED_BUF_REQUEST, 0}, x->ref, weight_ref(c, w),
+                        bias >= 0 ? weight_ref(c, bias) : REF_NONE, res ? res->ref : REF_NONE};
+    return emit_kernel_step(c, n, &s, args, 6, flops, bytes);
+}
+
+static int lower_reshape_slice(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *src = act_view(c, n, 0);
+    if (!src) return fail_node(c, n, "%s of a non-activation", "a view");
+    lower_view *v = &c->v[i];
+    *v = *src;
+    int seq;
+    if (n->op == IR_OP_SLICE) {
+        const ir_node *s = &c->g->nodes[n->src[0]];
+        if (s->ndim != 2) return fail_node(c, n, "%s slices of 2-D tensors lower to views", "only");
+        if (n->axis == 0) {
+            if (n->start + n->len > src->rows) return fail_node(c, n, "slice runs past the %s", "rows");
+            v->ref.offset += (uint64_t)(n->start * src->ld) * c->es;
+            v->rows = n->len;
+            v->seq_rows = 0;
+        } else {
+            v->ref.offset += (uint64_t)n->start * c->es;
+            v->cols = n->len;
+        }
+        return 0;
+    }
+    /* RESHAPE: a contiguous view can take any shape; a strided one (a
+     * column block) only a shape with the same rows and columns. */
+    int64_t rows = 1, cols = n->shape[0];
+    seq = 0;
+    if (n->ndim >= 2) {
+        rows = bind_rows(n, c->bucket, &seq);
+        cols = node_cols(n, c->bucket);
+    }
+    if (src->ld != src->cols && (rows != src->rows || cols != src->cols))
+        return fail_node(c, n, "reshape of a %s view changes its rows", "strided");
+    v->rows = rows;
+    v->cols = cols;
+    v->seq_rows = seq;
+    v->ld = src->ld == src->cols ? cols : src->ld;
+    return 0;
+}
+
+int lower_node(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    switch (n->op) {
+    case IR_OP_INPUT:
+    case IR_OP_WEIGHT:
+    case IR_OP_CONST:
+    case IR_OP_ARANGE: return 0;
+    case IR_OP_EMBED_LN: return lower_embed_ln(c, i);
+    case IR_OP_ADD_LN: return lower_add_ln(c, i);
+    case IR_OP_ATTENTION: return lower_attention(c, i);
+    case IR_OP_LINEAR: return lower_linear(c, i);
+    case IR_OP_POOL: return lower_pool(c, i);
+    case IR_OP_SLICE:
+    case IR_OP_RESHAPE: return lower_reshape_slice(c, i);
+    default:
+        return fail_node(c, n, "no kernel implements this op after fusion (%s)",
+                         "the fusion passes found no pattern that absorbs it");
+    }
+}

@@ -1,0 +1,101 @@
+/*
+ * lower_weights — the plan's weight blob: every WEIGHT or CONST node a
+ * step reads, converted to the plan precision once, each tensor 256-byte
+ * aligned (what cuBLASLt and 16-byte vector loads want), in graph order so
+ * the same graph always gives the same bytes.
+ *
+ * Conversion goes a run of elements at a time through the weights
+ * interface (float16/bfloat16/float64 widened exactly to float32), then
+ * rounds once to the plan precision (runtime/common/half.h, ties to even).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "lower_internal.h"
+
+#define LOWER_WEIGHTS_RUN 4096 /* elements converted per step */
+
+static int64_t lower_numel(const ir_node *n) {
+    int64_t e = 1;
+    for (int k = 0; k < n->ndim; k++) e *= n->shape[k];
+    return e;
+}
+
+static int lower_is_param(const ir_node *n) { return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST; }
+
+/* n float32 values to the plan precision at dst. */
+static void lower_store(uint8_t *dst, plan_dtype t, const float *v, int64_t n) {
+    if (t == PLAN_DTYPE_F32) {
+        memcpy(dst, v, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = t == PLAN_DTYPE_F16 ? half_f32_to_f16(v[i]) : half_f32_to_bf16(v[i]);
+        memcpy(dst + (size_t)i * 2, &h, 2);
+    }
+}
+
+/* Offsets of the parameters some other node reads; the blob's size. */
+static uint64_t lower_weights_layout(const ir_graph *g, size_t es, int64_t *offset, char *used) {
+    for (int i = 0; i < g->count; i++) {
+        offset[i] = -1;
+        if (lower_is_param(&g->nodes[i])) continue;
+        for (int k = 0; k < g->nodes[i].nsrc; k++) used[g->nodes[i].src[k]] = 1;
+    }
+    uint64_t size = 0;
+    for (int i = 0; i < g->count; i++) {
+        if (!used[i] || !lower_is_param(&g->nodes[i])) continue;
+        offset[i] = (int64_t)size;
+        size = lower_align_up(size + (uint64_t)lower_numel(&g->nodes[i]) * es);
+    }
+    return size;
+}
+
+/* Converts one parameter into the blob. */
+static int lower_weights_fill(const ir_node *n, const weights *w, plan_dtype precision, uint8_t *dst, diag *d) {
+    int64_t numel = lower_numel(n);
+    size_t es = (size_t)plan_dtype_size(precision);
+    if (n->op == IR_OP_CONST) {
+        lower_store(dst, precision, n->data, numel);
+        return 0;
+    }
+    const weights_tensor *t = weights_find(w, n->weight);
+    if (!t || weights_tensor_numel(t) != numel || !weights_dtype_is_float(t->dtype))
+        return diag_set(d, DIAG_CODE_INPUT, "%s: weight '%s' is missing or changed size", w ? w->path : "weights",
+                        n->weight);
+    float run[LOWER_WEIGHTS_RUN];
+    for (int64_t e = 0; e < numel; e += LOWER_WEIGHTS_RUN) {
+        int64_t k = numel - e < LOWER_WEIGHTS_RUN ? numel - e : LOWER_WEIGHTS_RUN;
+        weights_tensor_read_f32(t, e, k, run);
+        lower_store(dst + (size_t)e * es, precision, run, k);
+    }
+    return 0;
+}
+
+int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, lower_weights *out, diag *d) {
+    memset(out, 0, sizeof *out);
+    out->count = g->count;
+    out->offset = malloc((size_t)(g->count ? g->count : 1) * sizeof *out->offset);
+    char *used = calloc((size_t)(g->count ? g->count : 1), 1);
+    if (!out->offset || !used) {
+        free(used);
+        return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    }
+    out->size = lower_weights_layout(g, (size_t)plan_dtype_size(precision), out->offset, used);
+    free(used);
+    out->blob = calloc(out->size ? out->size : 1, 1);
+    if (!out->blob)
+        return diag_set(d, DIAG_CODE_INTERNAL, "out of memory for %llu bytes of weights",
+                        (unsigned long long)out->size);
+    for (int i = 0; i < g->count; i++)
+        if (out->offset[i] >= 0 && lower_weights_fill(&g->nodes[i], w, precision, out->blob + out->offset[i], d))
+            return -1;
+    return 0;
+}
+
+void lower_weights_free(lower_weights *w) {
+    free(w->blob);
+    free(w->offset);
+    memset(w, 0, sizeof *w);
+}
