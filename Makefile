@@ -4,11 +4,14 @@
 #   make test          build everything, make the test fixtures, run every test
 #   make sanitize      the same suite under ASan+UBSan, in build-san/
 #   make demo          import + run the bundled MiniLM model (the main job)
+#   make setup         install the system packages (tools/setup.sh; sh tools/setup.sh
+#                      on a machine that has no make yet)
 
 BUILD     ?= build
 CC        ?= cc
 PYTHON    ?= python3
-CUDA_HOME ?= /usr/local/cuda
+# The CUDA toolkit: NVIDIA's in /usr/local/cuda, else Debian's in /usr.
+CUDA_HOME ?= $(if $(wildcard /usr/local/cuda/include/nvrtc.h),/usr/local/cuda,$(if $(wildcard /usr/include/nvrtc.h),/usr,/usr/local/cuda))
 VERSION   := 0.1.0
 
 WARN      := -std=c11 -Wall -Wextra -Werror
@@ -98,7 +101,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile install
+.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -244,6 +247,9 @@ install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
 	ln -sf $(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/libbertc.so
 	install -m 755 $(EMUDEV_SO) $(DESTDIR)$(PREFIX)/lib/libbertc_emudev.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/bertc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/bertc.pc
+
+setup:
+	sh tools/setup.sh
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)

@@ -9,7 +9,7 @@
  *   DEVICE_KIND_CUDA   libcuda.so.1 and libcublasLt.so.13 (the real ones)
  *   DEVICE_KIND_EMU    the emulated device, a shared library that exports
  *                      the same symbols and runs the plan's kernels on the
- *                      CPU (runtime/emu/); its path comes from
+ *                      CPU (runtime/emu/device/); its path comes from
  *                      BERTC_EMU_DEVICE or the build's default
  *
  * Both go through the same dlsym code with the same versioned names (the

@@ -1,6 +1,7 @@
 /*
  * rt — the runtime's internals, shared by its files:
  *
+ *   rt_util.c     host allocation through one door, error messages
  *   rt_plan.c     bertc_plan: the read plan, its reference count, queries
  *   rt_device.c   per-device state shared by a plan's contexts: device
  *                 table, primary context, module and functions, weights

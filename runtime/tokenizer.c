@@ -513,88 +513,95 @@ static int tokenizer_cps_reserve(tokenizer_output *o, size_t need) {
  * Stage A + B on one stretch of text between special tokens.  `off` is the
  * stretch's byte offset in the caller's text, for error messages.
  */
-static int tokenizer_piece(tokenizer_sink *s, const uint8_t *p, size_t n, size_t off,
-                           const char *what, diag *d) {
-    const tokenizer *t = s->t;
-    tokenizer_output *o = s->o;
-    size_t nc = 0;
-    int reorder = 0;
-    /* Stage A: decode, clean, space CJK, decompose. */
+/* A message naming the invalid UTF-8 at p[i] (up to four bytes in hex). */
+static int tokenizer_bad_utf8(const uint8_t *p, size_t n, size_t i, size_t off, const char *what, diag *d) {
+    char bytes[32] = "";
+    size_t m = n - i < 4 ? n - i : 4;
+    for (size_t k = 0; k < m; k++)
+        snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), "%s%02X", k ? " " : "", p[i + k]);
+    return diag_set(d, DIAG_CODE_INPUT, "%s is not valid UTF-8 at byte %zu (bytes %s)", what, off + i, bytes);
+}
+
+/* One non-ASCII code point of stage A into o->cps at *nc. */
+static void tokenizer_stage_a_char(const tokenizer *t, tokenizer_output *o, uint32_t c, size_t *nc, int *reorder) {
+    const utf8proc_property_t *pr = utf8proc_get_property((utf8proc_int32_t)c);
+    uint8_t k = tokenizer_class(c, (utf8proc_category_t)pr->category);
+    if (k & CLS_REMOVED) return;
+    if (k & CLS_SPACE) {
+        o->cps[(*nc)++] = ' ';
+        return;
+    }
+    int cjk = t->chinese && tokenizer_is_chinese(c);
+    if (cjk) o->cps[(*nc)++] = ' ';
+    if (t->strip && c != HF_NFD_KEPT) {
+        /* utf8proc_decompose_char gives the character itself when it has no canonical decomposition. */
+        int boundclass = 0;
+        utf8proc_ssize_t m = utf8proc_decompose_char((utf8proc_int32_t)c, (utf8proc_int32_t *)o->cps + *nc,
+                                                     (utf8proc_ssize_t)(o->cps_cap - *nc - 1), UTF8PROC_DECOMPOSE,
+                                                     &boundclass);
+        if (m <= 0 || (size_t)m > o->cps_cap - *nc - 1) o->cps[(*nc)++] = c; /* cannot happen: max is 4 */
+        else *nc += (size_t)m;
+        *reorder = 1;
+    } else {
+        o->cps[(*nc)++] = c;
+        if (pr->combining_class) *reorder = 1;
+    }
+    if (cjk) o->cps[(*nc)++] = ' ';
+}
+
+/* Stage A: decode, clean, space CJK, decompose, into o->cps; *nc code points. */
+static int tokenizer_stage_a(const tokenizer *t, tokenizer_output *o, const uint8_t *p, size_t n, size_t off,
+                             const char *what, size_t *nc, int *reorder, diag *d) {
+    *nc = 0;
+    *reorder = 0;
     for (size_t i = 0; i < n;) {
-        if (nc + 8 > o->cps_cap && tokenizer_cps_reserve(o, nc + 8 + (n - i) * 2))
+        if (*nc + 8 > o->cps_cap && tokenizer_cps_reserve(o, *nc + 8 + (n - i) * 2))
             return diag_set(d, DIAG_CODE_INTERNAL, "tokenizer: out of memory for %zu bytes of text", n);
         uint32_t c = p[i];
         if (c < 0x80) {
             i++;
             uint8_t k = ascii_class[c];
-            if (k & CLS_REMOVED) continue;
-            o->cps[nc++] = (k & CLS_SPACE) ? ' ' : c;
+            if (!(k & CLS_REMOVED)) o->cps[(*nc)++] = (k & CLS_SPACE) ? ' ' : c;
             continue;
         }
         size_t l = tokenizer_utf8_decode(p, n, i, &c);
-        if (!l) {
-            char bytes[32] = "";
-            size_t m = n - i < 4 ? n - i : 4;
-            for (size_t k = 0; k < m; k++)
-                snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), "%s%02X", k ? " " : "", p[i + k]);
-            return diag_set(d, DIAG_CODE_INPUT, "%s is not valid UTF-8 at byte %zu (bytes %s)", what, off + i, bytes);
-        }
+        if (!l) return tokenizer_bad_utf8(p, n, i, off, what, d);
         i += l;
-        const utf8proc_property_t *pr = utf8proc_get_property((utf8proc_int32_t)c);
-        uint8_t k = tokenizer_class(c, (utf8proc_category_t)pr->category);
-        if (k & CLS_REMOVED) continue;
-        if (k & CLS_SPACE) {
-            o->cps[nc++] = ' ';
-            continue;
-        }
-        int cjk = t->chinese && tokenizer_is_chinese(c);
-        if (cjk) o->cps[nc++] = ' ';
-        if (t->strip && c != HF_NFD_KEPT) {
-            /* utf8proc_decompose_char gives the character itself when it has no canonical decomposition. */
-            int boundclass = 0;
-            utf8proc_ssize_t m = utf8proc_decompose_char((utf8proc_int32_t)c, (utf8proc_int32_t *)o->cps + nc,
-                                                         (utf8proc_ssize_t)(o->cps_cap - nc - 1),
-                                                         UTF8PROC_DECOMPOSE, &boundclass);
-            if (m <= 0 || (size_t)m > o->cps_cap - nc - 1) o->cps[nc++] = c;   /* cannot happen: max is 4 */
-            else nc += (size_t)m;
-            reorder = 1;
-        } else {
-            o->cps[nc++] = c;
-            if (pr->combining_class) reorder = 1;
-        }
-        if (cjk) o->cps[nc++] = ' ';
+        tokenizer_stage_a_char(t, o, c, nc, reorder);
     }
+    return 0;
+}
 
-    /*
-     * Canonical ordering (part of NFD): a stable sort by combining class
-     * inside each run of marks.  Only order among marks that survive the
-     * Mn filter can change the result, but the filter must not run first:
-     * a removed class-0 mark separates runs.
-     */
-    if (t->strip && reorder) {
-        for (size_t i = 1; i < nc; i++) {
-            uint32_t c = o->cps[i];
-            if (c < 0x300) continue;
-            int cc = utf8proc_get_property((utf8proc_int32_t)c)->combining_class;
-            if (!cc) continue;
-            size_t j = i;
-            while (j > 0 && o->cps[j - 1] >= 0x300 &&
-                   utf8proc_get_property((utf8proc_int32_t)o->cps[j - 1])->combining_class > cc) {
-                o->cps[j] = o->cps[j - 1];
-                j--;
-            }
-            o->cps[j] = c;
+/*
+ * Canonical ordering (part of NFD): a stable sort by combining class
+ * inside each run of marks.  Only order among marks that survive the
+ * Mn filter can change the result, but the filter must not run first:
+ * a removed class-0 mark separates runs.
+ */
+static void tokenizer_canonical_order(uint32_t *cps, size_t nc) {
+    for (size_t i = 1; i < nc; i++) {
+        uint32_t c = cps[i];
+        if (c < 0x300) continue;
+        int cc = utf8proc_get_property((utf8proc_int32_t)c)->combining_class;
+        if (!cc) continue;
+        size_t j = i;
+        while (j > 0 && cps[j - 1] >= 0x300 && utf8proc_get_property((utf8proc_int32_t)cps[j - 1])->combining_class > cc) {
+            cps[j] = cps[j - 1];
+            j--;
         }
+        cps[j] = c;
     }
+}
 
-    /* Stage B: drop marks, lowercase, split words, WordPiece. */
+/* Stage B: drop marks, lowercase, split words, WordPiece. */
+static void tokenizer_stage_b(tokenizer_sink *s, const uint32_t *cps, size_t nc) {
+    const tokenizer *t = s->t;
     tokenizer_word w;
     w.nb = w.nch = 0;
     w.overlong = 0;
     for (size_t i = 0; i < nc; i++) {
-        uint32_t c = o->cps[i], lc[2];
+        uint32_t c = cps[i], lc[2];
         int nl = 1;
-        uint8_t k;
         if (c < 0x80) {
             if (t->lower && c >= 'A' && c <= 'Z') c += 32;
             lc[0] = c;
@@ -606,8 +613,8 @@ static int tokenizer_piece(tokenizer_sink *s, const uint8_t *p, size_t n, size_t
         }
         for (int j = 0; j < nl; j++) {
             c = lc[j];
-            k = c < 0x80 ? ascii_class[c]
-                         : tokenizer_class(c, (utf8proc_category_t)utf8proc_get_property((utf8proc_int32_t)c)->category);
+            uint8_t k = c < 0x80 ? ascii_class[c]
+                                 : tokenizer_class(c, (utf8proc_category_t)utf8proc_get_property((utf8proc_int32_t)c)->category);
             if (k & (CLS_SPACE | CLS_REMOVED)) {
                 tokenizer_word_flush(s, &w);
             } else if (k & CLS_PUNCT) {
@@ -620,6 +627,15 @@ static int tokenizer_piece(tokenizer_sink *s, const uint8_t *p, size_t n, size_t
         }
     }
     tokenizer_word_flush(s, &w);
+}
+
+static int tokenizer_piece(tokenizer_sink *s, const uint8_t *p, size_t n, size_t off,
+                           const char *what, diag *d) {
+    size_t nc;
+    int reorder;
+    if (tokenizer_stage_a(s->t, s->o, p, n, off, what, &nc, &reorder, d)) return -1;
+    if (s->t->strip && reorder) tokenizer_canonical_order(s->o->cps, nc);
+    tokenizer_stage_b(s, s->o->cps, nc);
     if (s->oom) return diag_set(d, DIAG_CODE_INTERNAL, "tokenizer: out of memory");
     return 0;
 }

@@ -145,36 +145,46 @@ static void st_shape_format(const st_tensor *t, char *buf, size_t cap) {
  * Check one header entry `key: v` and fill `t` (name is set by the caller).
  * `base` is the file offset of the JSON's first byte.
  */
-static int st_entry_parse(const json_value *v, const char *key, size_t base, size_t data_len,
-                          st_tensor *t, const char *file, diag *d) {
+/* Where an entry's messages point: the file, its byte base, the tensor. */
+typedef struct st_where {
+    const char *file;
+    size_t base;
+    const char *key;
+    diag *d;
+} st_where;
+
+/* The entry's three keys, no others. */
+static int st_entry_keys(const json_value *v, const st_where *w, const json_value **dt, const json_value **sh,
+                         const json_value **of) {
     if (v->type != JSON_TYPE_OBJECT)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + v->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + v->offset, w->key,
                        "entry is a JSON %s, expected an object with dtype, shape and "
                        "data_offsets",
                        json_type_name(v->type));
-    const json_value *dt = NULL, *sh = NULL, *of = NULL;
+    *dt = *sh = *of = NULL;
     for (size_t i = 0; i < v->count; i++) {
         const char *k = v->keys[i];
         if (strcmp(k, "dtype") == 0) {
-            dt = &v->items[i];
+            *dt = &v->items[i];
         } else if (strcmp(k, "shape") == 0) {
-            sh = &v->items[i];
+            *sh = &v->items[i];
         } else if (strcmp(k, "data_offsets") == 0) {
-            of = &v->items[i];
+            *of = &v->items[i];
         } else {
             char qk[256];
             st_name_quote(k, qk, sizeof qk);
-            return st_fail(d, DIAG_CODE_INPUT, file, base + v->items[i].offset, key,
+            return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + v->items[i].offset, w->key,
                            "unknown key '%s' (expected only dtype, shape and data_offsets)", qk);
         }
     }
-    const char *missing = !dt ? "dtype" : !sh ? "shape" : !of ? "data_offsets" : NULL;
-    if (missing)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + v->offset, key, "missing '%s'", missing);
+    const char *missing = !*dt ? "dtype" : !*sh ? "shape" : !*of ? "data_offsets" : NULL;
+    if (missing) return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + v->offset, w->key, "missing '%s'", missing);
+    return 0;
+}
 
-    /* dtype */
+static int st_entry_dtype(const json_value *dt, const st_where *w, st_tensor *t) {
     if (dt->type != JSON_TYPE_STRING)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + dt->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + dt->offset, w->key,
                        "dtype is a JSON %s, expected a string", json_type_name(dt->type));
     t->dtype = ST_DTYPE_COUNT;
     for (int k = 0; k < ST_DTYPE_COUNT; k++)
@@ -183,83 +193,93 @@ static int st_entry_parse(const json_value *v, const char *key, size_t base, siz
     if (t->dtype == ST_DTYPE_COUNT) {
         char qd[256];
         st_name_quote(dt->string, qd, sizeof qd);
-        return st_fail(d, DIAG_CODE_INPUT, file, base + dt->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + dt->offset, w->key,
                        "unknown dtype '%s' (expected one of F32, F16, BF16, F64, I64, I32, I16, "
                        "I8, U8, BOOL)",
                        qd);
     }
+    return 0;
+}
 
-    /* shape, and the element count with overflow checks */
+/* The shape, and its size in bytes, with overflow checks. */
+static int st_entry_shape(const json_value *sh, const st_where *w, st_tensor *t, uint64_t *nbytes) {
     if (sh->type != JSON_TYPE_ARRAY)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + sh->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + sh->offset, w->key,
                        "shape is a JSON %s, expected an array of non-negative integers",
                        json_type_name(sh->type));
     if (sh->count > ST_MAX_DIMS)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + sh->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + sh->offset, w->key,
                        "shape has %zu dimensions, expected at most %d", sh->count, ST_MAX_DIMS);
     t->ndim = (int)sh->count;
     int has_zero = 0;
     for (size_t i = 0; i < sh->count; i++) {
         uint64_t dim;
         if (st_json_uint(&sh->items[i], &dim) < 0)
-            return st_fail(d, DIAG_CODE_INPUT, file, base + sh->items[i].offset, key,
+            return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + sh->items[i].offset, w->key,
                            "shape[%zu] is not a non-negative integer that fits in 64 bits", i);
         t->shape[i] = (int64_t)dim;
         if (dim == 0) has_zero = 1;
     }
-    uint64_t numel = 1;
-    if (has_zero) {
-        numel = 0;
-    } else {
-        for (int i = 0; i < t->ndim; i++) {
-            uint64_t dim = (uint64_t)t->shape[i];
-            if (numel > (uint64_t)INT64_MAX / dim) {
-                char s[256];
-                st_shape_format(t, s, sizeof s);
-                return st_fail(d, DIAG_CODE_INPUT, file, base + sh->offset, key,
-                               "shape %s has too many elements (overflows 63 bits)", s);
-            }
-            numel *= dim;
+    uint64_t numel = has_zero ? 0 : 1;
+    char s[256];
+    for (int i = 0; !has_zero && i < t->ndim; i++) {
+        uint64_t dim = (uint64_t)t->shape[i];
+        if (numel > (uint64_t)INT64_MAX / dim) {
+            st_shape_format(t, s, sizeof s);
+            return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + sh->offset, w->key,
+                           "shape %s has too many elements (overflows 63 bits)", s);
         }
+        numel *= dim;
     }
     size_t esize = st_dtype_info[t->dtype].size;
     if (numel > UINT64_MAX / esize) {
-        char s[256];
         st_shape_format(t, s, sizeof s);
-        return st_fail(d, DIAG_CODE_INPUT, file, base + sh->offset, key,
-                       "shape %s of %s is too many bytes (overflows 64 bits)", s,
-                       st_dtype_info[t->dtype].name);
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + sh->offset, w->key,
+                       "shape %s of %s is too many bytes (overflows 64 bits)", s, st_dtype_info[t->dtype].name);
     }
-    uint64_t nbytes = numel * esize;
+    *nbytes = numel * esize;
+    return 0;
+}
 
-    /* data_offsets */
+/* data_offsets: [begin, end) spanning exactly nbytes inside the data section. */
+static int st_entry_offsets(const json_value *of, const st_where *w, st_tensor *t, uint64_t nbytes,
+                            size_t data_len) {
     if (of->type != JSON_TYPE_ARRAY || of->count != 2)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + of->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + of->offset, w->key,
                        "data_offsets is not a [begin, end] array of two integers");
     for (int k = 0; k < 2; k++)
         if (st_json_uint(&of->items[k], k ? &t->end : &t->begin) < 0)
-            return st_fail(d, DIAG_CODE_INPUT, file, base + of->items[k].offset, key,
-                           "data_offsets[%d] is not a non-negative integer that fits in 64 bits",
-                           k);
+            return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + of->items[k].offset, w->key,
+                           "data_offsets[%d] is not a non-negative integer that fits in 64 bits", k);
     if (t->begin > t->end)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + of->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + of->offset, w->key,
                        "data_offsets [%llu, %llu] has begin > end", (unsigned long long)t->begin,
                        (unsigned long long)t->end);
     if (t->end - t->begin != nbytes) {
         char s[256];
         st_shape_format(t, s, sizeof s);
-        return st_fail(d, DIAG_CODE_INPUT, file, base + of->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + of->offset, w->key,
                        "size mismatch: dtype %s x shape %s is %llu bytes but data_offsets "
                        "[%llu, %llu] span %llu bytes",
-                       st_dtype_info[t->dtype].name, s, (unsigned long long)nbytes,
-                       (unsigned long long)t->begin, (unsigned long long)t->end,
-                       (unsigned long long)(t->end - t->begin));
+                       st_dtype_info[t->dtype].name, s, (unsigned long long)nbytes, (unsigned long long)t->begin,
+                       (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
     }
     if (t->end > data_len)
-        return st_fail(d, DIAG_CODE_INPUT, file, base + of->offset, key,
+        return st_fail(w->d, DIAG_CODE_INPUT, w->file, w->base + of->offset, w->key,
                        "data_offsets [%llu, %llu] end beyond the data section, which is %zu "
                        "bytes",
                        (unsigned long long)t->begin, (unsigned long long)t->end, data_len);
+    return 0;
+}
+
+static int st_entry_parse(const json_value *v, const char *key, size_t base, size_t data_len,
+                          st_tensor *t, const char *file, diag *d) {
+    st_where w = {file, base, key, d};
+    const json_value *dt = NULL, *sh = NULL, *of = NULL;
+    uint64_t nbytes = 0;
+    if (st_entry_keys(v, &w, &dt, &sh, &of) || st_entry_dtype(dt, &w, t) || st_entry_shape(sh, &w, t, &nbytes) ||
+        st_entry_offsets(of, &w, t, nbytes, data_len))
+        return -1;
     return 0;
 }
 

@@ -68,7 +68,7 @@ typedef enum ir_op {
     IR_OP_L2_NORMALIZE,   /* src0 [..., N] / max(||row||_2, 1e-12) over the last axis */
 
     /*
-     * Ops the fusion passes create (compiler/passes.h); the YAML cannot
+     * Ops the fusion passes create (compiler/passes/); the YAML cannot
      * spell them.  Each computes exactly what the unfused chain it replaces
      * computes, with the same float32 rounding points (docs/passes.md).
      */

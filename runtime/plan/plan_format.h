@@ -2,7 +2,7 @@
  * plan_format — the constants of the plan file format, version 2.
  *
  * docs/plan-format.md is the specification; this header holds only what the
- * writer (compiler/plan_write.c) and the reader (runtime/plan_read.c) must
+ * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
  * agree on by number: the header's fixed offsets, the section kinds and
  * their names, and the size of every fixed-width record.  The order of the
  * fields inside each record is spelled out once in each of the two files, in

@@ -1,8 +1,10 @@
 /*
  * cuda_prelude — what turns CUDA kernel text into C++ that g++ compiles for
  * the emulated device.  Force-included (`g++ -std=c++17 -include
- * cuda_prelude.h -I runtime/emu/include -DBERTC_EMU`) in front of the very
- * text NVRTC compiles for the GPU, so both devices run one source.
+ * cuda_prelude.h -I. -Iinclude -DBERTC_EMU`, in the private build folder
+ * where bertc writes its embedded copy of this header and the ones it
+ * includes: compiler/codegen/emu_build.c) in front of the very text NVRTC
+ * compiles for the GPU, so both devices run one source.
  *
  * Design rules, each learnt the hard way (shared/notes/emulated-device.md):
  *
