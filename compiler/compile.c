@@ -16,6 +16,7 @@
 #include "lower.h"
 #include "model.h"
 #include "plan.h"
+#include "tokenizer.h"
 
 #ifndef BERTC_VERSION
 #define BERTC_VERSION "dev"
@@ -78,6 +79,15 @@ static int compile_tokenizer(plan_tokenizer *t, const ir_graph *g, diag *d) {
     t->sep_token = compile_strdup(s->sep_token);
     t->pad_token = compile_strdup(s->pad_token);
     t->mask_token = compile_strdup(s->mask_token);
+    /* The runtime builds its tokenizer from exactly this on first use; build
+     * it now, so a vocabulary it would refuse fails the compile, not the
+     * first request of a service. */
+    tokenizer tk;
+    if (tokenizer_init(&tk, t, d)) {
+        diag_prefix(d, "%s: ", s->vocab_path);
+        return -1;
+    }
+    tokenizer_free(&tk);
     return 0;
 }
 

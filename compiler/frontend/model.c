@@ -936,6 +936,31 @@ static void loader_free(loader *L) {
     free(L->rep.locals);
 }
 
+/*
+ * libyaml's own error, at its place.  A reader error (an encoding problem:
+ * a control character, invalid UTF-8) is reported by byte offset and value,
+ * not by mark; line and column are counted from the offset here.
+ */
+static int model_syntax_error(const yaml_parser_t *parser, const char *name, const char *src, size_t len, diag *d) {
+    const char *problem = parser->problem ? parser->problem : "unknown problem";
+    if (parser->error == YAML_READER_ERROR) {
+        size_t off = parser->problem_offset < len ? parser->problem_offset : len;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (src[i] == '\n') line++, col = 1;
+            else if (((unsigned char)src[i] & 0xc0) != 0x80) col++; /* characters, not UTF-8 continuation bytes */
+        }
+        if (parser->problem_value >= 0)
+            return diag_set_at(d, DIAG_CODE_INPUT, name, src, len, line, col,
+                               "YAML syntax error: %s (#%X at byte %zu)", problem, (unsigned)parser->problem_value, off);
+        return diag_set_at(d, DIAG_CODE_INPUT, name, src, len, line, col, "YAML syntax error: %s (at byte %zu)", problem,
+                           off);
+    }
+    int line = (int)parser->problem_mark.line + 1, col = (int)parser->problem_mark.column + 1;
+    return diag_set_at(d, DIAG_CODE_INPUT, name, src, len, line, col, "YAML syntax error: %s%s%s", problem,
+                       parser->context ? " " : "", parser->context ? parser->context : "");
+}
+
 int model_load_text(model *m, const char *name, const char *text, size_t len, const char *base_dir, diag *d) {
     memset(m, 0, sizeof *m);
     ir_graph_init(&m->graph);
@@ -960,10 +985,7 @@ int model_load_text(model *m, const char *name, const char *text, size_t len, co
     yaml_parser_set_input_string(&parser, (const unsigned char *)m->yaml_text, len);
     int rc;
     if (!yaml_parser_load(&parser, &L.doc)) {
-        int line = (int)parser.problem_mark.line + 1, col = (int)parser.problem_mark.column + 1;
-        rc = diag_set_at(d, DIAG_CODE_INPUT, name, L.src, len, line, col, "YAML syntax error: %s%s%s",
-                         parser.problem ? parser.problem : "unknown problem", parser.context ? " " : "",
-                         parser.context ? parser.context : "");
+        rc = model_syntax_error(&parser, name, L.src, len, d);
         yaml_parser_delete(&parser);
         return rc;
     }
