@@ -3,7 +3,7 @@
  *
  * One text, two compilers.  Each generated kernel is compiled by NVRTC for
  * every GPU architecture and by g++ for the emulated device (BERTC_EMU
- * defined, runtime/emu/core/cuda_prelude.h force-included).  So nothing here or
+ * defined, runtime/emu/cuda_prelude.h force-included).  So nothing here or
  * in the templates may need more than both sides offer: no <math.h> (the
  * float-min constant is spelt through __int_as_float), no identifier that
  * the prelude maps by macro (exp, log, round, abs, fma, ...), no inline
@@ -270,7 +270,7 @@ template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch
 
 /* ------------------------------------------------------------ request block */
 
-/* Layout of runtime/plan/plan_types.h: int32 len, 3 reserved words, then
+/* Layout of compiler/kernels.h: int32 len, 3 reserved words, then
  * input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
 #define BERTC_REQ_HEADER_WORDS 4
 #define BERTC_REQ_INPUT_IDS(bucket) (BERTC_REQ_HEADER_WORDS)
