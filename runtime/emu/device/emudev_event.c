@@ -29,9 +29,8 @@ CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
         ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)))
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuEventCreate: flags 0x%x", flags);
     if ((rc = emudev_sticky("cuEventCreate"))) return rc;
-    emudev_event *e = calloc(1, sizeof *e);
+    emudev_event *e = emudev_obj_new(sizeof *e, EMUDEV_KIND_EVENT);
     if (!e) return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuEventCreate: out of memory");
-    emudev_obj_init(&e->o, EMUDEV_KIND_EVENT);
     e->flags = flags;
     pthread_mutex_init(&e->mu, NULL);
     if (emudev_obj_register(&e->o) != 0) {

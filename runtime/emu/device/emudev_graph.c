@@ -26,9 +26,8 @@
 
 /* Takes over the node list; on NULL (out of memory) it is still the caller's. */
 emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
-    emudev_graph *gr = calloc(1, sizeof *gr);
+    emudev_graph *gr = emudev_obj_new(sizeof *gr, EMUDEV_KIND_GRAPH);
     if (!gr) return NULL;
-    emudev_obj_init(&gr->o, EMUDEV_KIND_GRAPH);
     gr->head = head;
     gr->count = count;
     return gr;
@@ -36,9 +35,8 @@ emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
 
 /* A registered exec holding a deep copy of every node of gr; NULL out of memory. */
 static emudev_exec *emudev_exec_new(const emudev_graph *gr) {
-    emudev_exec *x = calloc(1, sizeof *x);
+    emudev_exec *x = emudev_obj_new(sizeof *x, EMUDEV_KIND_EXEC);
     if (!x) return NULL;
-    emudev_obj_init(&x->o, EMUDEV_KIND_EXEC);
     pthread_mutex_init(&x->run_mu, NULL);
     x->nodes = gr->count ? calloc(gr->count, sizeof *x->nodes) : NULL;
     int ok = !gr->count || x->nodes;

@@ -341,7 +341,9 @@ emudev_obj *emudev_reg_get(const void *p, emudev_kind kind);
 /* Empties the registry; its objects (malloc'd, *n of them; NULL if none). */
 emudev_obj **emudev_reg_take_all_locked(size_t *n);
 
-void emudev_obj_init(emudev_obj *o, emudev_kind kind);
+/* A zeroed object of `size` bytes (an emudev_obj first) holding the
+ * handle's reference; not yet registered.  NULL out of memory. */
+void *emudev_obj_new(size_t size, emudev_kind kind);
 void emudev_obj_get(emudev_obj *o);
 void emudev_obj_put(emudev_obj *o);
 void emudev_obj_free(emudev_obj *o);

@@ -171,12 +171,12 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
     memset(&info, 0, sizeof info);
     if (emudev_image_inspect(image, size, &info) != 0)
         return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
-    emudev_module *m = calloc(1, sizeof *m);
-    if (!m) rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
-    else if (!(rc = emudev_module_check(&info))) rc = emudev_module_fill(m, image, size, &info);
-    if (m) {
-        emudev_obj_init(&m->o, EMUDEV_KIND_MODULE);
+    emudev_module *m = emudev_obj_new(sizeof *m, EMUDEV_KIND_MODULE);
+    if (!m) {
+        rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
+    } else {
         m->kind = info.kind;
+        if (!(rc = emudev_module_check(&info))) rc = emudev_module_fill(m, image, size, &info);
     }
     emudev_image_info_free(&info);
     if (!rc && emudev_obj_register(&m->o) != 0) rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
@@ -233,12 +233,11 @@ static emu_kernel *emudev_module_kernel(emudev_module *m, const char *name, char
 /* A new function of m serving `name` with kernel k, registered and linked
  * into m; or the one another thread added meanwhile; NULL out of memory. */
 static emudev_function *emudev_function_add(emudev_module *m, const char *name, emu_kernel *k) {
-    emudev_function *f = calloc(1, sizeof *f);
+    emudev_function *f = emudev_obj_new(sizeof *f, EMUDEV_KIND_FUNCTION);
     if (!f || !(f->name = strdup(name))) {
         free(f);
         return NULL;
     }
-    emudev_obj_init(&f->o, EMUDEV_KIND_FUNCTION);
     f->module = m;
     f->kernel = k;
     f->nargs = emu_kernel_arg_count(k);

@@ -235,9 +235,12 @@ emudev_obj *emudev_obj_ref(const void *handle, emudev_kind kind) {
     return o;
 }
 
-void emudev_obj_init(emudev_obj *o, emudev_kind kind) {
+void *emudev_obj_new(size_t size, emudev_kind kind) {
+    emudev_obj *o = calloc(1, size);
+    if (!o) return NULL;
     o->kind = kind;
     atomic_init(&o->refs, 1);
+    return o;
 }
 
 int emudev_obj_register(emudev_obj *o) {

@@ -238,9 +238,8 @@ CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags) {
     if (!ph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: NULL pointer");
     if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: flags 0x%x", flags);
     if ((rc = emudev_sticky("cuStreamCreate"))) return rc;
-    emudev_stream *s = calloc(1, sizeof *s);
+    emudev_stream *s = emudev_obj_new(sizeof *s, EMUDEV_KIND_STREAM);
     if (!s) return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuStreamCreate: out of memory");
-    emudev_obj_init(&s->o, EMUDEV_KIND_STREAM);
     s->flags = flags;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
