@@ -762,13 +762,7 @@ static CUresult blaslt_work_run(emudev_work *w) {
     return CUDA_SUCCESS;
 }
 
-static emudev_work *blaslt_work_clone(const emudev_work *w) {
-    blaslt_work *x = malloc(sizeof *x);
-    if (!x) return NULL;
-    memcpy(x, w, sizeof *x);
-    x->base.next = NULL;
-    return &x->base;
-}
+static emudev_work *blaslt_work_clone(const emudev_work *w) { return emudev_work_copy(w, sizeof(blaslt_work)); }
 
 static void blaslt_work_free(emudev_work *w) { free(w); }
 

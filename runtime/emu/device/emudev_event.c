@@ -59,15 +59,10 @@ static CUresult emudev_record_run(emudev_work *w) {
     return CUDA_SUCCESS;
 }
 
-static void emudev_record_free(emudev_work *w) {
-    emudev_obj_put(&((emudev_record_work *)w)->e->o);
-    free(w);
-}
+static void emudev_record_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_record_work *)w)->e->o); }
 
 static emudev_work *emudev_record_clone(const emudev_work *w) {
-    emudev_record_work *n = (emudev_record_work *)emudev_work_copy(w, sizeof *n);
-    if (n) emudev_obj_get(&n->e->o);
-    return n ? &n->w : NULL;
+    return emudev_work_copy_holding(w, sizeof(emudev_record_work), &((const emudev_record_work *)w)->e->o);
 }
 
 static const emudev_work_ops emudev_record_ops = {"cuEventRecord", emudev_record_run, emudev_record_clone,

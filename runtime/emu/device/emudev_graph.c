@@ -84,15 +84,10 @@ static CUresult emudev_launch_run(emudev_work *w) {
     return rc;
 }
 
-static void emudev_launch_free(emudev_work *w) {
-    emudev_obj_put(&((emudev_launch_work *)w)->x->o);
-    free(w);
-}
+static void emudev_launch_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_launch_work *)w)->x->o); }
 
 static emudev_work *emudev_launch_clone(const emudev_work *w) {
-    emudev_launch_work *n = (emudev_launch_work *)emudev_work_copy(w, sizeof *n);
-    if (n) emudev_obj_get(&n->x->o);
-    return n ? &n->w : NULL;
+    return emudev_work_copy_holding(w, sizeof(emudev_launch_work), &((const emudev_launch_work *)w)->x->o);
 }
 
 static const emudev_work_ops emudev_launch_ops = {"cuGraphLaunch", emudev_launch_run, emudev_launch_clone,

@@ -357,6 +357,11 @@ int emudev_obj_register(emudev_obj *o);
 CUresult emudev_obj_destroy(const char *name, const void *handle, emudev_kind kind, const char *what,
                             emudev_stat stat);
 void emudev_work_list_free(emudev_work *w);
+/* The clone and the free of a work record that holds a reference to one
+ * object (the event it records, the exec it launches, the module of the
+ * kernel it runs): the copy takes a reference of its own. */
+emudev_work *emudev_work_copy_holding(const emudev_work *w, size_t bytes, emudev_obj *held);
+void emudev_work_free_holding(emudev_work *w, emudev_obj *held);
 
 /* cuInit, and (need_ctx) a live current context. */
 CUresult emudev_ready(const char *name, int need_ctx);

@@ -341,19 +341,15 @@ static CUresult emudev_kernel_run(emudev_work *w) {
                       kw->f->name, d.text);
 }
 
-static void emudev_kernel_free(emudev_work *w) {
-    emudev_obj_put(&((emudev_kernel_work *)w)->f->module->o);
-    free(w);
-}
+static void emudev_kernel_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_kernel_work *)w)->f->module->o); }
 
 /* One block holds the record, argv and the values, so a clone is a copy with argv rebased. */
 static emudev_work *emudev_kernel_clone(const emudev_work *w) {
     const emudev_kernel_work *kw = (const emudev_kernel_work *)w;
-    emudev_kernel_work *n = (emudev_kernel_work *)emudev_work_copy(w, kw->bytes);
+    emudev_kernel_work *n = (emudev_kernel_work *)emudev_work_copy_holding(w, kw->bytes, &kw->f->module->o);
     if (!n) return NULL;
     n->argv = (void **)((char *)n + ((const char *)kw->argv - (const char *)kw));
     for (unsigned i = 0; i < kw->f->nargs; i++) n->argv[i] = (char *)n + ((const char *)kw->argv[i] - (const char *)kw);
-    emudev_obj_get(&n->f->module->o);
     return &n->w;
 }
 

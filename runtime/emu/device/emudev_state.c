@@ -272,6 +272,17 @@ emudev_work *emudev_work_copy(const emudev_work *w, size_t bytes) {
     return n;
 }
 
+emudev_work *emudev_work_copy_holding(const emudev_work *w, size_t bytes, emudev_obj *held) {
+    emudev_work *n = emudev_work_copy(w, bytes);
+    if (n) emudev_obj_get(held);
+    return n;
+}
+
+void emudev_work_free_holding(emudev_work *w, emudev_obj *held) {
+    emudev_obj_put(held);
+    free(w);
+}
+
 /* ------------------------------------------------------------ settings */
 
 static int emudev_arch_parse(const char *s, int *major, int *minor) {
