@@ -338,14 +338,17 @@ int emudev_reg_add(emudev_obj *o);
 void emudev_reg_remove(const void *p);
 /* The live object of that kind behind a handle, or NULL. */
 emudev_obj *emudev_reg_get(const void *p, emudev_kind kind);
-/* Empties the registry; its objects (malloc'd, *n of them; NULL if none). */
+/* Empties the registry and hands over its objects (a malloc'd array of
+ * *n; NULL if none). */
 emudev_obj **emudev_reg_take_all_locked(size_t *n);
 
 /* A zeroed object of `size` bytes (an emudev_obj first) holding the
  * handle's reference; not yet registered.  NULL out of memory. */
 void *emudev_obj_new(size_t size, emudev_kind kind);
 void emudev_obj_get(emudev_obj *o);
+/* Drops a reference (NULL: nothing); the last one frees the object. */
 void emudev_obj_put(emudev_obj *o);
+/* Frees an object of any kind with what it owns, whatever its references. */
 void emudev_obj_free(emudev_obj *o);
 /* Looks a handle up and takes a reference; NULL if it is not a live object of that kind. */
 emudev_obj *emudev_obj_ref(const void *handle, emudev_kind kind);
@@ -382,8 +385,11 @@ CUresult emudev_capture_legacy_locked(const char *name);
 CUresult emudev_stream_resolve_locked(CUstream h, const char *name, emudev_stream **out);
 CUresult emudev_stream_resolve(CUstream h, const char *name, emudev_stream **out);
 int emudev_stream_capturing(emudev_stream *s);
+/* Runs s's queue on the calling thread. */
 void emudev_stream_drain(emudev_stream *s);
+/* Drains every stream (blocking_only: those the legacy stream waits for), then the legacy stream. */
 void emudev_streams_drain(int blocking_only);
+/* A synchronisation of s in the driver's order (cuStreamSynchronize without the capture checks). */
 void emudev_stream_sync(emudev_stream *s);
 /* Takes s's queued work out, unrun; the caller frees it. */
 emudev_work *emudev_stream_queue_take(emudev_stream *s);
@@ -405,7 +411,8 @@ void emudev_image_release(emu_image *im, int fd);
 
 /* ------------------------------------------------------------ emudev_graph.c */
 
-/* A graph owning the node list head (count nodes); NULL out of memory. */
+/* A new graph that takes over the node list head (count nodes); NULL out
+ * of memory, and the list is still the caller's. */
 emudev_graph *emudev_graph_new(emudev_work *head, size_t count);
 
 #endif
