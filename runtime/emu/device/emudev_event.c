@@ -21,6 +21,13 @@
 
 #include "emudev_internal.h"
 
+static void emudev_event_free(emudev_obj *o) {
+    emudev_event *e = (emudev_event *)o;
+    emudev_obj_put(e->stream ? &e->stream->o : NULL);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
 CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
     CUresult rc = emudev_enter("cuEventCreate", 1);
     if (rc) return rc;
@@ -29,7 +36,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
         ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)))
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuEventCreate: flags 0x%x", flags);
     if ((rc = emudev_sticky("cuEventCreate"))) return rc;
-    emudev_event *e = emudev_obj_new(sizeof *e, EMUDEV_KIND_EVENT);
+    emudev_event *e = emudev_obj_new(sizeof *e, EMUDEV_KIND_EVENT, emudev_event_free);
     if (!e) return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuEventCreate: out of memory");
     e->flags = flags;
     pthread_mutex_init(&e->mu, NULL);

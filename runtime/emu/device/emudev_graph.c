@@ -4,7 +4,8 @@
  *
  * A graph is the list of work items its capture recorded, in capture
  * order (every capture here is a single stream, so the list is the
- * dependency order).  cuGraphInstantiate deep-copies every node into the
+ * dependency order).  cuStreamEndCapture lives here, because what it makes
+ * is a graph: emudev_stream.c ends the capture and hands over its work.  cuGraphInstantiate deep-copies every node into the
  * exec (each work kind knows how to clone itself, kernel arguments
  * included), so an exec stays valid after its graph is destroyed and its
  * arguments are frozen as they were at capture.  cuGraphLaunch queues one
@@ -24,18 +25,58 @@
 
 /* ------------------------------------------------------------ graphs */
 
-/* Takes over the node list; on NULL (out of memory) it is still the caller's. */
-emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
-    emudev_graph *gr = emudev_obj_new(sizeof *gr, EMUDEV_KIND_GRAPH);
+static void emudev_graph_free(emudev_obj *o) {
+    emudev_work_list_free(((emudev_graph *)o)->head);
+    free(o);
+}
+
+static void emudev_exec_free(emudev_obj *o) {
+    emudev_exec *x = (emudev_exec *)o;
+    for (size_t i = 0; i < x->count; i++) x->nodes[i]->ops->free(x->nodes[i]);
+    free(x->nodes);
+    pthread_mutex_destroy(&x->run_mu);
+    free(x);
+}
+
+/* A new graph that takes over the node list head (count nodes); NULL out
+ * of memory, and the list is still the caller's. */
+static emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
+    emudev_graph *gr = emudev_obj_new(sizeof *gr, EMUDEV_KIND_GRAPH, emudev_graph_free);
     if (!gr) return NULL;
     gr->head = head;
     gr->count = count;
     return gr;
 }
 
+/* The stream's half is emudev_stream_capture_end; this half makes the graph. */
+CUresult CUDAAPI cuStreamEndCapture(CUstream hs, CUgraph *phGraph) {
+    CUresult rc = emudev_enter("cuStreamEndCapture", 1);
+    if (rc) return rc;
+    if (!phGraph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamEndCapture: NULL pointer");
+    emudev_work *nodes = NULL;
+    size_t count = 0;
+    int invalid = 0;
+    if ((rc = emudev_stream_capture_end(hs, &nodes, &count, &invalid))) return rc;
+    *phGraph = NULL;
+    if (invalid) {
+        emudev_work_list_free(nodes);
+        return EMUDEV_ERR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                          "cuStreamEndCapture: the capture was invalidated by an earlier prohibited call");
+    }
+    emudev_graph *gr = emudev_graph_new(nodes, count);
+    if (!gr || emudev_obj_register(&gr->o) != 0) {
+        if (gr) emudev_obj_free(&gr->o);
+        else emudev_work_list_free(nodes);
+        return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuStreamEndCapture: out of memory");
+    }
+    emudev_stat_add(EMUDEV_STAT_GRAPHS, 1);
+    *phGraph = gr;
+    return CUDA_SUCCESS;
+}
+
 /* A registered exec holding a deep copy of every node of gr; NULL out of memory. */
 static emudev_exec *emudev_exec_new(const emudev_graph *gr) {
-    emudev_exec *x = emudev_obj_new(sizeof *x, EMUDEV_KIND_EXEC);
+    emudev_exec *x = emudev_obj_new(sizeof *x, EMUDEV_KIND_EXEC, emudev_exec_free);
     if (!x) return NULL;
     pthread_mutex_init(&x->run_mu, NULL);
     x->nodes = gr->count ? calloc(gr->count, sizeof *x->nodes) : NULL;

@@ -4,7 +4,10 @@
  *
  * The CUDA driver API half is cut by area; each file owns one kind of
  * object or one mechanism, and the state they all touch is declared in the
- * last part of this header:
+ * last part of this header.  Calls between the files go one way only (no
+ * two call each other, directly or around a loop): emudev_state.c calls
+ * none of the others (an object carries its kind's free function),
+ * emudev_stream.c only emudev_state.c, and the rest call down to them.
  *
  *   emudev_state.c    the objects' common life: global state, the handle
  *                     registry, reference counting, settings, failure
@@ -15,7 +18,7 @@
  *                     destroying the context destroys
  *   emudev_memory.c   device and pinned allocations, copies
  *   emudev_module.c   loading module images, functions, kernel launches
- *   emudev_graph.c    captured graphs, their instantiation and launch
+ *   emudev_graph.c    graphs: made by ending a capture, instantiated, launched
  *   emudev_event.c    events: records, synchronisation, timing
  *   emudev_control.c  the control API of emudev.h (bertc_emudev_*)
  *
@@ -186,6 +189,10 @@ typedef enum emudev_kind {
 typedef struct emudev_obj {
     emudev_kind kind;
     atomic_int refs;   /* the handle's reference + one per work item / node holding it */
+    /* Frees the object and what it owns; set by the file of its kind, so
+     * that the reference counting needs to know no kind.  NULL: owned by
+     * another object (a function by its module), never freed alone. */
+    void (*free)(struct emudev_obj *o);
 } emudev_obj;
 
 typedef struct CUctx_st {
@@ -343,12 +350,13 @@ emudev_obj *emudev_reg_get(const void *p, emudev_kind kind);
 emudev_obj **emudev_reg_take_all_locked(size_t *n);
 
 /* A zeroed object of `size` bytes (an emudev_obj first) holding the
- * handle's reference; not yet registered.  NULL out of memory. */
-void *emudev_obj_new(size_t size, emudev_kind kind);
+ * handle's reference, freed by free_fn; not yet registered.  NULL out of
+ * memory. */
+void *emudev_obj_new(size_t size, emudev_kind kind, void (*free_fn)(emudev_obj *o));
 void emudev_obj_get(emudev_obj *o);
 /* Drops a reference (NULL: nothing); the last one frees the object. */
 void emudev_obj_put(emudev_obj *o);
-/* Frees an object of any kind with what it owns, whatever its references. */
+/* Frees an object with what it owns (its emudev_obj.free), whatever its references. */
 void emudev_obj_free(emudev_obj *o);
 /* Looks a handle up and takes a reference; NULL if it is not a live object of that kind. */
 emudev_obj *emudev_obj_ref(const void *handle, emudev_kind kind);
@@ -395,6 +403,10 @@ void emudev_stream_sync(emudev_stream *s);
 emudev_work *emudev_stream_queue_take(emudev_stream *s);
 /* Ends s's capture, if any, and takes the work it recorded; the caller frees it. */
 emudev_work *emudev_stream_capture_take(emudev_stream *s);
+/* cuStreamEndCapture's half that concerns the stream: ends the capture of
+ * hs and hands over the work it recorded (*count items) and whether a
+ * prohibited call invalidated it. */
+CUresult emudev_stream_capture_end(CUstream hs, emudev_work **nodes, size_t *count, int *invalid);
 /* Queues or records w; the caller has run emudev_should_fail for its own name. */
 CUresult emudev_submit_named(CUstream h, emudev_work *w, const char *name);
 
@@ -408,11 +420,5 @@ void emudev_memory_free_all(void);
 /* Loads an EMU image from `size` bytes; NULL with `why` on failure. */
 emu_image *emudev_image_load(const void *data, size_t size, int *fd_out, char *why, size_t cap);
 void emudev_image_release(emu_image *im, int fd);
-
-/* ------------------------------------------------------------ emudev_graph.c */
-
-/* A new graph that takes over the node list head (count nodes); NULL out
- * of memory, and the list is still the caller's. */
-emudev_graph *emudev_graph_new(emudev_work *head, size_t count);
 
 #endif

@@ -128,6 +128,20 @@ void emudev_image_release(emu_image *im, int fd) {
 
 /* ------------------------------------------------------------ modules */
 
+/* A module owns its functions: they die with it. */
+static void emudev_module_free(emudev_obj *o) {
+    emudev_module *m = (emudev_module *)o;
+    for (emudev_function *f = m->functions, *next; f; f = next) {
+        next = f->next;
+        free(f->name);
+        free(f);
+    }
+    if (m->image) emudev_image_release(m->image, m->fd);
+    for (int i = 0; i < m->nentries; i++) free(m->entries[i]);
+    free(m->entries);
+    free(m);
+}
+
 /* Whether the image can run on the capability the device claims, as the driver decides before loading. */
 static CUresult emudev_module_check(const emudev_image_info *info) {
     int major = atomic_load(&emudev_g.arch_major), minor = atomic_load(&emudev_g.arch_minor);
@@ -171,7 +185,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image) {
     memset(&info, 0, sizeof info);
     if (emudev_image_inspect(image, size, &info) != 0)
         return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
-    emudev_module *m = emudev_obj_new(sizeof *m, EMUDEV_KIND_MODULE);
+    emudev_module *m = emudev_obj_new(sizeof *m, EMUDEV_KIND_MODULE, emudev_module_free);
     if (!m) {
         rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData: out of memory");
     } else {
@@ -233,7 +247,7 @@ static emu_kernel *emudev_module_kernel(emudev_module *m, const char *name, char
 /* A new function of m serving `name` with kernel k, registered and linked
  * into m; or the one another thread added meanwhile; NULL out of memory. */
 static emudev_function *emudev_function_add(emudev_module *m, const char *name, emu_kernel *k) {
-    emudev_function *f = emudev_obj_new(sizeof *f, EMUDEV_KIND_FUNCTION);
+    emudev_function *f = emudev_obj_new(sizeof *f, EMUDEV_KIND_FUNCTION, NULL);
     if (!f || !(f->name = strdup(name))) {
         free(f);
         return NULL;

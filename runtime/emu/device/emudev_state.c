@@ -8,7 +8,9 @@
  * reading freed memory.  Objects are reference-counted because queued work
  * and graph nodes outlive the handle the user destroys (CUDA releases such
  * resources "once the device has completed all work"); the last reference
- * frees the object, whatever its kind, in emudev_obj_free.
+ * frees the object through the function the file of its kind gave it
+ * (emudev_obj.free), so this file needs to know no kind's insides and
+ * calls no other file of the device.
  *
  * Errors are sticky for the context, as a kernel fault is on a GPU: after a
  * failed work item nothing else runs, every synchronisation and every
@@ -186,44 +188,7 @@ void emudev_work_list_free(emudev_work *w) {
 }
 
 void emudev_obj_free(emudev_obj *o) {
-    switch (o->kind) {
-    case EMUDEV_KIND_STREAM: {
-        emudev_stream *s = (emudev_stream *)o;
-        emudev_work_list_free(s->head);
-        emudev_work_list_free(s->cap_head);
-        pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->cv);
-        break;
-    }
-    case EMUDEV_KIND_EVENT: {
-        emudev_event *e = (emudev_event *)o;
-        emudev_obj_put(e->stream ? &e->stream->o : NULL);
-        pthread_mutex_destroy(&e->mu);
-        break;
-    }
-    case EMUDEV_KIND_MODULE: {
-        emudev_module *m = (emudev_module *)o;
-        for (emudev_function *f = m->functions, *next; f; f = next) {
-            next = f->next;
-            free(f->name);
-            free(f);
-        }
-        if (m->image) emudev_image_release(m->image, m->fd);
-        for (int i = 0; i < m->nentries; i++) free(m->entries[i]);
-        free(m->entries);
-        break;
-    }
-    case EMUDEV_KIND_FUNCTION: return;   /* owned by its module */
-    case EMUDEV_KIND_GRAPH: emudev_work_list_free(((emudev_graph *)o)->head); break;
-    case EMUDEV_KIND_EXEC: {
-        emudev_exec *x = (emudev_exec *)o;
-        for (size_t i = 0; i < x->count; i++) x->nodes[i]->ops->free(x->nodes[i]);
-        free(x->nodes);
-        pthread_mutex_destroy(&x->run_mu);
-        break;
-    }
-    }
-    free(o);
+    if (o->free) o->free(o);
 }
 
 /* Looks a handle up and takes a reference; NULL if it is not a live object of that kind. */
@@ -235,11 +200,12 @@ emudev_obj *emudev_obj_ref(const void *handle, emudev_kind kind) {
     return o;
 }
 
-void *emudev_obj_new(size_t size, emudev_kind kind) {
+void *emudev_obj_new(size_t size, emudev_kind kind, void (*free_fn)(emudev_obj *o)) {
     emudev_obj *o = calloc(1, size);
     if (!o) return NULL;
     o->kind = kind;
     atomic_init(&o->refs, 1);
+    o->free = free_fn;
     return o;
 }
 

@@ -19,7 +19,9 @@
  * GPU under load.  A prohibited call invalidates the captures it offends,
  * as the driver does, and cuStreamEndCapture then answers
  * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.  Captured work becomes the node
- * list of a graph (emudev_graph.c).
+ * list of a graph: emudev_stream_capture_end hands it to cuStreamEndCapture
+ * in emudev_graph.c, so that streams need not know graphs (graphs are
+ * launched on streams, and the files must not call each other).
  *
  * Threads: capture state and the stream list are under emudev_g.mu; each
  * stream has its own mutex for its queue and a `draining` flag so that
@@ -232,13 +234,22 @@ CUresult emudev_submit(CUstream s, emudev_work *w) { return emudev_submit_named(
 
 /* ------------------------------------------------------------ streams */
 
+static void emudev_stream_free(emudev_obj *o) {
+    emudev_stream *s = (emudev_stream *)o;
+    emudev_work_list_free(s->head);
+    emudev_work_list_free(s->cap_head);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
 CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags) {
     CUresult rc = emudev_enter("cuStreamCreate", 1);
     if (rc) return rc;
     if (!ph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: NULL pointer");
     if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: flags 0x%x", flags);
     if ((rc = emudev_sticky("cuStreamCreate"))) return rc;
-    emudev_stream *s = emudev_obj_new(sizeof *s, EMUDEV_KIND_STREAM);
+    emudev_stream *s = emudev_obj_new(sizeof *s, EMUDEV_KIND_STREAM, emudev_stream_free);
     if (!s) return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuStreamCreate: out of memory");
     s->flags = flags;
     pthread_mutex_init(&s->mu, NULL);
@@ -336,13 +347,8 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hs, CUstreamCaptureMode mode) {
     return rc;
 }
 
-CUresult CUDAAPI cuStreamEndCapture(CUstream hs, CUgraph *phGraph) {
-    CUresult rc = emudev_enter("cuStreamEndCapture", 1);
-    if (rc) return rc;
-    if (!phGraph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamEndCapture: NULL pointer");
-    emudev_work *nodes = NULL;
-    size_t count = 0;
-    int invalid = 0;
+CUresult emudev_stream_capture_end(CUstream hs, emudev_work **nodes, size_t *count, int *invalid) {
+    CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&emudev_g.mu);
     emudev_stream *s = (emudev_stream *)emudev_reg_get(hs, EMUDEV_KIND_STREAM);
     if (!s) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuStreamEndCapture: %p is not a live stream", (void *)hs);
@@ -352,31 +358,12 @@ CUresult CUDAAPI cuStreamEndCapture(CUstream hs, CUgraph *phGraph) {
                         "cuStreamEndCapture: a %s-mode capture must be ended by the thread that began it",
                         emudev_mode_name(s->cap_mode));
     else {
-        nodes = s->cap_head;
-        count = s->cap_count;
-        invalid = s->cap_invalid;
-        s->cap_head = s->cap_tail = NULL;
+        *count = s->cap_count;
+        *invalid = s->cap_invalid;
+        *nodes = emudev_stream_capture_take(s);
         s->cap_count = 0;
-        s->capturing = 0;
         s->cap_invalid = 0;
     }
     pthread_mutex_unlock(&emudev_g.mu);
-    if (rc) return rc;
-    *phGraph = NULL;
-    if (invalid) {
-        emudev_work_list_free(nodes);
-        return EMUDEV_ERR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-                          "cuStreamEndCapture: the capture was invalidated by an earlier prohibited call");
-    }
-    emudev_graph *gr = emudev_graph_new(nodes, count);
-    int bad = !gr || emudev_obj_register(&gr->o) != 0;
-    if (bad) {
-        if (gr) emudev_obj_free(&gr->o);
-        else emudev_work_list_free(nodes);
-        return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuStreamEndCapture: out of memory");
-    }
-    emudev_stat_add(EMUDEV_STAT_GRAPHS, 1);
-    *phGraph = gr;
-    return CUDA_SUCCESS;
+    return rc;
 }
-
