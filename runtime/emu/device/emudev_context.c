@@ -110,26 +110,23 @@ static CUresult emudev_device_check(const char *name, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceGetCount(int *count) {
-    CUresult rc = emudev_enter("cuDeviceGetCount", 0);
+    CUresult rc = emudev_enter_result("cuDeviceGetCount", 0, count);
     if (rc) return rc;
-    if (!count) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetCount: NULL pointer");
     *count = 1;
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
-    CUresult rc = emudev_enter("cuDeviceGet", 0);
+    CUresult rc = emudev_enter_result("cuDeviceGet", 0, device);
     if (rc) return rc;
-    if (!device) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDeviceGet: NULL pointer");
     if ((rc = emudev_device_check("cuDeviceGet", ordinal))) return rc;
     *device = 0;
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
-    CUresult rc = emudev_enter("cuDeviceGetAttribute", 0);
+    CUresult rc = emudev_enter_result("cuDeviceGetAttribute", 0, pi);
     if (rc) return rc;
-    if (!pi) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: NULL pointer");
     if ((rc = emudev_device_check("cuDeviceGetAttribute", dev))) return rc;
     switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = atomic_load(&emudev_g.arch_major); break;
@@ -208,9 +205,8 @@ static void emudev_context_destroy(void) {
 /* ------------------------------------------------------------ the primary context */
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
-    CUresult rc = emudev_enter("cuDevicePrimaryCtxRetain", 0);
+    CUresult rc = emudev_enter_result("cuDevicePrimaryCtxRetain", 0, pctx);
     if (rc) return rc;
-    if (!pctx) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDevicePrimaryCtxRetain: NULL pointer");
     if ((rc = emudev_device_check("cuDevicePrimaryCtxRetain", dev))) return rc;
     pthread_mutex_lock(&emudev_g.mu);
     atomic_fetch_add(&emudev_g.primary_refs, 1);
@@ -246,9 +242,8 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx) {
-    CUresult rc = emudev_enter("cuCtxGetCurrent", 0);
+    CUresult rc = emudev_enter_result("cuCtxGetCurrent", 0, pctx);
     if (rc) return rc;
-    if (!pctx) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuCtxGetCurrent: NULL pointer");
     *pctx = emudev_tls_ctx;
     return CUDA_SUCCESS;
 }

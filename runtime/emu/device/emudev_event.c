@@ -29,9 +29,8 @@ static void emudev_event_free(emudev_obj *o) {
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags) {
-    CUresult rc = emudev_enter("cuEventCreate", 1);
+    CUresult rc = emudev_enter_result("cuEventCreate", 1, ph);
     if (rc) return rc;
-    if (!ph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuEventCreate: NULL pointer");
     if (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS) ||
         ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)))
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuEventCreate: flags 0x%x", flags);
@@ -151,9 +150,8 @@ static void emudev_event_look(emudev_event *e, emudev_event_view *v) {
 }
 
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent hstart, CUevent hend) {
-    CUresult rc = emudev_enter("cuEventElapsedTime", 1);
+    CUresult rc = emudev_enter_result("cuEventElapsedTime", 1, ms);
     if (rc) return rc;
-    if (!ms) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuEventElapsedTime: NULL pointer");
     emudev_event *a = (emudev_event *)emudev_obj_ref(hstart, EMUDEV_KIND_EVENT);
     emudev_event *b = (emudev_event *)emudev_obj_ref(hend, EMUDEV_KIND_EVENT);
     if (!a || !b) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime: not a live event");

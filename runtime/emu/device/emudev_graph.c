@@ -50,9 +50,8 @@ static emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
 
 /* The stream's half is emudev_stream_capture_end; this half makes the graph. */
 CUresult CUDAAPI cuStreamEndCapture(CUstream hs, CUgraph *phGraph) {
-    CUresult rc = emudev_enter("cuStreamEndCapture", 1);
+    CUresult rc = emudev_enter_result("cuStreamEndCapture", 1, phGraph);
     if (rc) return rc;
-    if (!phGraph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamEndCapture: NULL pointer");
     emudev_work *nodes = NULL;
     size_t count = 0;
     int invalid = 0;
@@ -92,9 +91,8 @@ static emudev_exec *emudev_exec_new(const emudev_graph *gr) {
 }
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phExec, CUgraph hGraph, unsigned long long flags) {
-    CUresult rc = emudev_enter("cuGraphInstantiate", 1);
+    CUresult rc = emudev_enter_result("cuGraphInstantiate", 1, phExec);
     if (rc) return rc;
-    if (!phExec) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuGraphInstantiate: NULL pointer");
     const unsigned long long known = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
                                      CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
                                      CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;

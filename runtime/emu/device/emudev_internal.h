@@ -378,6 +378,9 @@ void emudev_work_free_holding(emudev_work *w, emudev_obj *held);
 CUresult emudev_ready(const char *name, int need_ctx);
 /* Every CUDA function starts here: an injected failure first, then emudev_ready. */
 CUresult emudev_enter(const char *name, int need_ctx);
+/* emudev_enter, then the pointer the call returns its result through
+ * (INVALID_VALUE "NULL pointer" if it is NULL). */
+CUresult emudev_enter_result(const char *name, int need_ctx, const void *result);
 void emudev_sticky_set(CUresult code);
 /* The context's sticky error, with the message of the failure that set it. */
 CUresult emudev_sticky(const char *name);

@@ -135,9 +135,8 @@ void emudev_memory_free_all(void) {
 /* ------------------------------------------------------------ memory */
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
-    CUresult rc = emudev_enter("cuMemAlloc", 1);
+    CUresult rc = emudev_enter_result("cuMemAlloc", 1, dptr);
     if (rc) return rc;
-    if (!dptr) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc: NULL pointer");
     if (bytesize == 0) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc: 0 bytes");
     if ((rc = emudev_capture_unsafe("cuMemAlloc")) || (rc = emudev_sticky("cuMemAlloc"))) return rc;
     void *p;
@@ -165,9 +164,8 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
-    CUresult rc = emudev_enter("cuMemHostAlloc", 1);
+    CUresult rc = emudev_enter_result("cuMemHostAlloc", 1, pp);
     if (rc) return rc;
-    if (!pp) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: NULL pointer");
     if (bytesize == 0) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: 0 bytes");
     if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: unknown flags 0x%x", flags);

@@ -319,6 +319,12 @@ CUresult emudev_enter(const char *name, int need_ctx) {
     return emudev_ready(name, need_ctx);
 }
 
+CUresult emudev_enter_result(const char *name, int need_ctx, const void *result) {
+    CUresult rc = emudev_enter(name, need_ctx);
+    if (rc == CUDA_SUCCESS && !result) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: NULL pointer", name);
+    return rc;
+}
+
 void emudev_sticky_set(CUresult code) {
     pthread_mutex_lock(&emudev_g.mu);
     if (atomic_load(&emudev_g.sticky) == 0) {

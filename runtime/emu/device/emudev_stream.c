@@ -244,9 +244,8 @@ static void emudev_stream_free(emudev_obj *o) {
 }
 
 CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags) {
-    CUresult rc = emudev_enter("cuStreamCreate", 1);
+    CUresult rc = emudev_enter_result("cuStreamCreate", 1, ph);
     if (rc) return rc;
-    if (!ph) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: NULL pointer");
     if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuStreamCreate: flags 0x%x", flags);
     if ((rc = emudev_sticky("cuStreamCreate"))) return rc;
     emudev_stream *s = emudev_obj_new(sizeof *s, EMUDEV_KIND_STREAM, emudev_stream_free);
