@@ -4,15 +4,16 @@
  *
  * A graph is the list of work items its capture recorded, in capture
  * order (every capture here is a single stream, so the list is the
- * dependency order).  cuStreamEndCapture lives here, because what it makes
- * is a graph: emudev_stream.c ends the capture and hands over its work.  cuGraphInstantiate deep-copies every node into the
- * exec (each work kind knows how to clone itself, kernel arguments
- * included), so an exec stays valid after its graph is destroyed and its
- * arguments are frozen as they were at capture.  cuGraphLaunch queues one
- * work item that runs the exec's nodes in order and stops at the first
- * failure, whose error becomes the context's sticky error like any other
- * work's.  Launches of one exec are serialised by its own mutex: the
- * nodes' records are shared by every launch of the exec.
+ * dependency order).  cuStreamEndCapture lives here, because what it
+ * makes is a graph: emudev_stream.c ends the capture and hands over its
+ * work.  cuGraphInstantiate deep-copies every node into the exec (each
+ * work kind knows how to clone itself, kernel arguments included), so an
+ * exec stays valid after its graph is destroyed and its arguments are
+ * frozen as they were at capture.  cuGraphLaunch queues one work item that
+ * runs the exec's nodes in order and stops at the first failure, whose
+ * error becomes the context's sticky error like any other work's.
+ * Launches of one exec are serialised by its own mutex: the nodes' records
+ * are shared by every launch of the exec.
  *
  * Nodes may outlive the memory and objects they name; the objects are
  * held by reference, and copies and matmuls check their ranges again when
