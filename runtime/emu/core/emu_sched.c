@@ -653,8 +653,9 @@ static void emu_describe_deadlock(emu_run *r) {
 
 /* ------------------------------------------------------------ launch */
 
-emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
-                             unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed, diag *d) {
+/* The launch's configuration against the device's limits and the kernel's. */
+static emu_status emu_launch_check(const emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                                   unsigned shared_bytes, void **args, emu_schedule sched, diag *d) {
     const char *name = k->desc->name;
     if (!grid || !block) {
         diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: grid or block is NULL", name);
@@ -694,7 +695,13 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
                      k->desc->nargs);
             return EMU_STATUS_INVALID;
         }
+    return EMU_STATUS_OK;
+}
 
+/* A run of a checked launch: the block's fibers' stacks (from the pool),
+ * its dynamic shared memory and the warps' lanes.  NULL out of memory. */
+static emu_run *emu_run_new(emu_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                            void **args, emu_schedule sched, uint64_t seed) {
     unsigned n = block[0] * block[1] * block[2];
     emu_run *r = calloc(1, sizeof *r);
     void *smem = NULL;
@@ -704,8 +711,7 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
         free(r);
         free(smem);
         if (stacks) emu_stacks_put(stacks);
-        diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: out of memory", name);
-        return EMU_STATUS_NO_MEMORY;
+        return NULL;
     }
     r->launch.ops = &emu_ops;
     r->launch.block_dim = (bertc_emu_u3){block[0], block[1], block[2]};
@@ -723,36 +729,64 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
         unsigned lanes = n - w * 32u;
         r->warps[w].exists = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
     }
+    return r;
+}
 
-    int serial = (k->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
-    if (serial) pthread_mutex_lock(&k->image->launch_lock);
-    emu_status st = EMU_STATUS_OK;
-    uint64_t blocks = 0;
-    for (unsigned z = 0; z < grid[2] && st == EMU_STATUS_OK; z++)
-        for (unsigned y = 0; y < grid[1] && st == EMU_STATUS_OK; y++)
-            for (unsigned x = 0; x < grid[0] && st == EMU_STATUS_OK; x++) {
-                r->launch.block_idx = (bertc_emu_u3){x, y, z};
-                st = emu_run_block(r);
-                blocks++;
-            }
-    if (serial) pthread_mutex_unlock(&k->image->launch_lock);
-
-    if (st != EMU_STATUS_OK) {
-        if (st == EMU_STATUS_DEADLOCK) emu_describe_deadlock(r);
-        diag_set(d, DIAG_CODE_INTERNAL, "%s", r->msg);
-#ifdef EMU_ASAN
-        /* fibers abandoned mid-call leave poisoned frames behind */
-        for (unsigned i = 0; i < n; i++)
-            __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), emu_fiber_stack_size(r, i));
-#endif
-    }
-    emu_stats_last.blocks = blocks;
-    emu_stats_last.threads = n;
-    emu_stats_last.switches = r->switches;
-    emu_stacks_put(stacks);
-    free(smem);
+static void emu_run_free(emu_run *r) {
+    emu_stacks_put(r->stacks);
+    free(r->launch.dyn_smem);
     free(r->stage);
     free(r);
+}
+
+/* Runs the blocks one after another, x fastest, until one fails; *blocks
+ * counts those started.  In an image built with BERTC_EMU_SANITIZE,
+ * __shared__ is plain static rather than thread_local, so launches of its
+ * kernels must not overlap: they are serialised per image. */
+static emu_status emu_run_grid(emu_run *r, uint64_t *blocks) {
+    const bertc_emu_u3 *grid = &r->launch.grid_dim;
+    int serial = (r->kernel->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
+    if (serial) pthread_mutex_lock(&r->kernel->image->launch_lock);
+    emu_status st = EMU_STATUS_OK;
+    *blocks = 0;
+    for (unsigned z = 0; z < grid->z && st == EMU_STATUS_OK; z++)
+        for (unsigned y = 0; y < grid->y && st == EMU_STATUS_OK; y++)
+            for (unsigned x = 0; x < grid->x && st == EMU_STATUS_OK; x++) {
+                r->launch.block_idx = (bertc_emu_u3){x, y, z};
+                st = emu_run_block(r);
+                (*blocks)++;
+            }
+    if (serial) pthread_mutex_unlock(&r->kernel->image->launch_lock);
+    return st;
+}
+
+/* A failed run: its message to d, and the stacks made fit for reuse. */
+static void emu_run_report(emu_run *r, emu_status st, diag *d) {
+    if (st == EMU_STATUS_DEADLOCK) emu_describe_deadlock(r);
+    diag_set(d, DIAG_CODE_INTERNAL, "%s", r->msg);
+#ifdef EMU_ASAN
+    /* fibers abandoned mid-call leave poisoned frames behind */
+    for (unsigned i = 0; i < r->nthreads; i++)
+        __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), emu_fiber_stack_size(r, i));
+#endif
+}
+
+emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                             unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed, diag *d) {
+    emu_status st = emu_launch_check(k, grid, block, shared_bytes, args, sched, d);
+    if (st != EMU_STATUS_OK) return st;
+    emu_run *r = emu_run_new(k, grid, block, shared_bytes, args, sched, seed);
+    if (!r) {
+        diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: out of memory", k->desc->name);
+        return EMU_STATUS_NO_MEMORY;
+    }
+    uint64_t blocks;
+    st = emu_run_grid(r, &blocks);
+    if (st != EMU_STATUS_OK) emu_run_report(r, st, d);
+    emu_stats_last.blocks = blocks;
+    emu_stats_last.threads = r->nthreads;
+    emu_stats_last.switches = r->switches;
+    emu_run_free(r);
     return st;
 }
 

@@ -454,10 +454,13 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
 typedef struct blaslt_problem {
     emudev_gemm_args g;                   /* without pointers, alpha, beta */
     int32_t types[4];                     /* cudaDataType of A, B, C, D */
+    emudev_type et[4];                    /* the same, as the arithmetic's types */
     const blaslt_layout *lay[4];
     size_t es[4];                         /* element bytes of A, B, C, D */
     size_t bias_es;
 } blaslt_problem;
+
+static const char *const blaslt_operand_names[4] = {"A", "B", "C", "D"};
 
 static int blaslt_type_map(int32_t t, emudev_type *out, size_t *es) {
     switch (t) {
@@ -468,30 +471,22 @@ static int blaslt_type_map(int32_t t, emudev_type *out, size_t *es) {
     }
 }
 
-/*
- * The rules a matmul must satisfy; shared by the heuristic and the matmul
- * (which re-checks, as the real one does, because descriptors may change
- * in between).  Each rule names its source.  Returns SUCCESS with *q
- * filled, or the status and a message.
- */
-static cublasStatus_t blaslt_problem_check(const char *fn, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
-                                           cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc,
-                                           cublasLtMatrixLayout_t Ddesc, blaslt_problem *q) {
-    static const char names[4] = {'A', 'B', 'C', 'D'};
-    memset(q, 0, sizeof *q);
-    const blaslt_desc *d = blaslt_desc_get(desc);
-    if (!d) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: computeDesc is not a live matmul descriptor", fn);
-    cublasLtMatrixLayout_t in[4] = {Adesc, Bdesc, Cdesc, Ddesc};
-    emudev_type et[4];
+/* The four layouts, live and of a data type the emulation has. */
+static cublasStatus_t blaslt_problem_operands(const char *fn, const cublasLtMatrixLayout_t in[4], blaslt_problem *q) {
     for (int i = 0; i < 4; i++) {
         q->lay[i] = blaslt_layout_get(in[i]);
         if (!q->lay[i])
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %cdesc is not a live matrix layout", fn, names[i]);
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %sdesc is not a live matrix layout", fn,
+                               blaslt_operand_names[i]);
         q->types[i] = (int32_t)q->lay[i]->type;
-        if (!blaslt_type_map(q->types[i], &et[i], &q->es[i]))
-            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: %c has data type %d; the emulation has R_32F, R_16F, R_16BF",
-                               fn, names[i], (int)q->types[i]);
+        if (!blaslt_type_map(q->types[i], &q->et[i], &q->es[i]))
+            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: %s has data type %d; the emulation has R_32F, R_16F, R_16BF",
+                               fn, blaslt_operand_names[i], (int)q->types[i]);
     }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t blaslt_problem_check_types(const char *fn, const blaslt_desc *d, const blaslt_problem *q) {
     int32_t ta = q->types[0], tb = q->types[1], tc = q->types[2], td = q->types[3];
     /* cuBLAS docs, cublasLtMatmul "Datatypes supported" (regular, non-fp8, compute
      * CUBLAS_COMPUTE_32F, scale CUDA_R_32F): A and B of one type; C and D of one
@@ -524,6 +519,10 @@ static cublasStatus_t blaslt_problem_check(const char *fn, cublasLtMatmulDesc_t 
     if (d->scale_type != CUDA_R_32F)
         return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: scale type %d with compute type 32F (must be CUDA_R_32F)",
                            fn, (int)d->scale_type);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t blaslt_problem_check_epilogue(const char *fn, const blaslt_desc *d, blaslt_problem *q) {
     /* cublasLtEpilogue_t: the emulation has DEFAULT, RELU, BIAS, RELU_BIAS. */
     uint32_t e = d->epilogue;
     if (e != CUBLASLT_EPILOGUE_DEFAULT && e != CUBLASLT_EPILOGUE_RELU && e != CUBLASLT_EPILOGUE_BIAS &&
@@ -531,28 +530,38 @@ static cublasStatus_t blaslt_problem_check(const char *fn, cublasLtMatmulDesc_t 
         return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: epilogue %u is not emulated (1, 2, 4, 6 are)", fn, e);
     /* CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: "Bias vector elements are the same type as
      * the elements of output matrix (Dtype)" except IMMA and fp8 kernels; -1 = that. */
-    emudev_type bias_et = et[3];
     q->bias_es = q->es[3];
-    if ((e & CUBLASLT_EPILOGUE_BIAS) && d->bias_type != -1 && d->bias_type != td)
+    if ((e & CUBLASLT_EPILOGUE_BIAS) && d->bias_type != -1 && d->bias_type != q->types[3])
         return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: bias type %d with D type %d (must be D's type)", fn,
-                           (int)d->bias_type, (int)td);
-    /* CUBLASLT_MATRIX_LAYOUT_ROWS/COLS: "Usually only values that can be expressed as
-     * int32_t are supported"; empty matrices are refused rather than guessed at. */
+                           (int)d->bias_type, (int)q->types[3]);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Each layout on its own: sizes, leading dimension, batch stride. */
+static cublasStatus_t blaslt_problem_check_layouts(const char *fn, const blaslt_problem *q) {
     for (int i = 0; i < 4; i++) {
         const blaslt_layout *l = q->lay[i];
+        const char *name = blaslt_operand_names[i];
+        /* CUBLASLT_MATRIX_LAYOUT_ROWS/COLS: "Usually only values that can be expressed as
+         * int32_t are supported"; empty matrices are refused rather than guessed at. */
         if (l->rows == 0 || l->cols == 0 || l->rows > INT32_MAX || l->cols > INT32_MAX)
-            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: %c is %llu x %llu (1 .. INT32_MAX each)", fn, names[i],
+            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED, "%s: %s is %llu x %llu (1 .. INT32_MAX each)", fn, name,
                                (unsigned long long)l->rows, (unsigned long long)l->cols);
         /* CUBLASLT_MATRIX_LAYOUT_LD: "Currently only non-negative values are supported,
          * must be ... greater or equal to CUBLASLT_MATRIX_LAYOUT_ROWS in case of
          * CUBLASLT_ORDER_COL". */
         if (l->ld < (int64_t)l->rows)
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %c has ld %lld < rows %llu", fn, names[i],
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s has ld %lld < rows %llu", fn, name,
                                (long long)l->ld, (unsigned long long)l->rows);
         if (l->stride < 0)
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %c has a negative batch stride %lld", fn, names[i],
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s has a negative batch stride %lld", fn, name,
                                (long long)l->stride);
     }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The layouts together: the shapes multiply, one batch count, D's batches apart. */
+static cublasStatus_t blaslt_problem_check_shapes(const char *fn, const blaslt_desc *d, const blaslt_problem *q) {
     /* D = op(A) op(B) + C: D is m x n, C the same, op(A) m x k, op(B) k x n. */
     const blaslt_layout *A = q->lay[0], *B = q->lay[1], *C = q->lay[2], *D = q->lay[3];
     int64_t m = (int64_t)D->rows, n = (int64_t)D->cols;
@@ -569,18 +578,41 @@ static cublasStatus_t blaslt_problem_check(const char *fn, cublasLtMatmulDesc_t 
     int batch = D->batch_count;
     for (int i = 0; i < 3; i++)
         if (q->lay[i]->batch_count != batch)
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %c has batch count %d but D has %d", fn, names[i],
-                               (int)q->lay[i]->batch_count, batch);
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s has batch count %d but D has %d", fn,
+                               blaslt_operand_names[i], (int)q->lay[i]->batch_count, batch);
     /* Emulation check: overlapping D batches would race on a GPU. */
     if (batch > 1 && D->stride < D->ld * (int64_t)D->cols)
         return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: D's batches overlap (stride %lld < ld*cols %lld)", fn,
                            (long long)D->stride, (long long)(D->ld * (int64_t)D->cols));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/*
+ * The rules a matmul must satisfy; shared by the heuristic and the matmul
+ * (which re-checks, as the real one does, because descriptors may change
+ * in between).  Each rule names its source.  Returns SUCCESS with *q
+ * filled, or the status and a message.
+ */
+static cublasStatus_t blaslt_problem_check(const char *fn, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
+                                           cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc,
+                                           cublasLtMatrixLayout_t Ddesc, blaslt_problem *q) {
+    memset(q, 0, sizeof *q);
+    const blaslt_desc *d = blaslt_desc_get(desc);
+    if (!d) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: computeDesc is not a live matmul descriptor", fn);
+    const cublasLtMatrixLayout_t in[4] = {Adesc, Bdesc, Cdesc, Ddesc};
+    cublasStatus_t st;
+    if ((st = blaslt_problem_operands(fn, in, q)) || (st = blaslt_problem_check_types(fn, d, q)) ||
+        (st = blaslt_problem_check_epilogue(fn, d, q)) || (st = blaslt_problem_check_layouts(fn, q)) ||
+        (st = blaslt_problem_check_shapes(fn, d, q)))
+        return st;
+    const blaslt_layout *A = q->lay[0], *B = q->lay[1], *C = q->lay[2], *D = q->lay[3];
     q->g = (emudev_gemm_args){
-        .transa = d->transa != CUBLAS_OP_N, .transb = d->transb != CUBLAS_OP_N, .m = m, .n = n, .k = ak,
-        .a_type = et[0], .b_type = et[1], .c_type = et[2], .d_type = et[3], .bias_type = bias_et,
-        .lda = A->ld, .ldb = B->ld, .ldc = C->ld, .ldd = D->ld, .batch_count = batch,
+        .transa = d->transa != CUBLAS_OP_N, .transb = d->transb != CUBLAS_OP_N,
+        .m = (int64_t)D->rows, .n = (int64_t)D->cols, .k = (int64_t)(d->transa ? A->rows : A->cols),
+        .a_type = q->et[0], .b_type = q->et[1], .c_type = q->et[2], .d_type = q->et[3], .bias_type = q->et[3],
+        .lda = A->ld, .ldb = B->ld, .ldc = C->ld, .ldd = D->ld, .batch_count = D->batch_count,
         .stride_a = A->stride, .stride_b = B->stride, .stride_c = C->stride, .stride_d = D->stride,
-        .epilogue = (int)e,
+        .epilogue = (int)d->epilogue,
     };
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -706,8 +738,6 @@ static size_t blaslt_extent(const blaslt_layout *l, size_t es) {
     return (size_t)last * es;
 }
 
-static const char *const blaslt_operand_names[4] = {"A", "B", "C", "D"};
-
 static const void *blaslt_work_ptr(const emudev_gemm_args *g, int i) {
     return i == 0 ? g->a : i == 1 ? g->b : i == 2 ? g->c : (const void *)g->d;
 }
@@ -732,13 +762,7 @@ static CUresult blaslt_work_run(emudev_work *w) {
     return CUDA_SUCCESS;
 }
 
-static emudev_work *blaslt_work_clone(const emudev_work *w) {
-    blaslt_work *x = malloc(sizeof *x);
-    if (!x) return NULL;
-    memcpy(x, w, sizeof *x);
-    x->base.next = NULL;
-    return &x->base;
-}
+static emudev_work *blaslt_work_clone(const emudev_work *w) { return emudev_work_copy(w, sizeof(blaslt_work)); }
 
 static void blaslt_work_free(emudev_work *w) { free(w); }
 
@@ -748,6 +772,109 @@ static const emudev_work_ops blaslt_work_ops = {
     .clone = blaslt_work_clone,
     .free = blaslt_work_free,
 };
+
+/* The algorithm: one from the heuristic for this class of problem, or
+ * none, when cuBLASLt runs its own query (documented for algo == NULL),
+ * which sees the actual pointers and so requires only element alignment. */
+static cublasStatus_t blaslt_matmul_algo(const char *fn, const cublasLtMatmulAlgo_t *algo, const blaslt_problem *q,
+                                         const blaslt_desc *d, blaslt_algo *a) {
+    if (!algo) {
+        static const uint32_t ones[4] = {1, 1, 1, 1};
+        blaslt_algo_for(q, d, ones, a);
+        a->bias_align = (uint32_t)q->bias_es;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    if (!blaslt_algo_decode(algo, a))
+        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: algo did not come from cublasLtMatmulAlgoGetHeuristic", fn);
+    if (a->ab_type != q->types[0] || a->cd_type != q->types[3] || a->epilogue != d->epilogue ||
+        a->compute_type != d->compute_type)
+        return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                           "%s: algo was found for types %d/%d, epilogue %u, compute %d; this matmul has %d/%d, %u, %d",
+                           fn, (int)a->ab_type, (int)a->cd_type, a->epilogue, (int)a->compute_type, (int)q->types[0],
+                           (int)q->types[3], d->epilogue, (int)d->compute_type);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* A, B, C (when read) and D: given, inside one live allocation, as aligned
+ * as the algorithm requires; and C == D only as a true in-place product.
+ * bytes[i] is each operand's extent, 0 for a C that is not read. */
+static cublasStatus_t blaslt_matmul_check_operands(const char *fn, const blaslt_problem *q, const blaslt_algo *a,
+                                                   const void *const ptr[4], const size_t bytes[4]) {
+    for (int i = 0; i < 4; i++) {
+        if (!bytes[i]) continue;
+        if (!ptr[i]) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s is NULL", fn, blaslt_operand_names[i]);
+        /* Emulation check: the operand lies inside one live cuMemAlloc allocation. */
+        if (!emudev_mem_valid((CUdeviceptr)(uintptr_t)ptr[i], bytes[i]))
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s [%p, +%zu bytes) is not inside one live allocation",
+                               fn, blaslt_operand_names[i], ptr[i], bytes[i]);
+        /* MIN_ALIGNMENT_*_BYTES: the algorithm was chosen for pointers this aligned. */
+        if ((uintptr_t)ptr[i] % a->align[i])
+            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                               "%s: %s at %p is not %u-byte aligned, as the algorithm requires (the preference's "
+                               "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_%s_BYTES)",
+                               fn, blaslt_operand_names[i], ptr[i], a->align[i], blaslt_operand_names[i]);
+    }
+    /* cublasLtMatmul docs: in-place means C == D with Cdesc equal to Ddesc. */
+    if (bytes[2] && ptr[2] == ptr[3]) {
+        const blaslt_layout *lc = q->lay[2], *ld = q->lay[3];
+        if (lc->ld != ld->ld || (lc->batch_count > 1 && lc->stride != ld->stride))
+            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: C == D (in place) but Cdesc differs from Ddesc", fn);
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The bias of a bias epilogue: given, live, as aligned as when the
+ * algorithm was chosen.  *bias_bytes: its extent, 0 without a bias. */
+static cublasStatus_t blaslt_matmul_check_bias(const char *fn, const blaslt_problem *q, const blaslt_desc *d,
+                                               const blaslt_algo *a, size_t *bias_bytes) {
+    *bias_bytes = 0;
+    if (!(q->g.epilogue & CUBLASLT_EPILOGUE_BIAS)) return CUBLAS_STATUS_SUCCESS;
+    *bias_bytes = (size_t)q->g.m * q->bias_es;
+    if (!d->bias) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: bias epilogue without BIAS_POINTER", fn);
+    if (!emudev_mem_valid((CUdeviceptr)(uintptr_t)d->bias, *bias_bytes))
+        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: bias [%p, +%zu bytes) is not inside one live allocation", fn,
+                           d->bias, *bias_bytes);
+    if ((uintptr_t)d->bias % a->bias_align)
+        return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
+                           "%s: bias at %p is less aligned than when the algorithm was chosen (%u bytes)", fn, d->bias,
+                           a->bias_align);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Documented: INVALID_VALUE "when workspaceSizeInBytes is less than workspace
+ * required by configured algo"; a workspace given must be device memory. */
+static cublasStatus_t blaslt_matmul_check_workspace(const char *fn, const blaslt_algo *a, void *workspace,
+                                                    size_t workspaceSizeInBytes) {
+    if (workspaceSizeInBytes < a->workspace)
+        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: workspace of %zu bytes, the algorithm needs %u", fn,
+                           workspaceSizeInBytes, a->workspace);
+    if (workspaceSizeInBytes &&
+        (!workspace || !emudev_mem_valid((CUdeviceptr)(uintptr_t)workspace, workspaceSizeInBytes)))
+        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: workspace [%p, +%zu bytes) is not inside one live allocation",
+                           fn, workspace, workspaceSizeInBytes);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Hands the checked matmul g to emudev_submit as a work item; bytes[4] and
+ * bias_bytes are the operands' extents, checked again when it runs. */
+static cublasStatus_t blaslt_matmul_submit(const char *fn, const emudev_gemm_args *g, const size_t bytes[4],
+                                           size_t bias_bytes, cudaStream_t stream) {
+    blaslt_work *w = calloc(1, sizeof *w);
+    if (!w) return blaslt_fail(CUBLAS_STATUS_ALLOC_FAILED, "%s: out of host memory", fn);
+    w->base.ops = &blaslt_work_ops;
+    w->g = *g;
+    memcpy(w->bytes, bytes, sizeof w->bytes);
+    w->bias_bytes = bias_bytes;
+    /* emudev_submit owns w whatever it returns.  cublasLtMatmul's documented
+     * statuses have no room for stream errors: they are EXECUTION_FAILED ("if
+     * cuda reported execution error from the device"), except running out of
+     * memory, which is ALLOC_FAILED. */
+    CUresult r = emudev_submit((CUstream)stream, &w->base);
+    if (r == CUDA_SUCCESS) return CUBLAS_STATUS_SUCCESS;
+    cublasStatus_t mapped = r == CUDA_ERROR_OUT_OF_MEMORY ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_EXECUTION_FAILED;
+    return blaslt_fail(mapped, "%s: enqueueing on stream %p failed with CUresult %d (%s)", fn, (void *)stream, (int)r,
+                       bertc_emudev_last_error());
+}
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha,
                               const void *A, cublasLtMatrixLayout_t Adesc, const void *B,
@@ -764,96 +891,30 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     cublasStatus_t st = blaslt_problem_check(fn, computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &q);
     if (st) return st;
     const blaslt_desc *d = blaslt_desc_get(computeDesc);
-    /* The algorithm: one from the heuristic for this class of problem, or
-     * none, when cuBLASLt runs its own query (documented for algo == NULL),
-     * which sees the actual pointers and so requires only element alignment. */
     blaslt_algo a;
-    if (algo) {
-        if (!blaslt_algo_decode(algo, &a))
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: algo did not come from cublasLtMatmulAlgoGetHeuristic",
-                               fn);
-        if (a.ab_type != q.types[0] || a.cd_type != q.types[3] || a.epilogue != d->epilogue ||
-            a.compute_type != d->compute_type)
-            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                               "%s: algo was found for types %d/%d, epilogue %u, compute %d; this matmul has %d/%d, %u, %d",
-                               fn, (int)a.ab_type, (int)a.cd_type, a.epilogue, (int)a.compute_type, (int)q.types[0],
-                               (int)q.types[3], d->epilogue, (int)d->compute_type);
-    } else {
-        static const uint32_t ones[4] = {1, 1, 1, 1};
-        blaslt_algo_for(&q, d, ones, &a);
-        a.bias_align = (uint32_t)q.bias_es;
-    }
+    if ((st = blaslt_matmul_algo(fn, algo, &q, d, &a))) return st;
     /* Host pointer mode: alpha and beta are read now, as the real library does. */
     if (!alpha || !beta) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: alpha or beta is NULL", fn);
     float alpha_v, beta_v;
     memcpy(&alpha_v, alpha, sizeof alpha_v);
     memcpy(&beta_v, beta, sizeof beta_v);
-    const void *ptr[4] = {A, B, C, D};
+    const void *const ptr[4] = {A, B, C, D};
     size_t bytes[4];
     for (int i = 0; i < 4; i++) bytes[i] = blaslt_extent(q.lay[i], q.es[i]);
     /* beta == 0: C is not an input (it may be NULL), as in every BLAS. */
     if (beta_v == 0.0f && !C) bytes[2] = 0;
-    for (int i = 0; i < 4; i++) {
-        if (!bytes[i]) continue;
-        if (!ptr[i]) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s is NULL", fn, blaslt_operand_names[i]);
-        /* Emulation check: the operand lies inside one live cuMemAlloc allocation. */
-        if (!emudev_mem_valid((CUdeviceptr)(uintptr_t)ptr[i], bytes[i]))
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: %s [%p, +%zu bytes) is not inside one live allocation",
-                               fn, blaslt_operand_names[i], ptr[i], bytes[i]);
-        /* MIN_ALIGNMENT_*_BYTES: the algorithm was chosen for pointers this aligned. */
-        if ((uintptr_t)ptr[i] % a.align[i])
-            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                               "%s: %s at %p is not %u-byte aligned, as the algorithm requires (the preference's "
-                               "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_%s_BYTES)",
-                               fn, blaslt_operand_names[i], ptr[i], a.align[i], blaslt_operand_names[i]);
-    }
-    /* cublasLtMatmul docs: in-place means C == D with Cdesc equal to Ddesc. */
-    if (bytes[2] && C == (const void *)D) {
-        const blaslt_layout *lc = q.lay[2], *ld = q.lay[3];
-        if (lc->ld != ld->ld || (lc->batch_count > 1 && lc->stride != ld->stride))
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: C == D (in place) but Cdesc differs from Ddesc", fn);
-    }
-    size_t bias_bytes = 0;
-    if (q.g.epilogue & CUBLASLT_EPILOGUE_BIAS) {
-        bias_bytes = (size_t)q.g.m * q.bias_es;
-        if (!d->bias) return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: bias epilogue without BIAS_POINTER", fn);
-        if (!emudev_mem_valid((CUdeviceptr)(uintptr_t)d->bias, bias_bytes))
-            return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: bias [%p, +%zu bytes) is not inside one live allocation",
-                               fn, d->bias, bias_bytes);
-        if ((uintptr_t)d->bias % a.bias_align)
-            return blaslt_fail(CUBLAS_STATUS_NOT_SUPPORTED,
-                               "%s: bias at %p is less aligned than when the algorithm was chosen (%u bytes)", fn,
-                               d->bias, a.bias_align);
-    }
-    /* Documented: INVALID_VALUE "when workspaceSizeInBytes is less than workspace
-     * required by configured algo"; a workspace given must be device memory. */
-    if (workspaceSizeInBytes < a.workspace)
-        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: workspace of %zu bytes, the algorithm needs %u", fn,
-                           workspaceSizeInBytes, a.workspace);
-    if (workspaceSizeInBytes &&
-        (!workspace || !emudev_mem_valid((CUdeviceptr)(uintptr_t)workspace, workspaceSizeInBytes)))
-        return blaslt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s: workspace [%p, +%zu bytes) is not inside one live allocation",
-                           fn, workspace, workspaceSizeInBytes);
-    blaslt_work *w = calloc(1, sizeof *w);
-    if (!w) return blaslt_fail(CUBLAS_STATUS_ALLOC_FAILED, "%s: out of host memory", fn);
-    w->base.ops = &blaslt_work_ops;
-    w->g = q.g;
-    w->g.a = A;
-    w->g.b = B;
-    w->g.c = bytes[2] ? C : NULL;
-    w->g.d = D;
-    w->g.bias = bias_bytes ? d->bias : NULL;
-    w->g.alpha = alpha_v;
-    w->g.beta = beta_v;
-    memcpy(w->bytes, bytes, sizeof bytes);
-    w->bias_bytes = bias_bytes;
-    /* emudev_submit owns w whatever it returns.  cublasLtMatmul's documented
-     * statuses have no room for stream errors: they are EXECUTION_FAILED ("if
-     * cuda reported execution error from the device"), except running out of
-     * memory, which is ALLOC_FAILED. */
-    CUresult r = emudev_submit((CUstream)stream, &w->base);
-    if (r == CUDA_SUCCESS) return CUBLAS_STATUS_SUCCESS;
-    cublasStatus_t mapped = r == CUDA_ERROR_OUT_OF_MEMORY ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_EXECUTION_FAILED;
-    return blaslt_fail(mapped, "%s: enqueueing on stream %p failed with CUresult %d (%s)", fn, (void *)stream, (int)r,
-                       bertc_emudev_last_error());
+    size_t bias_bytes;
+    if ((st = blaslt_matmul_check_operands(fn, &q, &a, ptr, bytes)) ||
+        (st = blaslt_matmul_check_bias(fn, &q, d, &a, &bias_bytes)) ||
+        (st = blaslt_matmul_check_workspace(fn, &a, workspace, workspaceSizeInBytes)))
+        return st;
+    emudev_gemm_args g = q.g;
+    g.a = A;
+    g.b = B;
+    g.c = bytes[2] ? C : NULL;
+    g.d = D;
+    g.bias = bias_bytes ? d->bias : NULL;
+    g.alpha = alpha_v;
+    g.beta = beta_v;
+    return blaslt_matmul_submit(fn, &g, bytes, bias_bytes, stream);
 }

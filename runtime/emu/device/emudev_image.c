@@ -214,6 +214,15 @@ static void names_give(namelist *l, emudev_image_info *info) {
     l->n = l->cap = 0;
 }
 
+/* Ends an inspection that collected entry names in l: rc 0 (classified)
+ * hands them to info, 1 (rejected) or -1 (out of memory) frees them.
+ * Returns rc, so that an inspector can `return names_finish(...)`. */
+static int names_finish(namelist *l, int rc, emudev_image_info *info) {
+    if (rc == 0) names_give(l, info);
+    else names_free(l);
+    return rc;
+}
+
 /* ------------------------------------------------------------ ELF skeleton */
 
 typedef struct elf {
@@ -416,6 +425,34 @@ static int cubin_compat_arch_specific(const uint8_t *p, uint64_t n) {
     return 0;
 }
 
+/* The kernel entries of one symbol table (section idx) into l: STT_FUNC
+ * symbols with the entry flag, each in its own section .text.<name>.
+ * 0, 1 rejected, -1 out of memory. */
+static int cubin_symtab_entries(const elf *e, uint64_t idx, const shdr *s, namelist *l, emudev_image_info *info) {
+    symtab t;
+    if (elf_symtab(e, idx, s, &t, info)) return 1;
+    for (uint64_t j = 1; j < t.count; j++) {
+        esym y;
+        elf_sym(&t, j, &y);
+        if ((y.info & 0xf) != ELF_STT_FUNC || !(y.other & CUDA_STO_ENTRY)) continue;
+        const char *nm = str_at(t.str, t.strsize, y.name);
+        if (!nm || !*nm)
+            return reject(info, "kernel symbol %llu of section %llu has no name inside its string table", (ull)j,
+                          (ull)idx);
+        shdr ks;
+        const char *ksn = NULL;
+        if (y.shndx != 0 && y.shndx < ELF_SHN_LORESERVE && y.shndx < e->shnum) {
+            elf_shdr(e, y.shndx, &ks);
+            ksn = elf_section_name(e, &ks);
+        }
+        if (!ksn || strncmp(ksn, ".text.", 6) != 0 || strcmp(ksn + 6, nm) != 0)
+            return reject(info, "kernel %.64s is not in a section .text.%.64s (section index %u)", nm, nm,
+                          (unsigned)y.shndx);
+        if (names_add(l, nm, strlen(nm))) return -1;
+    }
+    return 0;
+}
+
 /* 0 classified as CUBIN, 1 rejected, -1 out of memory. */
 static int inspect_cubin(const elf *e, emudev_image_info *info) {
     uint8_t abiver = e->d[8];
@@ -437,54 +474,26 @@ static int inspect_cubin(const elf *e, emudev_image_info *info) {
     if (!e->names) return reject(info, "CUBIN without a section name table");
 
     namelist l = {0};
-    for (uint64_t i = 1; i < e->shnum; i++) {
+    int rc = 0;
+    for (uint64_t i = 1; i < e->shnum && rc == 0; i++) {
         shdr s;
         elf_shdr(e, i, &s);
         if (s.type == ELF_SHT_SYMTAB) {
-            symtab t;
-            if (elf_symtab(e, i, &s, &t, info)) goto rejected;
-            for (uint64_t j = 1; j < t.count; j++) {
-                esym y;
-                elf_sym(&t, j, &y);
-                if ((y.info & 0xf) != ELF_STT_FUNC || !(y.other & CUDA_STO_ENTRY)) continue;
-                const char *nm = str_at(t.str, t.strsize, y.name);
-                if (!nm || !*nm) {
-                    reject(info, "kernel symbol %llu of section %llu has no name inside its string table", (ull)j,
-                           (ull)i);
-                    goto rejected;
-                }
-                shdr ks;
-                const char *ksn = NULL;
-                if (y.shndx != 0 && y.shndx < ELF_SHN_LORESERVE && y.shndx < e->shnum) {
-                    elf_shdr(e, y.shndx, &ks);
-                    ksn = elf_section_name(e, &ks);
-                }
-                if (!ksn || strncmp(ksn, ".text.", 6) != 0 || strcmp(ksn + 6, nm) != 0) {
-                    reject(info, "kernel %.64s is not in a section .text.%.64s (section index %u)", nm, nm,
-                           (unsigned)y.shndx);
-                    goto rejected;
-                }
-                if (names_add(&l, nm, strlen(nm))) goto oom;
-            }
+            rc = cubin_symtab_entries(e, i, &s, &l, info);
         } else if (!specific && s.type != ELF_SHT_NOBITS) {
             const char *sn = elf_section_name(e, &s);
             const uint8_t *b = elf_bytes(e, &s);
             if (sn && b && strcmp(sn, ".nv.compat") == 0) specific = cubin_compat_arch_specific(b, s.size);
         }
     }
-    info->kind = EMUDEV_IMAGE_CUBIN;
-    info->sm = sm;
-    if (specific)
-        snprintf(info->why, sizeof info->why,
-                 "arch-specific sm_%da: runs only on compute capability %d.%d exactly", sm, sm / 10, sm % 10);
-    names_give(&l, info);
-    return 0;
-rejected:
-    names_free(&l);
-    return 1;
-oom:
-    names_free(&l);
-    return -1;
+    if (rc == 0) {
+        info->kind = EMUDEV_IMAGE_CUBIN;
+        info->sm = sm;
+        if (specific)
+            snprintf(info->why, sizeof info->why,
+                     "arch-specific sm_%da: runs only on compute capability %d.%d exactly", sm, sm / 10, sm % 10);
+    }
+    return names_finish(&l, rc, info);
 }
 
 /* ------------------------------------------------------------ EMU */
@@ -516,70 +525,65 @@ static int emu_vaddr_offset(const elf *e, uint64_t v, uint64_t len, uint64_t *of
     return -1;
 }
 
+/* The ABI version the prelude stamped into symbol y: an image of another
+ * ABI would be refused by emu_image_load, so it is refused here. */
+static int emu_abi_check(const elf *e, const esym *y, emudev_image_info *info) {
+    uint64_t off;
+    if (emu_vaddr_offset(e, y->value, 4, &off))
+        return reject(info, EMU_ABI_SYMBOL " (address 0x%llx) is not in a loaded segment of the file", (ull)y->value);
+    uint32_t abi = rd32(e->d + off);
+    if (abi != BERTC_EMU_ABI_VERSION)
+        return reject(info, "EMU image of ABI version %u; this device runs version %u", abi, BERTC_EMU_ABI_VERSION);
+    return 0;
+}
+
+/* The kernels a dynamic symbol table (section idx) exports into l, and
+ * whether it has the ABI symbol.  0, 1 rejected, -1 out of memory. */
+static int emu_dynsym_entries(const elf *e, uint64_t idx, const shdr *s, namelist *l, int *have_abi,
+                              emudev_image_info *info) {
+    symtab t;
+    if (elf_symtab(e, idx, s, &t, info)) return 1;
+    for (uint64_t j = 1; j < t.count; j++) {
+        esym y;
+        elf_sym(&t, j, &y);
+        unsigned bind = y.info >> 4, type = y.info & 0xf;
+        if (y.shndx == 0 || (bind != ELF_STB_GLOBAL && bind != ELF_STB_WEAK)) continue;
+        const char *nm = str_at(t.str, t.strsize, y.name);
+        if (!nm) return reject(info, "dynamic symbol %llu has no name inside its string table", (ull)j);
+        size_t len = strlen(nm), sl = sizeof EMU_SUFFIX - 1;
+        if (strcmp(nm, EMU_ABI_SYMBOL) == 0) {
+            if (emu_abi_check(e, &y, info)) return 1;
+            *have_abi = 1;
+        } else if (type == ELF_STT_OBJECT && bind == ELF_STB_GLOBAL && len > sl &&
+                   strcmp(nm + len - sl, EMU_SUFFIX) == 0 && c_identifier(nm, len - sl)) {
+            if (names_add(l, nm, len - sl)) return -1;
+        }
+    }
+    return 0;
+}
+
 static int inspect_emu(const elf *e, emudev_image_info *info) {
     if (e->type != ELF_ET_DYN)
         return reject(info, "x86-64 ELF of type %u is not a shared object (ET_DYN = 3)", e->type);
     namelist l = {0};
-    int have_abi = 0, have_dynsym = 0;
-    for (uint64_t i = 1; i < e->shnum; i++) {
+    int have_abi = 0, have_dynsym = 0, rc = 0;
+    for (uint64_t i = 1; i < e->shnum && rc == 0; i++) {
         shdr s;
         elf_shdr(e, i, &s);
         if (s.type != ELF_SHT_DYNSYM) continue;
         have_dynsym = 1;
-        symtab t;
-        if (elf_symtab(e, i, &s, &t, info)) goto rejected;
-        for (uint64_t j = 1; j < t.count; j++) {
-            esym y;
-            elf_sym(&t, j, &y);
-            unsigned bind = y.info >> 4, type = y.info & 0xf;
-            if (y.shndx == 0 || (bind != ELF_STB_GLOBAL && bind != ELF_STB_WEAK)) continue;
-            const char *nm = str_at(t.str, t.strsize, y.name);
-            if (!nm) {
-                reject(info, "dynamic symbol %llu has no name inside its string table", (ull)j);
-                goto rejected;
-            }
-            size_t len = strlen(nm), sl = sizeof EMU_SUFFIX - 1;
-            if (strcmp(nm, EMU_ABI_SYMBOL) == 0) {
-                /* The version the prelude stamped: an image of another ABI
-                 * would be refused by emu_image_load, so refuse it here. */
-                uint64_t off;
-                if (emu_vaddr_offset(e, y.value, 4, &off)) {
-                    reject(info, EMU_ABI_SYMBOL " (address 0x%llx) is not in a loaded segment of the file",
-                           (ull)y.value);
-                    goto rejected;
-                }
-                uint32_t abi = rd32(e->d + off);
-                if (abi != BERTC_EMU_ABI_VERSION) {
-                    reject(info, "EMU image of ABI version %u; this device runs version %u", abi,
-                           BERTC_EMU_ABI_VERSION);
-                    goto rejected;
-                }
-                have_abi = 1;
-            } else if (type == ELF_STT_OBJECT && bind == ELF_STB_GLOBAL && len > sl &&
-                       strcmp(nm + len - sl, EMU_SUFFIX) == 0 && c_identifier(nm, len - sl)) {
-                if (names_add(&l, nm, len - sl)) goto oom;
-            }
-        }
+        rc = emu_dynsym_entries(e, i, &s, &l, &have_abi, info);
     }
-    if (!have_dynsym) {
-        reject(info, "x86-64 shared object without a dynamic symbol table");
-        goto rejected;
+    if (rc == 0 && !have_dynsym)
+        rc = reject(info, "x86-64 shared object without a dynamic symbol table");
+    else if (rc == 0 && !have_abi)
+        rc = reject(info, "x86-64 shared object without the symbol " EMU_ABI_SYMBOL
+                          " (not a kernel image built with cuda_prelude.h)");
+    if (rc == 0) {
+        info->kind = EMUDEV_IMAGE_EMU;
+        info->sm = 0;
     }
-    if (!have_abi) {
-        reject(info, "x86-64 shared object without the symbol " EMU_ABI_SYMBOL
-                     " (not a kernel image built with cuda_prelude.h)");
-        goto rejected;
-    }
-    info->kind = EMUDEV_IMAGE_EMU;
-    info->sm = 0;
-    names_give(&l, info);
-    return 0;
-rejected:
-    names_free(&l);
-    return 1;
-oom:
-    names_free(&l);
-    return -1;
+    return names_finish(&l, rc, info);
 }
 
 /* ------------------------------------------------------------ PTX */
@@ -645,107 +649,119 @@ static int ptx_sm_number(const char *w, size_t n, char *suffix) {
     return i == n ? v : -1;
 }
 
-static int inspect_ptx(const char *text, size_t len, emudev_image_info *info) {
+/* What the directives of a PTX text say. */
+typedef struct ptxmodule {
+    int have_version;
+    int sm;              /* of .target; -1 until one is seen */
+    char suffix;         /* of .target: 'a', 'f' or 0 */
+    namelist names;      /* of every .entry */
+} ptxmodule;
+
+/* A string literal at the cursor (.file names): skipped whole. */
+static void ptx_skip_string(ptxlex *x) {
+    x->p++;
+    while (x->p < x->end && *x->p != '"' && *x->p != '\n') x->p += (*x->p == '\\' && x->end - x->p >= 2) ? 2 : 1;
+    if (x->p < x->end) x->p++;
+}
+
+/* .target sm_XY[a|f] [, texmode_independent] [, debug] ...: the sm_ word,
+ * in any position.  0, or 1 rejected. */
+static int ptx_directive_target(ptxlex *x, size_t at, ptxmodule *m, emudev_image_info *info) {
+    if (m->sm >= 0) return reject(info, "PTX with a second .target directive at byte %zu", at);
+    for (;;) {
+        ptx_skip(x);
+        const char *t;
+        size_t tn = ptx_word(x, &t);
+        if (tn >= 3 && memcmp(t, "sm_", 3) == 0) {
+            char sfx;
+            int v = ptx_sm_number(t, tn, &sfx);
+            if (v < 10) return reject(info, "PTX .target %.*s is not an architecture", (int)(tn > 32 ? 32 : tn), t);
+            m->sm = v;
+            m->suffix = sfx;
+        }
+        ptx_skip(x);
+        if (tn && x->p < x->end && *x->p == ',') {
+            x->p++;
+            continue;
+        }
+        break;
+    }
+    if (m->sm < 0) return reject(info, "PTX .target at byte %zu names no sm_ architecture", at);
+    return 0;
+}
+
+/* .entry <identifier>: the name goes to m's list.  0, 1 rejected, -1 out of memory. */
+static int ptx_directive_entry(ptxlex *x, size_t at, ptxmodule *m, emudev_image_info *info) {
+    ptx_skip(x);
+    const char *nm = x->p;
+    int starts = x->p < x->end && (ptx_is_alpha(*x->p) || *x->p == '_' || *x->p == '$' || *x->p == '%');
+    if (starts) x->p++;
+    while (starts && x->p < x->end && ptx_is_follow(*x->p)) x->p++;
+    size_t nn = (size_t)(x->p - nm);
+    if (nn == 0 || (nn == 1 && !ptx_is_alpha(*nm))) return reject(info, "PTX .entry at byte %zu has no name", at);
+    return names_add(&m->names, nm, nn) ? -1 : 0;
+}
+
+/* The directive at the cursor ('.' and a letter, at byte `at` of the text):
+ * .version, .target and .entry are read, any other is passed over. */
+static int ptx_directive(ptxlex *x, size_t at, ptxmodule *m, emudev_image_info *info) {
+    x->p++;
+    const char *w;
+    size_t wn = ptx_word(x, &w);
+    if (wn == 7 && memcmp(w, "version", 7) == 0) {
+        ptx_skip(x);
+        if (x->p >= x->end || !ptx_is_digit(*x->p))
+            return reject(info, "PTX .version at byte %zu is not followed by a version number", at);
+        m->have_version = 1;
+        return 0;
+    }
+    if (wn == 6 && memcmp(w, "target", 6) == 0) return ptx_directive_target(x, at, m, info);
+    if (wn == 5 && memcmp(w, "entry", 5) == 0) return ptx_directive_entry(x, at, m, info);
+    return 0;
+}
+
+/* Every directive of the text, past comments, string literals and other words. */
+static int ptx_scan(const char *text, size_t len, ptxmodule *m, emudev_image_info *info) {
     ptxlex x = {text, text + len};
-    namelist l = {0};
-    int have_version = 0, sm = -1;
-    char suffix = 0;
     while (x.p < x.end) {
         ptx_skip(&x);
         if (x.p >= x.end) break;
-        char c = *x.p;
-        if (c == '"') {                 /* string literal (.file names): skip it whole */
-            x.p++;
-            while (x.p < x.end && *x.p != '"' && *x.p != '\n') x.p += (*x.p == '\\' && x.end - x.p >= 2) ? 2 : 1;
-            if (x.p < x.end) x.p++;
+        if (*x.p == '"') {
+            ptx_skip_string(&x);
             continue;
         }
-        if (c != '.' || x.end - x.p < 2 || !ptx_is_alpha(x.p[1])) {
+        if (*x.p != '.' || x.end - x.p < 2 || !ptx_is_alpha(x.p[1])) {
             const char *w;
             if (!ptx_word(&x, &w)) x.p++;
             continue;
         }
-        size_t at = (size_t)(x.p - text);
-        x.p++;
-        const char *w;
-        size_t wn = ptx_word(&x, &w);
-        if (wn == 7 && memcmp(w, "version", 7) == 0) {
-            ptx_skip(&x);
-            if (x.p >= x.end || !ptx_is_digit(*x.p)) {
-                reject(info, "PTX .version at byte %zu is not followed by a version number", at);
-                goto rejected;
-            }
-            have_version = 1;
-        } else if (wn == 6 && memcmp(w, "target", 6) == 0) {
-            if (sm >= 0) {
-                reject(info, "PTX with a second .target directive at byte %zu", at);
-                goto rejected;
-            }
-            /* .target sm_XY[a|f] [, texmode_independent] [, debug] ...: the sm_ word, in any position */
-            for (;;) {
-                ptx_skip(&x);
-                const char *t;
-                size_t tn = ptx_word(&x, &t);
-                if (tn >= 3 && memcmp(t, "sm_", 3) == 0) {
-                    char sfx;
-                    int v = ptx_sm_number(t, tn, &sfx);
-                    if (v < 10) {
-                        reject(info, "PTX .target %.*s is not an architecture", (int)(tn > 32 ? 32 : tn), t);
-                        goto rejected;
-                    }
-                    sm = v;
-                    suffix = sfx;
-                }
-                ptx_skip(&x);
-                if (tn && x.p < x.end && *x.p == ',') {
-                    x.p++;
-                    continue;
-                }
-                break;
-            }
-            if (sm < 0) {
-                reject(info, "PTX .target at byte %zu names no sm_ architecture", at);
-                goto rejected;
-            }
-        } else if (wn == 5 && memcmp(w, "entry", 5) == 0) {
-            ptx_skip(&x);
-            const char *nm = x.p;
-            int starts = x.p < x.end && (ptx_is_alpha(*x.p) || *x.p == '_' || *x.p == '$' || *x.p == '%');
-            if (starts) x.p++;
-            while (starts && x.p < x.end && ptx_is_follow(*x.p)) x.p++;
-            size_t nn = (size_t)(x.p - nm);
-            if (nn == 0 || (nn == 1 && !ptx_is_alpha(*nm))) {
-                reject(info, "PTX .entry at byte %zu has no name", at);
-                goto rejected;
-            }
-            if (names_add(&l, nm, nn)) goto oom;
-        }
+        int rc = ptx_directive(&x, (size_t)(x.p - text), m, info);
+        if (rc) return rc;
     }
-    if (!have_version) {
-        reject(info, "not an ELF file or PTX text (text without a .version directive)");
-        goto rejected;
-    }
-    if (sm < 0) {
-        reject(info, "PTX without a .target directive");
-        goto rejected;
-    }
-    info->kind = EMUDEV_IMAGE_PTX;
-    info->sm = sm;
-    if (suffix == 'a')
-        snprintf(info->why, sizeof info->why,
-                 "arch-specific .target sm_%da: runs only on compute capability %d.%d exactly", sm, sm / 10, sm % 10);
-    else if (suffix == 'f')
-        snprintf(info->why, sizeof info->why,
-                 "family-specific .target sm_%df: runs only on compute capability %d.x, minor >= %d", sm, sm / 10,
-                 sm % 10);
-    names_give(&l, info);
     return 0;
-rejected:
-    names_free(&l);
-    return 1;
-oom:
-    names_free(&l);
-    return -1;
+}
+
+static int inspect_ptx(const char *text, size_t len, emudev_image_info *info) {
+    ptxmodule m = {.sm = -1};
+    int rc = ptx_scan(text, len, &m, info);
+    if (rc == 0 && !m.have_version)
+        rc = reject(info, "not an ELF file or PTX text (text without a .version directive)");
+    else if (rc == 0 && m.sm < 0)
+        rc = reject(info, "PTX without a .target directive");
+    if (rc == 0) {
+        int sm = m.sm;
+        info->kind = EMUDEV_IMAGE_PTX;
+        info->sm = sm;
+        if (m.suffix == 'a')
+            snprintf(info->why, sizeof info->why,
+                     "arch-specific .target sm_%da: runs only on compute capability %d.%d exactly", sm, sm / 10,
+                     sm % 10);
+        else if (m.suffix == 'f')
+            snprintf(info->why, sizeof info->why,
+                     "family-specific .target sm_%df: runs only on compute capability %d.x, minor >= %d", sm, sm / 10,
+                     sm % 10);
+    }
+    return names_finish(&m.names, rc, info);
 }
 
 /* ------------------------------------------------------------ public */

@@ -1,0 +1,160 @@
+/*
+ * emudev_graph — graphs: what a stream capture produces, its
+ * instantiation, and its launch as one unit of stream work.
+ *
+ * A graph is the list of work items its capture recorded, in capture
+ * order (every capture here is a single stream, so the list is the
+ * dependency order).  cuStreamEndCapture lives here, because what it
+ * makes is a graph: emudev_stream.c ends the capture and hands over its
+ * work.  cuGraphInstantiate deep-copies every node into the exec (each
+ * work kind knows how to clone itself, kernel arguments included), so an
+ * exec stays valid after its graph is destroyed and its arguments are
+ * frozen as they were at capture.  cuGraphLaunch queues one work item that
+ * runs the exec's nodes in order and stops at the first failure, whose
+ * error becomes the context's sticky error like any other work's.
+ * Launches of one exec are serialised by its own mutex: the nodes' records
+ * are shared by every launch of the exec.
+ *
+ * Nodes may outlive the memory and objects they name; the objects are
+ * held by reference, and copies and matmuls check their ranges again when
+ * they run, so a graph replayed after a cuMemFree faults like a GPU would
+ * (CUDA_ERROR_ILLEGAL_ADDRESS) instead of touching freed memory.
+ */
+#include <stdlib.h>
+
+#include "emudev_internal.h"
+
+/* ------------------------------------------------------------ graphs */
+
+static void emudev_graph_free(emudev_obj *o) {
+    emudev_work_list_free(((emudev_graph *)o)->head);
+    free(o);
+}
+
+static void emudev_exec_free(emudev_obj *o) {
+    emudev_exec *x = (emudev_exec *)o;
+    for (size_t i = 0; i < x->count; i++) x->nodes[i]->ops->free(x->nodes[i]);
+    free(x->nodes);
+    pthread_mutex_destroy(&x->run_mu);
+    free(x);
+}
+
+/* A new graph that takes over the node list head (count nodes); NULL out
+ * of memory, and the list is still the caller's. */
+static emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
+    emudev_graph *gr = emudev_obj_new(sizeof *gr, EMUDEV_KIND_GRAPH, emudev_graph_free);
+    if (!gr) return NULL;
+    gr->head = head;
+    gr->count = count;
+    return gr;
+}
+
+/* The stream's half is emudev_stream_capture_end; this half makes the graph. */
+CUresult CUDAAPI cuStreamEndCapture(CUstream hs, CUgraph *phGraph) {
+    CUresult rc = emudev_enter_result("cuStreamEndCapture", 1, phGraph);
+    if (rc) return rc;
+    emudev_work *nodes = NULL;
+    size_t count = 0;
+    int invalid = 0;
+    if ((rc = emudev_stream_capture_end(hs, &nodes, &count, &invalid))) return rc;
+    *phGraph = NULL;
+    if (invalid) {
+        emudev_work_list_free(nodes);
+        return EMUDEV_ERR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                          "cuStreamEndCapture: the capture was invalidated by an earlier prohibited call");
+    }
+    emudev_graph *gr = emudev_graph_new(nodes, count);
+    if (!gr || emudev_obj_register(&gr->o) != 0) {
+        if (gr) emudev_obj_free(&gr->o);
+        else emudev_work_list_free(nodes);
+        return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuStreamEndCapture: out of memory");
+    }
+    emudev_stat_add(EMUDEV_STAT_GRAPHS, 1);
+    *phGraph = gr;
+    return CUDA_SUCCESS;
+}
+
+/* A registered exec holding a deep copy of every node of gr; NULL out of memory. */
+static emudev_exec *emudev_exec_new(const emudev_graph *gr) {
+    emudev_exec *x = emudev_obj_new(sizeof *x, EMUDEV_KIND_EXEC, emudev_exec_free);
+    if (!x) return NULL;
+    pthread_mutex_init(&x->run_mu, NULL);
+    x->nodes = gr->count ? calloc(gr->count, sizeof *x->nodes) : NULL;
+    int ok = !gr->count || x->nodes;
+    for (emudev_work *w = gr->head; w && ok; w = w->next)
+        if ((x->nodes[x->count] = w->ops->clone(w))) x->count++;
+        else ok = 0;
+    if (!ok || emudev_obj_register(&x->o) != 0) {
+        emudev_obj_free(&x->o);
+        return NULL;
+    }
+    return x;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phExec, CUgraph hGraph, unsigned long long flags) {
+    CUresult rc = emudev_enter_result("cuGraphInstantiate", 1, phExec);
+    if (rc) return rc;
+    const unsigned long long known = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+                                     CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+                                     CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
+    if (flags & ~known) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuGraphInstantiate: flags 0x%llx", flags);
+    if ((rc = emudev_sticky("cuGraphInstantiate"))) return rc;
+    emudev_graph *gr = (emudev_graph *)emudev_obj_ref(hGraph, EMUDEV_KIND_GRAPH);
+    if (!gr) return EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuGraphInstantiate: %p is not a live graph", (void *)hGraph);
+    emudev_exec *x = emudev_exec_new(gr);
+    emudev_obj_put(&gr->o);
+    if (!x) return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuGraphInstantiate: out of memory");
+    emudev_stat_add(EMUDEV_STAT_GRAPH_EXECS, 1);
+    *phExec = x;
+    return CUDA_SUCCESS;
+}
+
+typedef struct emudev_launch_work {
+    emudev_work w;
+    emudev_exec *x;   /* referenced */
+} emudev_launch_work;
+
+static CUresult emudev_launch_run(emudev_work *w) {
+    emudev_exec *x = ((emudev_launch_work *)w)->x;
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&x->run_mu);
+    for (size_t i = 0; i < x->count && rc == CUDA_SUCCESS; i++) rc = x->nodes[i]->ops->run(x->nodes[i]);
+    pthread_mutex_unlock(&x->run_mu);
+    emudev_stat_add(EMUDEV_STAT_GRAPH_LAUNCHES, 1);
+    return rc;
+}
+
+static void emudev_launch_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_launch_work *)w)->x->o); }
+
+static emudev_work *emudev_launch_clone(const emudev_work *w) {
+    return emudev_work_copy_holding(w, sizeof(emudev_launch_work), &((const emudev_launch_work *)w)->x->o);
+}
+
+static const emudev_work_ops emudev_launch_ops = {"cuGraphLaunch", emudev_launch_run, emudev_launch_clone,
+                                                  emudev_launch_free};
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
+    CUresult rc = emudev_enter("cuGraphLaunch", 1);
+    if (rc) return rc;
+    emudev_exec *x = (emudev_exec *)emudev_obj_ref(hExec, EMUDEV_KIND_EXEC);
+    if (!x) return EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuGraphLaunch: %p is not a live graph exec", (void *)hExec);
+    emudev_launch_work *lw = malloc(sizeof *lw);
+    if (!lw) {
+        emudev_obj_put(&x->o);
+        return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuGraphLaunch: out of memory");
+    }
+    *lw = (emudev_launch_work){{&emudev_launch_ops, NULL}, x};
+    return emudev_submit_named(hs, &lw->w, "cuGraphLaunch");
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hExec) {
+    CUresult rc = emudev_enter("cuGraphExecDestroy", 1);
+    if (rc) return rc;
+    return emudev_obj_destroy("cuGraphExecDestroy", hExec, EMUDEV_KIND_EXEC, "graph exec", EMUDEV_STAT_GRAPH_EXECS);
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph) {
+    CUresult rc = emudev_enter("cuGraphDestroy", 0);
+    if (rc) return rc;
+    return emudev_obj_destroy("cuGraphDestroy", hGraph, EMUDEV_KIND_GRAPH, "graph", EMUDEV_STAT_GRAPHS);
+}
