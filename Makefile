@@ -20,7 +20,7 @@ SAN       ?=
 PREFIX    ?= /usr/local
 # Each part of bertc is compiled with only the include paths it may use, so
 # a forbidden #include fails the build (docs/architecture.md has the rules;
-# tools/check_layers.sh re-checks them from the dependency files).
+# tools/check_layers.py re-checks them from the dependency files).
 CPPFLAGS  := -D_GNU_SOURCE -DBERTC_VERSION=\"$(VERSION)\" -MMD -MP
 CUDA_INC  := -isystem $(CUDA_HOME)/include
 INC_COMMON   := -Iruntime/common

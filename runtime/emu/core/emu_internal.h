@@ -11,6 +11,15 @@
 #include "emu.h"
 #include "emu_abi.h"
 
+/* This library is built with AddressSanitizer (make sanitize). */
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+
 struct emu_kernel {
     const bertc_emu_kernel *desc;   /* inside the loaded image */
     emu_image *image;
