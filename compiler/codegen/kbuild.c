@@ -370,8 +370,9 @@ static int kbuild_work_prepare(kbuild_work *w, const kbuild_unit *units, int nun
 /* Runs the jobs on up to `jobs` threads (the calling thread works too). */
 static int kbuild_run_jobs(kbuild_job *jobs, int njobs, int nthreads) {
     kbuild_pool pool = {jobs, njobs, 0, PTHREAD_MUTEX_INITIALIZER};
-    if (nthreads < 1) nthreads = 1;
+    if (njobs < 1) return 0;
     if (nthreads > njobs) nthreads = njobs;
+    if (nthreads < 1) nthreads = 1;
     pthread_t *threads = calloc((size_t)nthreads, sizeof *threads);
     if (!threads) return -1;
     int started = 0;
