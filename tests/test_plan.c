@@ -30,6 +30,7 @@
 #include "crc32c.h"
 #include "plan.h"
 #include "plan_format.h"
+#include "plan_kernels.h"
 
 /* ---- scratch files -------------------------------------------------------- */
 
@@ -133,23 +134,101 @@ static uint64_t buffer_size(const plan *p, const sched_bucket *b, sched_buf buf)
                                     : 0;
 }
 
-/* A ref with a valid offset into a random buffer of the bucket. */
-static sched_ref rnd_ref(const plan *p, const sched_bucket *b, int allow_none) {
-    sched_ref r;
+static int dtype_size(plan_dtype t) { return t == PLAN_DTYPE_F16 || t == PLAN_DTYPE_BF16 ? 2 : 4; }
+
+/* The other fields of a spec of a random kind, drawn until the launch
+ * contract (plan_kernels.h) accepts it: the reader refuses any other. */
+static void rnd_spec_fields(kernel_spec *s) {
+    s->dtype = (plan_dtype)check_rng_range(0, 2);
+    s->hidden = (int)check_rng_range(1, 2048);
+    s->eps = rnd_float(1e-12, 1e-3);
+    s->ngathers = (int)check_rng_range(1, KERNEL_MAX_GATHERS);
+    for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
+        s->gather_index[g] = (kernel_index)check_rng_range(0, 2);
+        s->table_rows[g] = (int)check_rng_range(1, 50000);
+    }
+    s->has_bias = (int)check_rng_range(0, 1);
+    s->has_residual = (int)check_rng_range(0, 1);
+    s->heads = (int)check_rng_range(1, 16);
+    s->head_dim = 2 * (int)check_rng_range(1, 64);
+    s->scale = rnd_float(-2, 2);
+    int width = s->heads * s->head_dim;
+    s->q_off = (int)check_rng_range(0, 64);
+    s->k_off = s->q_off + width + (int)check_rng_range(0, 64);
+    s->v_off = s->k_off + width + (int)check_rng_range(0, 64);
+    s->qkv_ld = s->v_off + width + (int)check_rng_range(0, 64);
+    s->ctx_ld = width + 2 * (int)check_rng_range(0, 8);
+    s->n = (int)check_rng_range(1, 4096);
+    s->k = (int)check_rng_range(1, 4096);
+    s->x_ld = s->k + (int)check_rng_range(0, 64);
+    s->out_ld = s->n + (int)check_rng_range(0, 64);
+    s->res_ld = s->has_residual ? s->n + (int)check_rng_range(0, 64) : (int)check_rng_range(0, 1 << 16);
+    s->has_act = (int)check_rng_range(0, 1);
+    s->act = (plan_act)check_rng_range(0, PLAN_ACT_COUNT - 1);
+    s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
+    s->normalize = (int)check_rng_range(0, 1);
+}
+
+static void rnd_spec(kernel_spec *s, int bucket) {
     for (;;) {
-        r.buf = (sched_buf)check_rng_range(allow_none ? 0 : 1, SCHED_BUF_COUNT - 1);
-        if (r.buf == SCHED_BUF_NONE) {
-            r.offset = 0;
-            return r;
-        }
-        uint64_t size = buffer_size(p, b, r.buf);
-        if (!size) continue;
-        r.offset = check_rng_u64() % size;
-        return r;
+        memset(s, 0, sizeof *s);
+        s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
+        s->bucket = bucket;
+        rnd_spec_fields(s);
+        kernel_launch_dims dims;
+        diag d;
+        diag_init(&d);
+        if (!kernel_spec_check(s, &d) && !kernel_launch_dims_of(s, &dims, &d)) return;
     }
 }
 
-static int dtype_size(plan_dtype t) { return t == PLAN_DTYPE_F16 || t == PLAN_DTYPE_BF16 ? 2 : 4; }
+/* A reference the reader accepts for an operand of `bytes` (0: NONE): in
+ * the weights when it fits there and it is not written, else in the arena,
+ * which grows to hold it. */
+static sched_ref rnd_operand(const plan *p, sched_bucket *b, uint64_t bytes, int written) {
+    if (!bytes) return (sched_ref){SCHED_BUF_NONE, 0};
+    if (!written && p->weights_size >= bytes && check_rng_range(0, 1))
+        return (sched_ref){SCHED_BUF_WEIGHTS, check_rng_u64() % (p->weights_size - bytes + 1)};
+    sched_ref r = {SCHED_BUF_ARENA, (uint64_t)check_rng_range(0, 4096)};
+    if (b->arena_bytes < r.offset + bytes) b->arena_bytes = r.offset + bytes;
+    return r;
+}
+
+/* A kernel launch that keeps the kernel's contract. */
+static void rnd_launch(const plan *p, sched_bucket *b, sched_launch *l) {
+    const kernel_spec *s = &p->kernels[l->kernel].spec;
+    diag d;
+    diag_init(&d);
+    kernel_launch_dims_of(s, &l->dims, &d);
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(s, a);
+    l->nargs = p->kernels[l->kernel].nargs;
+    for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
+        if (i >= l->nargs) rnd_fill(&l->args[i], sizeof l->args[i]);
+        else if (a[i].use == KERNEL_ARG_REQUEST) l->args[i] = (sched_ref){SCHED_BUF_REQUEST, 0};
+        else l->args[i] = rnd_operand(p, b, a[i].use == KERNEL_ARG_UNUSED ? 0 : a[i].bytes, a[i].use == KERNEL_ARG_WRITE);
+    }
+}
+
+/* Elements a column-major rows x cols matrix with leading dimension ld spans, batch times. */
+static uint64_t rnd_matrix_bytes(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, plan_dtype t) {
+    return ((uint64_t)(cols - 1) * (uint64_t)ld + (uint64_t)rows + (uint64_t)(batch - 1) * (uint64_t)stride) *
+           (uint64_t)dtype_size(t);
+}
+
+/* A GEMM's operands where its extents fit. */
+static void rnd_gemm_refs(const plan *p, sched_bucket *b, sched_gemm *g) {
+    int64_t ar = g->transa ? g->k : g->m, ac = g->transa ? g->m : g->k;
+    int64_t br = g->transb ? g->n : g->k, bc = g->transb ? g->k : g->n;
+    int n = g->batch_count;
+    g->a = rnd_operand(p, b, rnd_matrix_bytes(ar, ac, g->lda, n, g->stride_a, g->ab_type), 0);
+    g->b = rnd_operand(p, b, rnd_matrix_bytes(br, bc, g->ldb, n, g->stride_b, g->ab_type), 0);
+    g->c = g->beta == 0.0f && check_rng_range(0, 1) ? (sched_ref){SCHED_BUF_NONE, 0}
+                                                    : rnd_operand(p, b, rnd_matrix_bytes(g->m, g->n, g->ldc, n, g->stride_c, g->cd_type), 0);
+    g->d = rnd_operand(p, b, rnd_matrix_bytes(g->m, g->n, g->ldd, n, g->stride_d, g->cd_type), 1);
+    g->bias = g->epilogue & SCHED_EPILOGUE_BIAS ? rnd_operand(p, b, (uint64_t)g->m * (uint64_t)dtype_size(g->bias_type), 0)
+                                                : (sched_ref){SCHED_BUF_NONE, 0};
+}
 
 typedef enum gen_size { GEN_SMALL, GEN_MEDIUM, GEN_RICH } gen_size;
 
@@ -202,36 +281,9 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         kernel_spec *s = &k->spec;
         k->entry = rnd_ident("bertc_kernel_");
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
-        k->nargs = (int)check_rng_range(1, 8);
-        s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
-        s->dtype = (plan_dtype)check_rng_range(0, 2);
         s->bucket = p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len;
-        s->hidden = (int)check_rng_range(-5, 4096);
-        s->eps = rnd_float(1e-12, 1e-3);
-        s->ngathers = (int)check_rng_range(0, KERNEL_MAX_GATHERS);
-        for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-            s->gather_index[g] = (kernel_index)check_rng_range(0, 2);
-            s->table_rows[g] = (int)check_rng_range(-1, 50000);
-        }
-        s->has_bias = (int)check_rng_range(0, 1);
-        s->has_residual = (int)check_rng_range(0, 1);
-        s->heads = (int)check_rng_range(0, 64);
-        s->head_dim = (int)check_rng_range(0, 256);
-        s->scale = rnd_float(-2, 2);
-        s->qkv_ld = (int)check_rng_range(0, 1 << 20);
-        s->q_off = (int)check_rng_range(-100, 1 << 16);
-        s->k_off = (int)check_rng_range(0, 1 << 16);
-        s->v_off = (int)check_rng_range(0, 1 << 16);
-        s->ctx_ld = (int)check_rng_range(0, 1 << 16);
-        s->n = (int)check_rng_range(0, 1 << 16);
-        s->k = (int)check_rng_range(0, 1 << 16);
-        s->x_ld = (int)check_rng_range(0, 1 << 16);
-        s->out_ld = (int)check_rng_range(0, 1 << 16);
-        s->res_ld = (int)check_rng_range(-1, 1 << 16);
-        s->has_act = (int)check_rng_range(0, 1);
-        s->act = (plan_act)check_rng_range(0, PLAN_ACT_COUNT - 1);
-        s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
-        s->normalize = (int)check_rng_range(0, 1);
+        rnd_spec(s, s->bucket);
+        k->nargs = kernel_kind_arg_count(s->kind);
     }
 
     /* Images: distinct architectures, junk after each arch's NUL. */
@@ -284,7 +336,6 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
                 if (b->arena_bytes < o->ref.offset + extent) b->arena_bytes = o->ref.offset + extent;
             }
         }
-        if (b->arena_bytes > p->arena_bytes) p->arena_bytes = b->arena_bytes;
 
         int kernels_here[64], nhere = 0;
         for (int k = 0; k < p->nkernels; k++)
@@ -304,16 +355,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
                 rnd_fill(&st->gemm, sizeof st->gemm); /* junk: not part of a launch step */
                 sched_launch *l = &st->launch;
                 l->kernel = kernels_here[j == 0 && bi == 0 ? 0 : check_rng_range(0, nhere - 1)];
-                for (int d = 0; d < 3; d++) {
-                    l->dims.grid[d] = (unsigned)check_rng_range(1, 65535);
-                    l->dims.block[d] = (unsigned)check_rng_range(1, 1024);
-                }
-                l->dims.shared_bytes = (unsigned)check_rng_range(0, 200000);
-                l->nargs = p->kernels[l->kernel].nargs;
-                for (int a = 0; a < 8; a++) {
-                    if (a < l->nargs) l->args[a] = rnd_ref(p, b, 1);
-                    else rnd_fill(&l->args[a], sizeof l->args[a]);
-                }
+                rnd_launch(p, b, l);
             } else {
                 rnd_fill(&st->launch, sizeof st->launch);
                 sched_gemm *g = &st->gemm;
@@ -326,11 +368,11 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
                 g->ldb = (g->transb ? g->n : g->k) + check_rng_range(0, 64);
                 g->ldc = g->m + check_rng_range(0, 64);
                 g->ldd = g->m + check_rng_range(0, 64);
-                g->batch_count = (int)check_rng_range(1, 16);
-                g->stride_a = check_rng_range(0, 1 << 24);
-                g->stride_b = check_rng_range(0, 1 << 24);
-                g->stride_c = check_rng_range(0, 1 << 24);
-                g->stride_d = check_rng_range(0, 1 << 24);
+                g->batch_count = (int)check_rng_range(1, 4);
+                g->stride_a = check_rng_range(0, 1 << 16);
+                g->stride_b = check_rng_range(0, 1 << 16);
+                g->stride_c = check_rng_range(0, 1 << 16);
+                g->stride_d = check_rng_range(0, 1 << 16);
                 g->ab_type = (plan_dtype)check_rng_range(0, 2);
                 g->cd_type = (plan_dtype)check_rng_range(0, 2);
                 g->bias_type = (plan_dtype)check_rng_range(0, 2);
@@ -339,13 +381,10 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
                 static const sched_epilogue epis[] = {SCHED_EPILOGUE_DEFAULT, SCHED_EPILOGUE_RELU, SCHED_EPILOGUE_BIAS,
                                                       SCHED_EPILOGUE_RELU_BIAS};
                 g->epilogue = epis[check_rng_range(0, 3)];
-                g->a = rnd_ref(p, b, 0);
-                g->b = rnd_ref(p, b, 0);
-                g->c = rnd_ref(p, b, g->beta == 0.0f);
-                g->d = rnd_ref(p, b, 0);
-                g->bias = g->epilogue & SCHED_EPILOGUE_BIAS ? rnd_ref(p, b, 0) : (sched_ref){SCHED_BUF_NONE, 0};
+                rnd_gemm_refs(p, b, g);
             }
         }
+        if (b->arena_bytes > p->arena_bytes) p->arena_bytes = b->arena_bytes;
     }
 
     if (with_tokenizer) {
@@ -902,7 +941,7 @@ static void example_plan(plan *p) {
     b->steps[1].name = xstrdup("layer0/add_ln");
     sched_launch *l = &b->steps[1].launch;
     l->kernel = 0;
-    l->dims = (kernel_launch_dims){{8, 1, 1}, {32, 1, 1}, 0};
+    l->dims = (kernel_launch_dims){{2, 1, 1}, {128, 1, 1}, 0};
     l->nargs = 7;
     sched_ref args[7] = {{SCHED_BUF_ARENA, 0},    {SCHED_BUF_REQUEST, 0},  {SCHED_BUF_ARENA, 128}, {SCHED_BUF_WEIGHTS, 16},
                          {SCHED_BUF_ARENA, 0},    {SCHED_BUF_WEIGHTS, 32}, {SCHED_BUF_WEIGHTS, 48}};
@@ -916,7 +955,7 @@ static void example_plan(plan *p) {
 
 static const uint8_t example_head[128 + 8 * 32] = {
     0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x02, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x10, 0x21, 0xcf, 0x24,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x71, 0x93, 0x82, 0x08,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
     0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x98, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x38, 0x00, 0x00, 0x00,
@@ -932,7 +971,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x18, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5e, 0xae, 0xf7, 0xc4, 0x00, 0x00, 0x00, 0x00,
+    0x18, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x8d, 0x91, 0xd3, 0x99, 0x00, 0x00, 0x00, 0x00,
     0x07, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x41, 0xd3, 0xbc, 0x4a, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x3a, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1335,6 +1374,38 @@ static void test_semantic_errors(void) {
         c[t.step0 + 64 + 16 * (size_t)k0->nargs + 3] = 1;
         FIXED_FAIL("junk in unused arg", "zero padding");
     }
+
+    /* The launch contract (plan_kernels.h): dimensions as compiled, every
+     * argument's whole extent inside a buffer it may be in. */
+    st32(c + t.step0 + 28, 65535);
+    st32(c + t.step0 + 32, 65535);
+    st32(c + t.step0 + 36, 64);
+    snprintf(want, sizeof want, "but kernel %s is launched with grid", k0->entry);
+    FIXED_FAIL("grid of a hang", "field launch.grid: grid (65535, 65535, 64)", want);
+    st32(c + t.step0 + 52, ld32(c + t.step0 + 52) + 16);
+    FIXED_FAIL("shared memory", "field launch.grid: ", "bytes of shared memory, but kernel");
+    kernel_arg a0[KERNEL_MAX_ARGS];
+    kernel_args_of(&k0->spec, a0);
+    st32(c + t.step0 + 64, SCHED_BUF_ARENA);
+    st64(c + t.step0 + 72, b0->arena_bytes - 4);
+    snprintf(want, sizeof want, "field launch.args[0]: kernel %s touches %llu bytes from offset %llu, past the end of the "
+                                "arena buffer", k0->entry, (unsigned long long)a0[0].bytes, (unsigned long long)b0->arena_bytes - 4);
+    FIXED_FAIL("output past the arena", want);
+    st32(c + t.step0 + 64, SCHED_BUF_WEIGHTS);
+    st64(c + t.step0 + 72, 0);
+    FIXED_FAIL("output into the weights", "field launch.args[0]: kernel", "argument 0 is written; it cannot be the weights buffer");
+    st64(c + t.step0 + 64 + 16 + 8, 4);
+    FIXED_FAIL("request block offset", "field launch.args[1]: ", "argument 1 is the request block; it cannot be the request buffer at 4");
+    st32(c + t.kern.off + 32, 70000);
+    FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 70000 outside 1..65536");
+    st32(c + t.kern.off + 4, (uint32_t)kernel_kind_arg_count(k0->spec.kind) % 7 + 1);
+    FIXED_FAIL("kernel nargs", "section KERNELS: kernel 0: field nargs: ", "kernel takes");
+    st64(c + t.step1 + 112, b0->arena_bytes); /* stride_d */
+    st32(c + t.step1 + 120, 2);                /* batch_count */
+    FIXED_FAIL("gemm past its buffers", "step 1 \"", "past the end of the");
+    st32(c + t.step1 + 200, SCHED_BUF_WEIGHTS);
+    st64(c + t.step1 + 208, 0);
+    FIXED_FAIL("gemm result into the weights", "field gemm.d: the weights buffer cannot hold a GEMM result");
 
     /* Step kind, gemm fields. */
     st32(c + t.step0, 7);

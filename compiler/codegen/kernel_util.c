@@ -77,44 +77,13 @@ const char *kernel_dtype_tag(plan_dtype t) {
     }
 }
 
-int kernel_dtype_size(plan_dtype t) {
-    switch (t) {
-    case PLAN_DTYPE_F32: return 4;
-    case PLAN_DTYPE_F16:
-    case PLAN_DTYPE_BF16: return 2;
-    default: return 0;
-    }
-}
-
 uint32_t kernel_float_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-int kernel_vec_elems(int size, const int *vals, int n) {
-    int v = 16 / size;
-    for (;;) {
-        int ok = 1;
-        for (int i = 0; i < n; i++)
-            if (vals[i] % v != 0) ok = 0;
-        if (ok || v == 1) return v;
-        v /= 2;
-    }
-}
-
-int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 int kernel_min_blocks(int threads) { return threads >= 512 ? 1 : 512 / threads; }
-
-int kernel_check_common(const kernel_spec *s, const char *name, diag *d) {
-    if (!kernel_dtype_cxx(s->dtype))
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: dtype %s is not a storage type (float32, float16, bfloat16)",
-                        name, plan_dtype_name(s->dtype));
-    if (s->bucket < 1 || s->bucket > 65536)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d outside 1..65536", name, s->bucket);
-    return 0;
-}
 
 int kernel_entry_printf(char *buf, size_t cap, const char *kind, diag *d, const char *fmt, ...) {
     va_list ap;

@@ -27,6 +27,7 @@
 #include "diag.h"
 #include "embed.h"
 #include "kernels.h"
+#include "plan_kernels.h"
 
 /* ---- text buffer */
 typedef struct kernel_text {
@@ -41,16 +42,9 @@ int kernel_text_template(kernel_text *t, const char *name, diag *d);
 void kernel_text_free(kernel_text *t);
 
 /* ---- shared helpers */
-#define KERNEL_SMEM_NO_OPTIN 49152u /* dynamic shared memory usable without cuFuncSetAttribute */
-
 const char *kernel_dtype_cxx(plan_dtype t);     /* "float", "__half", "__nv_bfloat16" */
 const char *kernel_dtype_tag(plan_dtype t);     /* "f32", "f16", "bf16" */
-int kernel_dtype_size(plan_dtype t);            /* 4 or 2; 0 if not a storage type */
 uint32_t kernel_float_bits(float f);
-/* The widest vector for elements of `size` bytes: the largest power of two
- * v with v * size <= 16 that divides each of the n values (at least 1). */
-int kernel_vec_elems(int size, const int *vals, int n);
-int kernel_ceil_div(int a, int b);
 /*
  * The minBlocksPerMultiprocessor of an entry's __launch_bounds__: enough
  * blocks for 512 threads, which caps ptxas at 128 registers per thread.
@@ -59,26 +53,21 @@ int kernel_ceil_div(int a, int b);
  * pair makes the budget ours and the same on every arch.
  */
 int kernel_min_blocks(int threads);
-/* Checks kind, dtype and bucket, common to every kind; `name` is the kind's. */
-int kernel_check_common(const kernel_spec *s, const char *name, diag *d);
 
 /* ---- the kinds ----------------------------------------------------------- */
 
 /*
  * One kernel kind, as its generator file exports it (kernel_ln.c,
  * kernel_attention.c, kernel_gemm.c, kernel_pool.c); kernels.c lists them
- * in one table.  Every function receives a spec that has passed
- * kernel_check_common; dims and source may still fail where the geometry
- * cannot be met (a hidden size too large for registers).
+ * in one table.  What a spec must satisfy, its geometry, its launch
+ * dimensions and its arguments are the launch contract, which the plan
+ * reader checks too (runtime/plan/plan_kernels.h); a kind's descriptor
+ * holds what only the compiler knows: the entry name and the text.  Every
+ * function receives a spec that has passed kernel_spec_check.
  */
 typedef struct kernel_kind_desc {
     kernel_kind kind;
     const char *name;              /* the template's file stem: "gemm", "attention", ... */
-    int nargs;                     /* pointer arguments of the entry point */
-    /* The kind's own fields. */
-    int (*check)(const kernel_spec *s, diag *d);
-    /* Grid, block and dynamic shared memory (a bucket-sized grid). */
-    int (*dims)(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
     /* The entry name into buf: every parameter that matters, spelled out. */
     int (*entry)(const kernel_spec *s, char *buf, size_t cap, diag *d);
     /* The text: the first comment, the device header, the template and

@@ -34,7 +34,8 @@ _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && K
 
 /* ------------------------------------------------------------ the kinds */
 
-/* Adding a kind: its enum value (plan_types.h, a format change), a template
+/* Adding a kind: its enum value and spec fields (plan_types.h, a format
+ * change), its launch contract (runtime/plan/plan_kernels.c), a template
  * in kernels_templates/, a generator file exporting its descriptor, and
  * one line here. */
 static const kernel_kind_desc *const kernel_kinds[KERNEL_KIND_COUNT] = {
@@ -45,15 +46,9 @@ static const kernel_kind_desc *const kernel_kinds[KERNEL_KIND_COUNT] = {
     [KERNEL_KIND_POOL] = &kernel_pool_desc,
 };
 
-/* The kind of a spec that passes the checks every kind shares, or NULL. */
+/* The kind of a spec that passes the launch contract's checks, or NULL. */
 static const kernel_kind_desc *kernel_checked(const kernel_spec *s, diag *d) {
-    if ((unsigned)s->kind >= KERNEL_KIND_COUNT || !kernel_kinds[s->kind]) {
-        diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
-        return NULL;
-    }
-    const kernel_kind_desc *k = kernel_kinds[s->kind];
-    if (kernel_check_common(s, k->name, d) || k->check(s, d)) return NULL;
-    return k;
+    return kernel_spec_check(s, d) ? NULL : kernel_kinds[s->kind];
 }
 
 /* ------------------------------------------------------------ public API */
@@ -87,13 +82,10 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d) {
 
 int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
     memset(dims, 0, sizeof *dims);
-    const kernel_kind_desc *k = kernel_checked(s, d);
-    return k ? k->dims(s, dims, d) : -1;
+    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, dims, d);
 }
 
-int kernel_arg_count(kernel_kind kind) {
-    return (unsigned)kind < KERNEL_KIND_COUNT && kernel_kinds[kind] ? kernel_kinds[kind]->nargs : 0;
-}
+int kernel_arg_count(kernel_kind kind) { return kernel_kind_arg_count(kind); }
 
 const char *kernel_kind_name(kernel_kind kind) {
     return (unsigned)kind < KERNEL_KIND_COUNT && kernel_kinds[kind] ? kernel_kinds[kind]->name : "unknown";

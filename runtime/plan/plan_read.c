@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "plan_kernels.h"
 #include "plan_format.h"
 
 /*
@@ -704,7 +705,18 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
         cur_bool(c, "spec.normalize", &s->normalize))
         return -1;
     s->pool_mode = (plan_pool_mode)v;
-    return cur_zero(c, 4, "reserved");
+    if (cur_zero(c, 4, "reserved")) return -1;
+    /* The launch contract (plan_kernels.h): the spec is one the kind can
+     * serve, so its geometry and argument extents can be computed. */
+    if (k->nargs != kernel_kind_arg_count(s->kind))
+        return CUR_FAIL(c, "field nargs: %d, but a %s kernel takes %d arguments", k->nargs, plan_kernel_kind_name(s->kind),
+                        kernel_kind_arg_count(s->kind));
+    kernel_launch_dims dims;
+    diag kd;
+    diag_init(&kd);
+    if (kernel_spec_check(s, &kd) || kernel_launch_dims_of(s, &dims, &kd))
+        return CUR_FAIL(c, "field spec: %s", kd.text);
+    return 0;
 }
 
 static int prd_kernels(prd *r) {
@@ -868,6 +880,67 @@ static int prd_ref(prd_cur *c, const char *field, const sched_bucket *b, int all
     return 0;
 }
 
+/* The launch's dimensions are the ones its kernel was compiled for. */
+static int prd_launch_dims(prd_cur *c, const plan_kernel *pk, const sched_launch *l, uint64_t dims_at) {
+    kernel_launch_dims want;
+    diag kd;
+    diag_init(&kd);
+    if (kernel_launch_dims_of(&pk->spec, &want, &kd)) return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
+    const kernel_launch_dims *g = &l->dims;
+    if (!memcmp(g->grid, want.grid, sizeof want.grid) && !memcmp(g->block, want.block, sizeof want.block) &&
+        g->shared_bytes == want.shared_bytes)
+        return 0;
+    c->at = dims_at;
+    return CUR_FAIL(c,
+                    "field launch.grid: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of shared memory, but kernel %s "
+                    "is launched with grid (%u, %u, %u), block (%u, %u, %u), %u bytes",
+                    g->grid[0], g->grid[1], g->grid[2], g->block[0], g->block[1], g->block[2], g->shared_bytes,
+                    pk->entry, want.grid[0], want.grid[1], want.grid[2], want.block[0], want.block[1], want.block[2],
+                    want.shared_bytes);
+}
+
+static const char *prd_arg_use_name(kernel_arg_use u) {
+    return u == KERNEL_ARG_UNUSED ? "unused" : u == KERNEL_ARG_REQUEST ? "the request block" : u == KERNEL_ARG_READ
+               ? "read" : "written";
+}
+
+/* One argument against its use: the buffer it may be in and its extent. */
+static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, int i, const sched_ref *ref,
+                          const kernel_arg *a) {
+    sched_buf buf = ref->buf;
+    int ok = a->use == KERNEL_ARG_UNUSED   ? buf == SCHED_BUF_NONE
+             : a->use == KERNEL_ARG_REQUEST ? buf == SCHED_BUF_REQUEST && ref->offset == 0
+             : a->use == KERNEL_ARG_WRITE   ? buf == SCHED_BUF_ARENA
+                                            : buf == SCHED_BUF_ARENA || buf == SCHED_BUF_WEIGHTS;
+    if (!ok)
+        return CUR_FAIL(c, "field launch.args[%d]: kernel %s's argument %d is %s; it cannot be the %s buffer at %llu", i,
+                        pk->entry, i, prd_arg_use_name(a->use), prd_buffer_name(buf),
+                        (unsigned long long)ref->offset);
+    if (a->use == KERNEL_ARG_REQUEST && a->bytes > kernel_request_bytes(0) && pk->spec.bucket != b->seq_len)
+        return CUR_FAIL(c, "field launch.args[%d]: kernel %s reads the request block laid out for %d rows; this bucket's "
+                           "has %d",
+                        i, pk->entry, pk->spec.bucket, b->seq_len);
+    uint64_t size = prd_buffer_size(c->r->p, b, buf);
+    if (a->use != KERNEL_ARG_UNUSED && (ref->offset > size || a->bytes > size - ref->offset))
+        return CUR_FAIL(c, "field launch.args[%d]: kernel %s touches %llu bytes from offset %llu, past the end of the %s "
+                           "buffer (%llu bytes)",
+                        i, pk->entry, (unsigned long long)a->bytes, (unsigned long long)ref->offset, prd_buffer_name(buf),
+                        (unsigned long long)size);
+    return 0;
+}
+
+/* Every argument stays inside its buffer for every request of the bucket. */
+static int prd_launch_args(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, const sched_launch *l,
+                           const uint64_t *arg_at) {
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(&pk->spec, a);
+    for (int i = 0; i < l->nargs; i++) {
+        c->at = arg_at[i];
+        if (prd_launch_arg(c, b, pk, i, &l->args[i], &a[i])) return -1;
+    }
+    return 0;
+}
+
 static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l) {
     const plan *p = r->p;
     uint32_t k = cur_u32(c);
@@ -884,6 +957,7 @@ static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l
     l->kernel = (int)k;
     static const char *const dim_field[6] = {"launch.grid[0]",  "launch.grid[1]",  "launch.grid[2]",
                                              "launch.block[0]", "launch.block[1]", "launch.block[2]"};
+    uint64_t dims_at = c->pos;
     for (int i = 0; i < 6; i++) {
         unsigned v = cur_u32(c);
         if (v == 0) return CUR_FAIL(c, "field %s: 0 (launch dimensions are at least 1)", dim_field[i]);
@@ -897,12 +971,58 @@ static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l
                         pk->nargs);
     l->nargs = (int)nargs;
     if (cur_zero(c, 4, "launch.reserved")) return -1;
-    for (int i = 0; i < 8; i++) {
+    uint64_t arg_at[KERNEL_MAX_ARGS];
+    for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
         char f[32];
         snprintf(f, sizeof f, "launch.args[%d]", i);
+        arg_at[i] = c->pos;
         if (i < l->nargs ? prd_ref(c, f, b, 1, &l->args[i]) : cur_zero(c, PLAN_REF_SIZE, f)) return -1;
     }
-    return cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE, "launch.padding");
+    if (cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE, "launch.padding")) return -1;
+    return prd_launch_dims(c, pk, l, dims_at) || prd_launch_args(c, b, pk, l, arg_at);
+}
+
+/*
+ * Bytes a column-major operand of `rows` x `cols` with leading dimension
+ * `ld` spans, `batch` times `stride` elements apart: ((cols - 1) * ld +
+ * rows + (batch - 1) * stride) elements.  0 on overflow (never a valid
+ * extent: every operand has at least one element).
+ */
+static uint64_t prd_matrix_bytes(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, plan_dtype t) {
+    uint64_t e, x;
+    if (__builtin_mul_overflow((uint64_t)(cols - 1), (uint64_t)ld, &e) || __builtin_add_overflow(e, (uint64_t)rows, &e) ||
+        __builtin_mul_overflow((uint64_t)(batch - 1), (uint64_t)stride, &x) || __builtin_add_overflow(e, x, &e) ||
+        __builtin_mul_overflow(e, (uint64_t)plan_dtype_size(t), &e))
+        return 0;
+    return e;
+}
+
+/* One GEMM operand inside its buffer; the output only in the arena. */
+static int prd_gemm_operand(prd_cur *c, const sched_bucket *b, const char *name, const sched_ref *ref, uint64_t bytes,
+                            int written) {
+    if (ref->buf == SCHED_BUF_NONE) return 0;
+    if (ref->buf == SCHED_BUF_REQUEST || (written && ref->buf != SCHED_BUF_ARENA))
+        return CUR_FAIL(c, "field gemm.%s: the %s buffer cannot hold a GEMM %s", name, prd_buffer_name(ref->buf),
+                        written ? "result" : "operand");
+    uint64_t size = prd_buffer_size(c->r->p, b, ref->buf);
+    if (!bytes || ref->offset > size || bytes > size - ref->offset)
+        return CUR_FAIL(c, "field gemm.%s: the operand spans %llu bytes from offset %llu, past the end of the %s buffer "
+                           "(%llu bytes)",
+                        name, (unsigned long long)bytes, (unsigned long long)ref->offset, prd_buffer_name(ref->buf),
+                        (unsigned long long)size);
+    return 0;
+}
+
+/* What cuBLASLt will read and write for D = op(A) op(B) (+ C) (+ bias). */
+static int prd_gemm_extents(prd_cur *c, const sched_bucket *b, const sched_gemm *g) {
+    int64_t ar = g->transa ? g->k : g->m, ac = g->transa ? g->m : g->k;
+    int64_t br = g->transb ? g->n : g->k, bc = g->transb ? g->k : g->n;
+    int n = g->batch_count;
+    return prd_gemm_operand(c, b, "a", &g->a, prd_matrix_bytes(ar, ac, g->lda, n, g->stride_a, g->ab_type), 0) ||
+           prd_gemm_operand(c, b, "b", &g->b, prd_matrix_bytes(br, bc, g->ldb, n, g->stride_b, g->ab_type), 0) ||
+           prd_gemm_operand(c, b, "c", &g->c, prd_matrix_bytes(g->m, g->n, g->ldc, n, g->stride_c, g->cd_type), 0) ||
+           prd_gemm_operand(c, b, "d", &g->d, prd_matrix_bytes(g->m, g->n, g->ldd, n, g->stride_d, g->cd_type), 1) ||
+           prd_gemm_operand(c, b, "bias", &g->bias, prd_matrix_bytes(g->m, 1, g->m, 1, 0, g->bias_type), 0);
 }
 
 static int prd_gemm(prd_cur *c, const sched_bucket *b, sched_gemm *g) {
@@ -932,7 +1052,7 @@ static int prd_gemm(prd_cur *c, const sched_bucket *b, sched_gemm *g) {
     if (wants_bias != (g->bias.buf != SCHED_BUF_NONE))
         return CUR_FAIL(c, "field gemm.bias: %s", wants_bias ? "the BIAS epilogue needs a bias, the ref is NONE"
                                                              : "a bias without a BIAS epilogue (the ref must be NONE)");
-    return 0;
+    return prd_gemm_extents(c, b, g);
 }
 
 static int prd_step(prd *r, prd_cur *c, int bi, uint32_t si, const sched_bucket *b, sched_step *st) {

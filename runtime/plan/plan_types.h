@@ -168,6 +168,12 @@ typedef enum kernel_kind {
     KERNEL_KIND_COUNT,
 } kernel_kind;
 
+/* The template's file stem: "embed_ln", "add_ln", "attention", "gemm", "pool". */
+static inline const char *plan_kernel_kind_name(kernel_kind k) {
+    static const char *const names[] = {"embed_ln", "add_ln", "attention", "gemm", "pool"};
+    return (unsigned)k < KERNEL_KIND_COUNT ? names[k] : "unknown";
+}
+
 typedef enum kernel_index {
     KERNEL_INDEX_INPUT_IDS,
     KERNEL_INDEX_TOKEN_TYPES,

@@ -1,0 +1,367 @@
+/*
+ * plan_kernels — the launch contract per kernel kind (plan_kernels.h).
+ *
+ * One section per kind: its checks, its geometry and its arguments.  The
+ * geometry choices are argued here because they are made here:
+ *
+ * LayerNorm family (embed_ln, add_ln).  A row of up to 1024 elements
+ * belongs to one warp: at most 32 floats per lane in registers, reductions
+ * by shuffles, no shared memory and no block barrier; four rows (warps)
+ * share a block of 128 threads, a size every SM schedules well.  A longer
+ * row gets a block of its own, sized so each thread holds about four
+ * vectors (never more than 64 floats).  The vector width is the largest
+ * power of two of elements, at most 16 bytes, dividing the hidden size.
+ *
+ * Attention.  Tensor cores when storage is 16-bit, head_dim % 16 == 0 and
+ * every head's slice is 16-byte aligned: one warp per 16 query rows, 1, 2
+ * or 4 warps per block as the bucket grows.  The shared memory reported
+ * covers both the double-buffered K/V tiles and the SIMT passes the same
+ * launch runs on sm_75.  Otherwise SIMT with four warps: 16 query rows per
+ * block for buckets up to 128, 32 above.  KT = 64 keys unless the bucket
+ * is 32; tiles shrink until the block fits in 48 KiB of dynamic shared
+ * memory, what every architecture grants without cuFuncSetAttribute.
+ *
+ * GEMM.  At batch 1 the GEMMs of an encoder are short and wide, so most of
+ * their time is streaming the weights and what matters is keeping every SM
+ * busy: the block tile is the largest of 64x128, 64x64, 32x64, 32x32 that
+ * still gives at least GEMM_TARGET_BLOCKS blocks over the bucket, falling
+ * back to the smallest; a bucket of 32 rows never uses 64-row tiles.  Four
+ * warps per tile; a ring of stages of 80 bytes per row of x and w, as many
+ * stages (2..6) as fit in 48 KiB and the k-tiles can fill.
+ *
+ * Pool.  One block owns the pooled row (the norm needs all of it): CT
+ * column threads cover a row in vectors, the rest of a 256-thread block
+ * becomes RG row groups reading different rows at once.
+ */
+#include "plan_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#define KERNEL_LN_MAX_HIDDEN 32768
+#define KERNEL_LN_MAX_FLOATS 64 /* row values per thread */
+#define KERNEL_ATTENTION_MAX_HEAD_DIM 128
+#define KERNEL_GEMM_TARGET_BLOCKS 128
+#define KERNEL_GEMM_MAX_STAGES 6
+#define KERNEL_POOL_THREADS 256
+#define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
+#define KERNEL_POOL_MAX_HIDDEN 16384
+#define KERNEL_MAX_BUCKET 65536
+
+int kernel_vec_elems(int size, const int *vals, int n) {
+    int v = 16 / size;
+    for (;;) {
+        int ok = 1;
+        for (int i = 0; i < n; i++)
+            if (vals[i] % v != 0) ok = 0;
+        if (ok || v == 1) return v;
+        v /= 2;
+    }
+}
+
+int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+int kernel_kind_arg_count(kernel_kind kind) {
+    static const int nargs[] = {7, 7, 3, 6, 3};
+    return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] : 0;
+}
+
+static void kernel_dims_set(kernel_launch_dims *dims, unsigned gx, unsigned gy, unsigned block, unsigned smem) {
+    dims->grid[0] = gx;
+    dims->grid[1] = gy;
+    dims->grid[2] = 1;
+    dims->block[0] = block;
+    dims->block[1] = dims->block[2] = 1;
+    dims->shared_bytes = smem;
+}
+
+/* ------------------------------------------------------------ LayerNorm family */
+
+static int kernel_ln_check(const kernel_spec *s, diag *d) {
+    const char *k = plan_kernel_kind_name(s->kind);
+    if (s->hidden < 1 || s->hidden > KERNEL_LN_MAX_HIDDEN)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel %s: hidden size %d is not supported (1..%d)", k, s->hidden,
+                        KERNEL_LN_MAX_HIDDEN);
+    if (!isfinite(s->eps) || s->eps < 0.0f)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel %s: LayerNorm eps %g must be finite and >= 0", k, (double)s->eps);
+    if (s->kind != KERNEL_KIND_EMBED_LN) return 0;
+    if (s->ngathers < 1 || s->ngathers > KERNEL_MAX_GATHERS)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: %d gathers (1..%d)", s->ngathers, KERNEL_MAX_GATHERS);
+    for (int g = 0; g < s->ngathers; g++) {
+        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_POSITION)
+            return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d has an unknown index kind %d", g,
+                            (int)s->gather_index[g]);
+        if (s->table_rows[g] < 1)
+            return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d table has %d rows", g,
+                            s->table_rows[g]);
+    }
+    return 0;
+}
+
+static int kernel_ln_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    int h = s->hidden;
+    g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), &h, 1);
+    int nv = h / g->vec;
+    if (h <= 1024) {
+        g->threads = 32;
+        g->rows = 4;
+    } else {
+        int t = (kernel_ceil_div(nv, 4) + 31) / 32 * 32;
+        g->threads = t < 64 ? 64 : t > 1024 ? 1024 : t;
+        g->rows = 1;
+    }
+    int floats = kernel_ceil_div(nv, g->threads) * g->vec;
+    if (floats > KERNEL_LN_MAX_FLOATS)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel %s: hidden size %d needs %d values per thread (at most %d)",
+                        plan_kernel_kind_name(s->kind), h, floats, KERNEL_LN_MAX_FLOATS);
+    return 0;
+}
+
+static void kernel_ln_dims(const kernel_spec *s, const kernel_geometry *g, kernel_launch_dims *dims) {
+    kernel_dims_set(dims, (unsigned)kernel_ceil_div(s->bucket, g->rows), 1, (unsigned)(g->threads * g->rows), 0);
+}
+
+/* ------------------------------------------------------------ attention */
+
+static int kernel_attention_check(const kernel_spec *s, diag *d) {
+    if (s->heads < 1 || s->heads > 1024)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel attention: %d heads (1..1024)", s->heads);
+    if (s->head_dim < 2 || s->head_dim > KERNEL_ATTENTION_MAX_HEAD_DIM || s->head_dim % 2)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel attention: head_dim %d is not supported (even, 2..%d)",
+                        s->head_dim, KERNEL_ATTENTION_MAX_HEAD_DIM);
+    if (!isfinite(s->scale))
+        return diag_set(d, DIAG_CODE_INPUT, "kernel attention: scale %g is not finite", (double)s->scale);
+    int width = s->heads * s->head_dim;
+    if (s->q_off < 0 || s->k_off < 0 || s->v_off < 0 || s->qkv_ld < 1 || s->q_off > s->qkv_ld - width ||
+        s->k_off > s->qkv_ld - width || s->v_off > s->qkv_ld - width)
+        return diag_set(d, DIAG_CODE_INTERNAL,
+                        "kernel attention: q/k/v columns (offsets %d, %d, %d, width %d) do not fit qkv_ld %d",
+                        s->q_off, s->k_off, s->v_off, width, s->qkv_ld);
+    if (s->ctx_ld < width || s->ctx_ld % 2)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: ctx_ld %d must be even and >= heads*head_dim %d",
+                        s->ctx_ld, width);
+    return 0;
+}
+
+/* SIMT: Q [qt][D] float, K [kt][odd words], V [kt][D] */
+static unsigned kernel_attention_smem_simt(const kernel_spec *s, int qt, int kt) {
+    int size = plan_dtype_size(s->dtype);
+    int kw = s->head_dim * size / 4;
+    return (unsigned)(qt * s->head_dim * 4 + kt * (kw | 1) * 4 + kt * s->head_dim * size);
+}
+
+/* tensor cores: two stages of K and V, rows padded by 16 bytes */
+static unsigned kernel_attention_smem_tc(const kernel_spec *s, int kt) {
+    return (unsigned)(2 * 2 * kt * (s->head_dim + 8) * plan_dtype_size(s->dtype));
+}
+
+static int kernel_attention_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
+    g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 5);
+    g->kt = s->bucket <= 32 ? 32 : 64;
+    g->tc = plan_dtype_size(s->dtype) == 2 && s->head_dim % 16 == 0 && g->vec == 8;
+    if (g->tc) {
+        /* one 16-row mma tile per warp; more warps (fewer re-reads of K and
+         * V) as the bucket grows, more blocks while it is short */
+        g->nw = s->bucket <= 128 ? 1 : s->bucket <= 256 ? 2 : 4;
+        g->qt = 16 * g->nw;
+        if (kernel_attention_smem_tc(s, g->kt) > KERNEL_SMEM_NO_OPTIN) g->kt = 32;
+        unsigned tc = kernel_attention_smem_tc(s, g->kt);
+        unsigned simt = kernel_attention_smem_simt(s, 4 * g->nw, g->kt); /* the sm_75 passes */
+        g->smem = tc > simt ? tc : simt;
+    } else {
+        g->nw = 4;
+        g->qt = s->bucket <= 128 ? 16 : 32;
+        while (kernel_attention_smem_simt(s, g->qt, g->kt) > KERNEL_SMEM_NO_OPTIN) {
+            if (g->kt > 32) g->kt = 32;
+            else if (g->qt > 16) g->qt = 16;
+            else break;
+        }
+        g->smem = kernel_attention_smem_simt(s, g->qt, g->kt);
+    }
+    if (g->smem > KERNEL_SMEM_NO_OPTIN)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: head_dim %d does not fit shared memory", s->head_dim);
+    return 0;
+}
+
+static void kernel_attention_dims(const kernel_spec *s, const kernel_geometry *g, kernel_launch_dims *dims) {
+    kernel_dims_set(dims, (unsigned)s->heads, (unsigned)kernel_ceil_div(s->bucket, g->qt), (unsigned)(32 * g->nw),
+                    g->smem);
+}
+
+/* ------------------------------------------------------------ GEMM */
+
+static int kernel_gemm_check(const kernel_spec *s, diag *d) {
+    if (s->n < 1 || s->k < 1 || s->n > (1 << 20) || s->k > (1 << 20))
+        return diag_set(d, DIAG_CODE_INPUT, "kernel gemm: n %d, k %d outside 1..%d", s->n, s->k, 1 << 20);
+    if (s->x_ld < s->k || s->out_ld < s->n || (s->has_residual && s->res_ld < s->n))
+        return diag_set(d, DIAG_CODE_INTERNAL,
+                        "kernel gemm: leading dimensions x_ld %d, out_ld %d, res_ld %d too small for n %d, k %d",
+                        s->x_ld, s->out_ld, s->res_ld, s->n, s->k);
+    if (s->has_act && (unsigned)s->act >= PLAN_ACT_COUNT)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel gemm: unknown activation %d", (int)s->act);
+    return 0;
+}
+
+static int kernel_gemm_geometry(const kernel_spec *s, kernel_geometry *g) {
+    static const int tiles[][2] = {{64, 128}, {64, 64}, {32, 64}, {32, 32}};
+    int ntiles = (int)(sizeof tiles / sizeof tiles[0]);
+    int pick = ntiles - 1;
+    for (int i = 0; i < ntiles; i++) {
+        if (tiles[i][0] > 32 && s->bucket <= 32) continue;
+        if (kernel_ceil_div(s->bucket, tiles[i][0]) * kernel_ceil_div(s->n, tiles[i][1]) >= KERNEL_GEMM_TARGET_BLOCKS) {
+            pick = i;
+            break;
+        }
+    }
+    g->bm = tiles[pick][0];
+    g->bn = tiles[pick][1];
+    int vals[2] = {s->k, s->x_ld};
+    g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 2);
+    /* as many 80-byte-row stages as fit the no-opt-in shared memory, 2..6,
+     * and no more than the k-tiles can fill (one more than their number) */
+    int stage_bytes = (g->bm + g->bn) * 80;
+    int ktiles = kernel_ceil_div(s->k, 64 / plan_dtype_size(s->dtype));
+    g->stages = (int)(KERNEL_SMEM_NO_OPTIN / (unsigned)stage_bytes);
+    if (g->stages > KERNEL_GEMM_MAX_STAGES) g->stages = KERNEL_GEMM_MAX_STAGES;
+    if (g->stages > ktiles + 1) g->stages = ktiles + 1;
+    if (g->stages < 2) g->stages = 2;
+    g->smem = (unsigned)(g->stages * stage_bytes);
+    return 0;
+}
+
+static void kernel_gemm_dims(const kernel_spec *s, const kernel_geometry *g, kernel_launch_dims *dims) {
+    kernel_dims_set(dims, (unsigned)kernel_ceil_div(s->n, g->bn), (unsigned)kernel_ceil_div(s->bucket, g->bm), 128,
+                    g->smem);
+}
+
+/* ------------------------------------------------------------ pool */
+
+static int kernel_pool_check(const kernel_spec *s, diag *d) {
+    if (s->hidden < 1 || s->hidden > KERNEL_POOL_MAX_HIDDEN)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d is not supported (1..%d)", s->hidden,
+                        KERNEL_POOL_MAX_HIDDEN);
+    if ((unsigned)s->pool_mode >= PLAN_POOL_COUNT)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: unknown pooling mode %d", (int)s->pool_mode);
+    if (s->normalize != 0 && s->normalize != 1)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: normalize is %d (expected 0 or 1)", s->normalize);
+    return 0;
+}
+
+static int kernel_pool_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    int h = s->hidden;
+    g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), &h, 1);
+    int nv = h / g->vec;
+    g->ct = nv < KERNEL_POOL_THREADS ? nv : KERNEL_POOL_THREADS;
+    g->items = kernel_ceil_div(nv, g->ct);
+    g->rg = 1;
+    if (s->pool_mode == PLAN_POOL_MEAN) {
+        g->rg = KERNEL_POOL_THREADS / g->ct;
+        if (g->rg > s->bucket) g->rg = s->bucket;
+    }
+    g->threads = (g->ct * g->rg + 31) / 32 * 32;
+    if (g->items * g->vec > KERNEL_POOL_MAX_FLOATS)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d needs %d values per thread (at most %d)", h,
+                        g->items * g->vec, KERNEL_POOL_MAX_FLOATS);
+    return 0;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+int kernel_spec_check(const kernel_spec *s, diag *d) {
+    if ((unsigned)s->kind >= KERNEL_KIND_COUNT)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
+    const char *name = plan_kernel_kind_name(s->kind);
+    if (s->dtype != PLAN_DTYPE_F32 && s->dtype != PLAN_DTYPE_F16 && s->dtype != PLAN_DTYPE_BF16)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: dtype %s is not a storage type (float32, float16, bfloat16)",
+                        name, plan_dtype_name(s->dtype));
+    if (s->bucket < 1 || s->bucket > KERNEL_MAX_BUCKET)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d outside 1..%d", name, s->bucket, KERNEL_MAX_BUCKET);
+    switch (s->kind) {
+    case KERNEL_KIND_EMBED_LN:
+    case KERNEL_KIND_ADD_LN: return kernel_ln_check(s, d);
+    case KERNEL_KIND_ATTENTION: return kernel_attention_check(s, d);
+    case KERNEL_KIND_GEMM: return kernel_gemm_check(s, d);
+    default: return kernel_pool_check(s, d);
+    }
+}
+
+int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    memset(g, 0, sizeof *g);
+    g->kind = s->kind;
+    switch (s->kind) {
+    case KERNEL_KIND_EMBED_LN:
+    case KERNEL_KIND_ADD_LN: return kernel_ln_geometry(s, g, d);
+    case KERNEL_KIND_ATTENTION: return kernel_attention_geometry(s, g, d);
+    case KERNEL_KIND_GEMM: return kernel_gemm_geometry(s, g);
+    case KERNEL_KIND_POOL: return kernel_pool_geometry(s, g, d);
+    default: return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
+    }
+}
+
+int kernel_launch_dims_of(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+    kernel_geometry g;
+    memset(dims, 0, sizeof *dims);
+    if (kernel_geometry_of(s, &g, d)) return -1;
+    switch (s->kind) {
+    case KERNEL_KIND_EMBED_LN:
+    case KERNEL_KIND_ADD_LN: kernel_ln_dims(s, &g, dims); break;
+    case KERNEL_KIND_ATTENTION: kernel_attention_dims(s, &g, dims); break;
+    case KERNEL_KIND_GEMM: kernel_gemm_dims(s, &g, dims); break;
+    default: kernel_dims_set(dims, 1, 1, (unsigned)g.threads, 0); break;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ arguments */
+
+/* rows x ld elements whose last row is only `cols` wide, in bytes. */
+static uint64_t kernel_rows_bytes(const kernel_spec *s, int64_t ld, int64_t cols) {
+    return ((uint64_t)(s->bucket - 1) * (uint64_t)ld + (uint64_t)cols) * (uint64_t)plan_dtype_size(s->dtype);
+}
+
+static kernel_arg kernel_arg_read(uint64_t elems, const kernel_spec *s) {
+    return (kernel_arg){KERNEL_ARG_READ, elems * (uint64_t)plan_dtype_size(s->dtype)};
+}
+
+void kernel_args_of(const kernel_spec *s, kernel_arg *a) {
+    const kernel_arg unused = {KERNEL_ARG_UNUSED, 0};
+    uint64_t h = (uint64_t)s->hidden, rows = (uint64_t)s->bucket;
+    /* embed_ln reads ids and token types, attention and pool the mask; the
+     * LayerNorm after an add and the GEMM only the length */
+    int arrays = s->kind == KERNEL_KIND_EMBED_LN || s->kind == KERNEL_KIND_ATTENTION || s->kind == KERNEL_KIND_POOL;
+    a[1] = (kernel_arg){KERNEL_ARG_REQUEST, kernel_request_bytes(arrays ? s->bucket : 0)};
+    switch (s->kind) {
+    case KERNEL_KIND_EMBED_LN:
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->hidden, s->hidden)};
+        for (int g = 0; g < KERNEL_MAX_GATHERS; g++)
+            a[2 + g] = g < s->ngathers ? kernel_arg_read((uint64_t)s->table_rows[g] * h, s) : unused;
+        a[5] = a[6] = kernel_arg_read(h, s);
+        break;
+    case KERNEL_KIND_ADD_LN:
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->hidden, s->hidden)};
+        a[2] = kernel_arg_read(rows * h, s);
+        a[3] = s->has_bias ? kernel_arg_read(h, s) : unused;
+        a[4] = s->has_residual ? kernel_arg_read(rows * h, s) : unused;
+        a[5] = a[6] = kernel_arg_read(h, s);
+        break;
+    case KERNEL_KIND_ATTENTION: {
+        int hi = s->q_off > s->k_off ? s->q_off : s->k_off;
+        hi = hi > s->v_off ? hi : s->v_off;
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->ctx_ld, s->heads * s->head_dim)};
+        a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->qkv_ld, hi + s->heads * s->head_dim)};
+        break;
+    }
+    case KERNEL_KIND_GEMM:
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->out_ld, s->n)};
+        a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->x_ld, s->k)};
+        a[3] = kernel_arg_read((uint64_t)s->n * (uint64_t)s->k, s);
+        a[4] = s->has_bias ? kernel_arg_read((uint64_t)s->n, s) : unused;
+        a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
+        break;
+    default:
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, h * (uint64_t)plan_dtype_size(s->dtype)};
+        a[2] = kernel_arg_read(rows * h, s);
+        break;
+    }
+}

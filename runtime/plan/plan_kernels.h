@@ -1,0 +1,84 @@
+/*
+ * plan_kernels — the launch contract of every kernel kind: what a
+ * kernel_spec must satisfy, the geometry it is built and launched with,
+ * and the memory each of its arguments touches.
+ *
+ * The compiler and the runtime both need this, and it must be the same
+ * code for both.  The compiler's generators (compiler/codegen/kernel_*.c)
+ * write each template's instantiation from kernel_geometry_of and record
+ * kernel_launch_dims_of in the schedule; the plan reader recomputes both
+ * from the spec it has checked and refuses a launch whose dimensions
+ * differ, or whose argument references would let the kernel read or write
+ * outside their buffers (a plan whose checksums are valid can still have
+ * been made by someone else: docs/security.md).  A kernel only ever
+ * touches the extents below — its rows are the spec's bucket, its columns
+ * the spec's sizes — so checking them at load is what makes every launch
+ * of a plan that reads stay inside its buffers.
+ *
+ * Geometry is part of the contract because the text is specialised on it:
+ * a tile size in the launch must be the tile size compiled into the
+ * kernel, or it would index past its shared memory.
+ */
+#ifndef BERTC_PLAN_KERNELS_H
+#define BERTC_PLAN_KERNELS_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "plan_types.h"
+
+#define KERNEL_SMEM_NO_OPTIN 49152u /* dynamic shared memory usable without cuFuncSetAttribute */
+
+typedef struct kernel_geometry {
+    kernel_kind kind;
+    int vec;                       /* elements per vector load */
+    /* EMBED_LN, ADD_LN */
+    int threads;                   /* threads per row (LN: 32, a warp, or a block); POOL: block size */
+    int rows;                      /* LN: rows per block */
+    /* ATTENTION */
+    int tc;                        /* tensor-core path (16-bit, head_dim % 16 == 0, aligned) */
+    int nw;                        /* warps per block */
+    int qt, kt;                    /* query rows per block, keys per shared-memory tile */
+    /* GEMM */
+    int bm, bn;                    /* block tile */
+    int stages;                    /* shared-memory ring depth */
+    /* POOL */
+    int ct;                        /* column threads: vectors of a row read side by side */
+    int rg;                        /* row groups: rows read at once (1 for cls) */
+    int items;                     /* vectors per column thread */
+    unsigned smem;                 /* dynamic shared memory bytes */
+} kernel_geometry;
+
+/* How a kernel uses one argument. */
+typedef enum kernel_arg_use {
+    KERNEL_ARG_UNUSED,             /* the reference must be NONE */
+    KERNEL_ARG_REQUEST,            /* the request block, from its start */
+    KERNEL_ARG_READ,               /* weights or activations, read */
+    KERNEL_ARG_WRITE,              /* activations, written (the arena only) */
+} kernel_arg_use;
+
+typedef struct kernel_arg {
+    kernel_arg_use use;
+    uint64_t bytes;                /* the extent the kernel may touch from the reference */
+} kernel_arg;
+
+/* Every field of the spec its kind reads, in range: what the other
+ * functions assume.  Messages name the kind and the field. */
+int kernel_spec_check(const kernel_spec *s, diag *d);
+/* The geometry of a checked spec; fails where the kind cannot serve it
+ * (a row too long for the registers, shared memory exceeded). */
+int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d);
+/* Grid, block and dynamic shared memory of a checked spec. */
+int kernel_launch_dims_of(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+/* Pointer arguments of a kind; 0 for a value outside the enum. */
+int kernel_kind_arg_count(kernel_kind kind);
+/* The use and extent of each argument of a checked spec (args[0 ..
+ * kernel_kind_arg_count - 1]). */
+void kernel_args_of(const kernel_spec *s, kernel_arg *args);
+
+/* The widest vector for elements of `size` bytes: the largest power of two
+ * v with v * size <= 16 that divides each of the n values (at least 1). */
+int kernel_vec_elems(int size, const int *vals, int n);
+int kernel_ceil_div(int a, int b);
+
+#endif
