@@ -143,3 +143,16 @@ int cli_encode_text(bertc_plan *pl, const char *text, const char *pair, long max
     }
     return 0;
 }
+
+int cli_plan_open(const char *path, const char *sha256, bertc_plan **pl) {
+    char err[1024];
+    bertc_plan_options opt;
+    bertc_plan_options_init(&opt);
+    opt.expected_sha256 = sha256;
+    bertc_status st = bertc_plan_open_with(path, &opt, pl, err, sizeof err);
+    if (st == BERTC_STATUS_INVALID_ARGUMENT) {
+        fprintf(stderr, "bertc: error: --expect-sha256: '%s' is not a SHA-256 (64 hex digits)\n", sha256);
+        return DIAG_CODE_USAGE;
+    }
+    return st == BERTC_STATUS_OK ? 0 : cli_runtime_fail(st, err);
+}

@@ -47,6 +47,10 @@ int cli_parse_ints(const char *what, const char *text, int32_t **out, int64_t *c
 int cli_status_exit(bertc_status st);
 int cli_runtime_fail(bertc_status st, const char *msg);
 
+/* bertc_plan_open_with the digest --expect-sha256 pinned (NULL: none);
+ * 0, or the exit status after printing why. */
+int cli_plan_open(const char *path, const char *sha256, bertc_plan **pl);
+
 /* 1 if the file starts with the plan magic (a compiled plan, not a YAML). */
 int cli_file_is_plan(const char *path);
 double cli_now(void);

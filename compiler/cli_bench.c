@@ -10,6 +10,7 @@
 
 static const char USAGE_BENCH[] =
     "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
+    "                   [--expect-sha256 HEX]\n"
     "\n"
     "Times requests of random ids, per bucket (at the bucket's full length) or\n"
     "at length L only: after the warm-up, each of N requests is timed on the\n"
@@ -28,15 +29,15 @@ static double percentile(const double *sorted, int n, double q) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *path = NULL, *device = "cuda";
+    const char *path = NULL, *device = "cuda", *pin = NULL;
     long iters = -1, warmup = -1, seq_len = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
         long *num = NULL;
-        if (!strcmp(a, "--device")) {
+        if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256")) {
             if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
-            device = argv[i];
+            *(a[2] == 'd' ? &device : &pin) = argv[i];
             continue;
         } else if (!strcmp(a, "--iters")) num = &iters;
         else if (!strcmp(a, "--warmup")) num = &warmup;
@@ -59,8 +60,9 @@ int cmd_bench(int argc, char **argv) {
     char err[1024];
     bertc_plan *pl = NULL;
     bertc_context *ctx = NULL;
-    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
-    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    int prc = cli_plan_open(path, pin, &pl);
+    if (prc) return prc;
+    bertc_status st;
     int maxb = bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1);
     if (seq_len > maxb) {
         bertc_plan_close(pl);

@@ -10,13 +10,14 @@
 #include "plan.h"
 
 static const char USAGE_INSPECT[] =
-    "usage: bertc inspect PLAN [--json] [--source KERNEL]\n"
+    "usage: bertc inspect PLAN [--json] [--source KERNEL] [--expect-sha256 HEX]\n"
     "\n"
-    "Prints the plan's buckets (per bucket the ordered steps, launches per\n"
-    "request, FLOPs and minimum HBM bytes per step and summed), per arch the\n"
-    "kernel images with registers/spills/shared memory, weight and arena\n"
-    "bytes. --json prints the same as JSON; --source prints the generated\n"
-    "source of one kernel (by entry name or index).\n";
+    "Prints the plan file's SHA-256 (what --expect-sha256 and services pin),\n"
+    "the plan's buckets (per bucket the ordered steps, launches per request,\n"
+    "FLOPs and minimum HBM bytes per step and summed), per arch the kernel\n"
+    "images with registers/spills/shared memory, weight and arena bytes.\n"
+    "--json prints the same as JSON; --source prints the generated source of\n"
+    "one kernel (by entry name or index).\n";
 
 /* Prints the source of the kernel named (by entry or index) `source`. */
 static int cli_inspect_source(const plan *p, const char *path, const char *source) {
@@ -36,7 +37,7 @@ static int cli_inspect_source(const plan *p, const char *path, const char *sourc
 }
 
 int cmd_inspect(int argc, char **argv) {
-    const char *path = NULL, *source = NULL;
+    const char *path = NULL, *source = NULL, *pin = NULL;
     int json = 0;
     for (int i = 0; i < argc; i++) {
         if (cli_is_help(argv[i])) {
@@ -47,6 +48,9 @@ int cmd_inspect(int argc, char **argv) {
         else if (!strcmp(argv[i], "--source")) {
             if (++i >= argc) return cli_usage_error(USAGE_INSPECT, "%s needs a kernel name", "--source");
             source = argv[i];
+        } else if (!strcmp(argv[i], "--expect-sha256")) {
+            if (++i >= argc) return cli_usage_error(USAGE_INSPECT, "%s needs a value", "--expect-sha256");
+            pin = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error(USAGE_INSPECT, "inspect: unknown option '%s'", argv[i]);
         else if (!path) path = argv[i];
         else return cli_usage_error(USAGE_INSPECT, "inspect: unexpected argument '%s'", argv[i]);
@@ -56,7 +60,7 @@ int cmd_inspect(int argc, char **argv) {
     diag_init(&d);
     plan p;
     plan_init(&p);
-    if (plan_read(&p, path, &d)) return cli_fail(&d);
+    if (plan_read_pinned(&p, path, pin, &d)) return cli_fail(&d);
     int rc = 0;
     if (source) rc = cli_inspect_source(&p, path, source);
     else if (json) inspect_write_json(stdout, &p);

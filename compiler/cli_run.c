@@ -20,7 +20,7 @@
 static const char USAGE_RUN[] =
     "usage: bertc run PLAN [--device cuda|emu] (--ids \"101 7592 102\" | --ids-file F)\n"
     "                 [--types \"0 0 0\"] [--mask \"1 1 1\"]\n"
-    "                 [--output OUT.npy] [--pooled-output P.npy]\n"
+    "                 [--output OUT.npy] [--pooled-output P.npy] [--expect-sha256 HEX]\n"
     "       bertc run MODEL.yaml [--device ref] ...\n"
     "       bertc run PLAN --text \"...\" ...   (text in: bertc run --text x --help)\n"
     "\n"
@@ -37,7 +37,7 @@ static const char USAGE_RUN[] =
 static const char USAGE_RUN_TEXT[] =
     "usage: bertc run PLAN --text \"...\" [--text-pair \"...\"] [--device cuda|emu] [--max-len N]\n"
     "                 [--pooling cls|mean|pooler] [--normalize] [--json]\n"
-    "                 [--output OUT.npy] [--embedding-output E.npy]\n"
+    "                 [--output OUT.npy] [--embedding-output E.npy] [--expect-sha256 HEX]\n"
     "\n"
     "Tokenizes the text with the plan's tokenizer, runs it, and prints the\n"
     "tokens, ids and the embedding (--json: one JSON object). The embedding is\n"
@@ -106,33 +106,27 @@ static int run_plan(bertc_plan *pl, bertc_device_kind kind, const ref_request *r
 }
 
 /* Opens a plan and runs one request on it. */
-static int run_plan_file(const char *path, bertc_device_kind kind, const ref_request *req, run_outputs *o) {
-    char err[1024];
+static int run_plan_file(const char *path, const char *pin, bertc_device_kind kind, const ref_request *req,
+                         run_outputs *o) {
     bertc_plan *pl = NULL;
-    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
-    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
-    int rc = run_plan(pl, kind, req, o);
+    int rc = cli_plan_open(path, pin, &pl);
+    if (rc) return rc;
+    rc = run_plan(pl, kind, req, o);
     bertc_plan_close(pl);
     return rc;
 }
 
-/* Runs the request on a model YAML with the reference executor. */
-static int run_reference(const char *path, const ref_request *req, run_outputs *o) {
-    model m;
-    memset(&m, 0, sizeof m);
-    diag d;
-    diag_init(&d);
-    int rc = 0;
-    if (model_load(&m, path, &d) || ref_run(&m.graph, &m.weights, req, &o->res, &d)) rc = cli_fail(&d);
-    for (int i = 0; !rc && i < RUN_NOUT; i++) {
+/* Runs the request on a loaded model YAML with the reference executor. */
+static int run_reference(const model *m, const ref_request *req, run_outputs *o, diag *d) {
+    if (ref_run(&m->graph, &m->weights, req, &o->res, d)) return -1;
+    for (int i = 0; i < RUN_NOUT; i++) {
         const ref_tensor *t = ref_result_find(&o->res, run_output_names[i]);
         if (!t) continue;
         o->data[i] = t->data;
         o->ndim[i] = t->ndim;
         for (int k = 0; k < t->ndim && k < 2; k++) o->shape[i][k] = t->shape[k];
     }
-    model_free(&m);
-    return rc;
+    return 0;
 }
 
 static void run_print_summary(const char *name, const float *data, int ndim, const int64_t *shape) {
@@ -154,7 +148,7 @@ static void run_print_summary(const char *name, const float *data, int ndim, con
 /* ------------------------------------------------------------ ids in */
 
 typedef struct run_args {
-    const char *file, *device, *ids, *ids_file, *types, *mask, *out, *pooled_out;
+    const char *file, *device, *ids, *ids_file, *types, *mask, *out, *pooled_out, *pin;
 } run_args;
 
 static int run_read_args(int argc, char **argv, run_args *a) {
@@ -171,6 +165,7 @@ static int run_read_args(int argc, char **argv, run_args *a) {
         else if (!strcmp(arg, "--mask")) slot = &a->mask;
         else if (!strcmp(arg, "--output")) slot = &a->out;
         else if (!strcmp(arg, "--pooled-output")) slot = &a->pooled_out;
+        else if (!strcmp(arg, "--expect-sha256")) slot = &a->pin;
         else if (arg[0] == '-' && arg[1]) return cli_usage_error(USAGE_RUN, "run: unknown option '%s'", arg);
         else if (!a->file) { a->file = arg; continue; }
         else return cli_usage_error(USAGE_RUN, "run: unexpected argument '%s'", arg);
@@ -218,7 +213,12 @@ static int run_request_parse(const run_args *a, run_request *r, diag *d) {
     int64_t n_ids = 0, n_types = 0, n_mask = 0;
     const char *ids = a->ids;
     if (a->ids_file) {
-        if (!(r->file_text = file_read_all(a->ids_file, NULL, (size_t)16 << 20, d))) return -1;
+        size_t len;
+        if (!(r->file_text = file_read_all(a->ids_file, &len, (size_t)16 << 20, d))) return -1;
+        const char *nul = memchr(r->file_text, 0, len);
+        if (nul)
+            return diag_set(d, DIAG_CODE_INPUT, "%s: byte %zu is a NUL (expected whitespace- or comma-separated integers)",
+                            a->ids_file, (size_t)(nul - r->file_text));
         ids = r->file_text;
     }
     if (cli_parse_ints(a->ids_file ? a->ids_file : "--ids", ids, &r->ids, &n_ids, d) ||
@@ -235,14 +235,37 @@ static int run_request_parse(const run_args *a, run_request *r, diag *d) {
     return 0;
 }
 
+/* The command's output files, opened before the work so a path that cannot
+ * be written fails first, and committed together after it. */
+typedef struct run_files {
+    file_atomic fa[2];
+    int n;
+} run_files;
+
+static int run_files_open(run_files *f, const char *const *paths, const char *const *what, const char *const *inputs,
+                          int nin, diag *d) {
+    memset(f, 0, sizeof *f);
+    if (file_outputs_check(paths, what, 2, inputs, nin, d)) return -1;
+    for (int i = 0; i < 2; i++)
+        if (paths[i] && file_atomic_open(&f->fa[i], paths[i], d)) return -1;
+    f->n = 2;
+    return 0;
+}
+
+static void run_files_abort(run_files *f) {
+    for (int i = 0; i < 2; i++)
+        if (f->fa[i].tmp_path) file_atomic_abort(&f->fa[i]);
+}
+
 /* --output / --pooled-output, or a summary of every output on stdout. */
-static int run_write(const run_args *a, const run_outputs *o, diag *d) {
+static int run_write(const run_args *a, const run_outputs *o, run_files *f, diag *d) {
     if (a->out && !o->data[RUN_OUT_HIDDEN])
         return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'last_hidden_state'", a->file);
     if (a->pooled_out && !o->data[RUN_OUT_POOLER])
         return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'pooler_output' (the model has no pooler)", a->file);
-    if (a->out && npy_write_f32(a->out, o->data[0], o->ndim[0], o->shape[0], d)) return -1;
-    if (a->pooled_out && npy_write_f32(a->pooled_out, o->data[1], o->ndim[1], o->shape[1], d)) return -1;
+    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[0], o->ndim[0], o->shape[0]) == 0) &&
+             (!a->pooled_out || npy_write_f32_to(&f->fa[1], o->data[1], o->ndim[1], o->shape[1]) == 0);
+    if (file_atomic_commit_all(f->fa, 2, ok, d)) return -1;
     if (!a->out && !a->pooled_out)
         for (int i = 0; i < RUN_NOUT; i++)
             if (o->data[i]) run_print_summary(run_output_names[i], o->data[i], o->ndim[i], o->shape[i]);
@@ -266,10 +289,24 @@ int cmd_run(int argc, char **argv) {
     memset(&r, 0, sizeof r);
     run_outputs o;
     memset(&o, 0, sizeof o);
-    if (run_request_parse(&a, &r, &d)) rc = cli_fail(&d);
-    else if (is_plan) rc = run_plan_file(a.file, kind, &r.req, &o);
-    else rc = run_reference(a.file, &r.req, &o);
-    if (!rc && run_write(&a, &o, &d)) rc = cli_fail(&d);
+    run_files f;
+    memset(&f, 0, sizeof f);
+    model m;
+    memset(&m, 0, sizeof m);
+    const char *outs[2] = {a.out, a.pooled_out}, *what[2] = {"--output", "--pooled-output"};
+    /* a YAML's weights are inputs too: load it first */
+    if (!is_plan && model_load(&m, a.file, &d)) {
+        rc = cli_fail(&d);
+        goto done;
+    }
+    const char *ins[3] = {a.file, a.ids_file, is_plan ? NULL : m.graph.weights_path};
+    if (run_files_open(&f, outs, what, ins, 3, &d) || run_request_parse(&a, &r, &d)) rc = cli_fail(&d);
+    else if (is_plan) rc = run_plan_file(a.file, a.pin, kind, &r.req, &o);
+    else if (run_reference(&m, &r.req, &o, &d)) rc = cli_fail(&d);
+    if (!rc && run_write(&a, &o, &f, &d)) rc = cli_fail(&d);
+done:
+    run_files_abort(&f);
+    model_free(&m);
     run_outputs_free(&o);
     run_request_free(&r);
     return rc;
@@ -278,7 +315,7 @@ int cmd_run(int argc, char **argv) {
 /* ------------------------------------------------------------ text in */
 
 typedef struct run_text_args {
-    const char *path, *text, *pair, *device, *pooling, *out, *emb_out;
+    const char *path, *text, *pair, *device, *pooling, *out, *emb_out, *pin;
     long max_len;
     int json, normalize;
 } run_text_args;
@@ -298,6 +335,7 @@ static int run_text_read_args(int argc, char **argv, run_text_args *a) {
         else if (!strcmp(arg, "--pooling")) slot = &a->pooling;
         else if (!strcmp(arg, "--output")) slot = &a->out;
         else if (!strcmp(arg, "--embedding-output")) slot = &a->emb_out;
+        else if (!strcmp(arg, "--expect-sha256")) slot = &a->pin;
         else if (!strcmp(arg, "--max-len")) {
             if (++i >= argc || cli_parse_count(argv[i], 1, &a->max_len))
                 return cli_usage_error(USAGE_RUN_TEXT, "--max-len needs a positive count%s", "");
@@ -370,7 +408,7 @@ static void run_text_print(const run_text_args *a, const bertc_encoding *e, cons
 
 /* Runs the encoded text and prints or writes its embedding. */
 static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind, const bertc_encoding *e,
-                       run_outputs *o, float **emb) {
+                       run_outputs *o, run_files *f, float **emb) {
     int64_t n = bertc_encoding_len(e), H = bertc_plan_hidden(pl);
     ref_request req = {.len = n, .input_ids = bertc_encoding_ids(e), .token_type_ids = bertc_encoding_type_ids(e)};
     int rc = run_plan(pl, kind, &req, o);
@@ -386,9 +424,9 @@ static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind,
     diag d;
     diag_init(&d);
     int64_t eshape[1] = {H};
-    if ((a->out && npy_write_f32(a->out, o->data[RUN_OUT_HIDDEN], 2, o->shape[RUN_OUT_HIDDEN], &d)) ||
-        (a->emb_out && npy_write_f32(a->emb_out, *emb, 1, eshape, &d)))
-        return cli_fail(&d);
+    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[RUN_OUT_HIDDEN], 2, o->shape[RUN_OUT_HIDDEN]) == 0) &&
+             (!a->emb_out || npy_write_f32_to(&f->fa[1], *emb, 1, eshape) == 0);
+    if (file_atomic_commit_all(f->fa, 2, ok, &d)) return cli_fail(&d);
     run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, H);
     return 0;
 }
@@ -399,16 +437,26 @@ int cmd_run_text(int argc, char **argv) {
     int rc = run_text_read_args(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = run_text_check(&a, &kind))) return rc;
-    char err[1024];
+    run_files f;
+    const char *outs[2] = {a.out, a.emb_out}, *what[2] = {"--output", "--embedding-output"}, *ins[1] = {a.path};
+    diag d;
+    diag_init(&d);
+    if (run_files_open(&f, outs, what, ins, 1, &d)) {
+        run_files_abort(&f);
+        return cli_fail(&d);
+    }
     bertc_plan *pl = NULL;
-    bertc_status st = bertc_plan_open(a.path, &pl, err, sizeof err);
-    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    if ((rc = cli_plan_open(a.path, a.pin, &pl))) {
+        run_files_abort(&f);
+        return rc;
+    }
     bertc_encoding *e = NULL;
     run_outputs o;
     memset(&o, 0, sizeof o);
     float *emb = NULL;
     rc = cli_encode_text(pl, a.text, a.pair, a.max_len, &e);
-    if (!rc) rc = run_text_go(&a, pl, kind, e, &o, &emb);
+    if (!rc) rc = run_text_go(&a, pl, kind, e, &o, &f, &emb);
+    run_files_abort(&f);
     run_outputs_free(&o);
     free(emb);
     bertc_encoding_free(e);

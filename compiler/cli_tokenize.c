@@ -8,14 +8,15 @@
 
 static const char USAGE_TOKENIZE[] =
     "usage: bertc tokenize PLAN --text \"...\" [--text-pair \"...\"] [--max-len N] [--json]\n"
+    "                      [--expect-sha256 HEX]\n"
     "\n"
     "Tokenizes with the plan's own WordPiece tokenizer (identical to Hugging\n"
     "Face's BertTokenizerFast): prints the tokens, ids and token types.\n"
     "--max-len truncates (default: the model's maximum, capped at the plan's\n"
-    "longest bucket).\n";
+    "longest bucket). --expect-sha256 refuses a plan whose SHA-256 is not HEX.\n";
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *path = NULL, *text = NULL, *pair = NULL;
+    const char *path = NULL, *text = NULL, *pair = NULL, *pin = NULL;
     long max_len = 0;
     int json = 0;
     for (int i = 0; i < argc; i++) {
@@ -25,6 +26,7 @@ int cmd_tokenize(int argc, char **argv) {
         const char **slot = NULL;
         if (!strcmp(a, "--text")) slot = &text;
         else if (!strcmp(a, "--text-pair")) slot = &pair;
+        else if (!strcmp(a, "--expect-sha256")) slot = &pin;
         else if (!strcmp(a, "--max-len")) {
             if (++i >= argc || cli_parse_count(argv[i], 1, &max_len))
                 return cli_usage_error(USAGE_TOKENIZE, "--max-len needs a positive count%s", "");
@@ -37,12 +39,11 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (!path) return cli_usage_error(USAGE_TOKENIZE, "tokenize: missing PLAN%s", "");
     if (!text) return cli_usage_error(USAGE_TOKENIZE, "tokenize: missing --text%s", "");
-    char err[1024];
     bertc_plan *pl = NULL;
-    bertc_status st = bertc_plan_open(path, &pl, err, sizeof err);
-    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, err);
+    int rc = cli_plan_open(path, pin, &pl);
+    if (rc) return rc;
     bertc_encoding *e = NULL;
-    int rc = cli_encode_text(pl, text, pair, max_len, &e);
+    rc = cli_encode_text(pl, text, pair, max_len, &e);
     if (!rc) {
         if (json) printf("{");
         cli_print_encoding(e, json);

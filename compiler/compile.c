@@ -16,6 +16,7 @@
 #include "lower.h"
 #include "model.h"
 #include "plan.h"
+#include "plan_write.h"
 #include "tokenizer.h"
 
 #ifndef BERTC_VERSION
@@ -110,9 +111,17 @@ static void compile_stage_done(const compile_options *o, compile_report *r, comp
     if (o->stage) o->stage(o->user, s, r);
 }
 
+/* The output is none of the inputs: the YAML, its weights, its vocabulary. */
+static int compile_check_output(const compile_options *o, const model *m, diag *d) {
+    const char *out[1] = {o->out_path}, *what[1] = {"-o"};
+    const char *in[3] = {o->model_path, m->graph.weights_path, m->graph.has_tokenizer ? m->graph.tokenizer.vocab_path : NULL};
+    return file_outputs_check(out, what, 1, in, 3, d);
+}
+
 int compile_model(const compile_options *o, compile_report *r, diag *d) {
     model m;
     plan p;
+    file_atomic out;
     memset(&m, 0, sizeof m);
     memset(r, 0, sizeof *r);
     plan_init(&p);
@@ -120,7 +129,11 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     double t = compile_now();
     lower_options lo = {.precision = o->precision, .buckets = buckets};
 
-    if (model_load(&m, o->model_path, d) || compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d)) goto done;
+    /* The output first: a path that cannot be written fails before the work. */
+    if (file_atomic_open(&out, o->out_path, d)) return -1;
+    if (model_load(&m, o->model_path, d) || compile_check_output(o, &m, d) ||
+        compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d))
+        goto done;
     compile_stage_done(o, r, COMPILE_STAGE_LOAD, &t);
     if (passes_run(&m.graph, &m.weights, &r->passes, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_FUSE, &t);
@@ -135,10 +148,11 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     compile_stage_done(o, r, COMPILE_STAGE_BUILD, &t);
     if (compile_assemble(&p, &m.graph, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_ASSEMBLE, &t);
-    if (plan_write(&p, o->out_path, d)) goto done;
+    if (plan_write_to(&p, &out, d) || file_atomic_commit(&out, 1, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_WRITE, &t);
     rc = 0;
 done:
+    if (out.tmp_path) file_atomic_abort(&out);
     plan_free(&p);
     model_free(&m);
     return rc;

@@ -84,7 +84,10 @@ static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) 
 }
 
 void inspect_write_text(FILE *f, const plan *p, const char *path) {
+    char sha[65];
+    plan_sha256(p, sha);
     fprintf(f, "plan %s: format %d, %s\n", path, PLAN_FORMAT_VERSION, p->producer);
+    fprintf(f, "sha256 %s\n", sha);
     fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld\n", p->model_name,
             inspect_precision_name(p->precision), (long long)p->hidden, (long long)p->max_seq_len,
             (long long)p->vocab_size);
@@ -148,7 +151,9 @@ static void inspect_json_bucket(FILE *f, const plan *p, const sched_bucket *bk, 
 }
 
 void inspect_write_json(FILE *f, const plan *p) {
-    fprintf(f, "{\"format_version\": %d, \"producer\": ", PLAN_FORMAT_VERSION);
+    char sha[65];
+    plan_sha256(p, sha);
+    fprintf(f, "{\"format_version\": %d, \"sha256\": \"%s\", \"producer\": ", PLAN_FORMAT_VERSION, sha);
     inspect_json_str(f, p->producer);
     fprintf(f, ", \"model\": ");
     inspect_json_str(f, p->model_name);

@@ -81,6 +81,25 @@ typedef struct bertc_plan bertc_plan;
 /* Maps and validates a plan.  On failure *out is NULL and err (if not NULL)
  * holds "FILE: offset 0x..: where: problem". */
 bertc_status bertc_plan_open(const char *path, bertc_plan **out, char *err, size_t err_cap);
+
+/*
+ * A plan is code: its kernel images run on the GPU, and on the emulated
+ * device its image is a shared object this process loads (docs/security.md).
+ * A service that deploys plans should pin them: with expected_sha256 set,
+ * the file's SHA-256 is computed over the mapped bytes before anything in
+ * them is used, and a plan with another digest is refused (BAD_PLAN).
+ */
+typedef struct bertc_plan_options {
+    const char *expected_sha256;  /* 64 hex digits, or NULL: no pin */
+} bertc_plan_options;
+
+void bertc_plan_options_init(bertc_plan_options *opt);
+/* bertc_plan_open with options (NULL: the defaults). */
+bertc_status bertc_plan_open_with(const char *path, const bertc_plan_options *opt, bertc_plan **out, char *err,
+                                  size_t err_cap);
+/* The plan file's SHA-256 as 64 lowercase hex digits (what `bertc inspect`
+ * prints and expected_sha256 pins); computed on the first call. */
+const char *bertc_plan_sha256(bertc_plan *plan);
 /* Releases the caller's reference; the plan lives on until its last context
  * is destroyed.  NULL is allowed. */
 void bertc_plan_close(bertc_plan *plan);

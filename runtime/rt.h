@@ -38,6 +38,7 @@ struct bertc_plan {
     int refs;                      /* the opener's + one per context */
     rt_device *devices[2][RT_MAX_DEVICES];   /* [bertc_device_kind][ordinal] */
     struct tokenizer *tok;         /* built on first bertc_encode (under lock) */
+    char sha256[65];               /* the file's digest, computed on first ask (under lock) */
 };
 
 /* What a plan needs on one device, shared by its contexts there. */

@@ -11,13 +11,21 @@
 #include <string.h>
 
 #include "rt.h"
+#include "sha256.h"
 
 /* ------------------------------------------------------------ plans */
 
-bertc_status bertc_plan_open(const char *path, bertc_plan **out, char *err, size_t err_cap) {
+void bertc_plan_options_init(bertc_plan_options *opt) { memset(opt, 0, sizeof *opt); }
+
+bertc_status bertc_plan_open_with(const char *path, const bertc_plan_options *opt, bertc_plan **out, char *err,
+                                  size_t err_cap) {
     if (out) *out = NULL;
     if (err && err_cap) err[0] = '\0';
     if (!path || !out) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, err, err_cap, "bertc_plan_open: NULL argument");
+    const char *pin = opt ? opt->expected_sha256 : NULL;
+    if (pin && !sha256_hex_valid(pin))
+        return rt_error(BERTC_STATUS_INVALID_ARGUMENT, err, err_cap,
+                        "bertc_plan_open: expected_sha256 '%.80s' is not 64 hex digits", pin);
     bertc_plan *pl = rt_calloc(1, sizeof *pl);
     size_t n = strlen(path) + 1;
     char *copy = rt_malloc(n);
@@ -29,7 +37,7 @@ bertc_status bertc_plan_open(const char *path, bertc_plan **out, char *err, size
     memcpy(copy, path, n);
     diag d;
     diag_init(&d);
-    if (plan_read(&pl->p, path, &d)) {
+    if (plan_read_pinned(&pl->p, path, pin, &d)) {
         free(pl);
         free(copy);
         return rt_error(d.code == DIAG_CODE_INTERNAL && strstr(d.text, "out of memory") ? BERTC_STATUS_OUT_OF_MEMORY
@@ -41,6 +49,18 @@ bertc_status bertc_plan_open(const char *path, bertc_plan **out, char *err, size
     pthread_mutex_init(&pl->lock, NULL);
     *out = pl;
     return BERTC_STATUS_OK;
+}
+
+bertc_status bertc_plan_open(const char *path, bertc_plan **out, char *err, size_t err_cap) {
+    return bertc_plan_open_with(path, NULL, out, err, err_cap);
+}
+
+const char *bertc_plan_sha256(bertc_plan *pl) {
+    if (!pl) return "";
+    pthread_mutex_lock(&pl->lock);
+    if (!pl->sha256[0]) plan_sha256(&pl->p, pl->sha256);
+    pthread_mutex_unlock(&pl->lock);
+    return pl->sha256;
 }
 
 void rt_plan_retain(bertc_plan *pl) {

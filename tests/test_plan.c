@@ -31,6 +31,7 @@
 #include "plan.h"
 #include "plan_format.h"
 #include "plan_kernels.h"
+#include "plan_write.h"
 
 /* ---- scratch files -------------------------------------------------------- */
 
@@ -1151,10 +1152,12 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, 3);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 3", "offset 0x8: header: field format_version: 3 is not supported", "newer bertc");
+    EXPECT_FAIL(c, len, "version 3", "offset 0x8: header: field format_version: 3 is not supported", "newer bertc",
+                "recompile the model with this bertc");
     st32(c + 0x08, 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 2)");
+    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 2;",
+                "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "version 0", "field format_version: 0 is not supported");

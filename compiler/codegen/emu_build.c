@@ -292,7 +292,7 @@ int emu_build_image_file(const char *const *texts, int count, const char *so_pat
     if (emu_build_image(texts, count, &bytes, &size, d)) return -1;
     file_atomic fa;
     int rc = file_atomic_open(&fa, so_path, d);
-    if (!rc) rc = file_atomic_commit(&fa, fwrite(bytes, 1, size, fa.f) == size, d);
+    if (!rc) rc = file_atomic_commit(&fa, file_atomic_write(&fa, bytes, size) == 0, d);
     free(bytes);
     return rc;
 }

@@ -28,8 +28,9 @@
  * kept).  Only what cannot be encoded at all is checked here first: NULL
  * pointers, negative counts, more than eight launch arguments.
  */
-#include "plan.h"
+#include "plan_write.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,10 +197,10 @@ static uint32_t pw_section_crc(const pw_section *s) {
     return crc;
 }
 
-static int pw_write_zeros(FILE *f, uint64_t n) {
+static int pw_write_zeros(file_atomic *fa, uint64_t n) {
     while (n) {
         size_t k = n < sizeof pw_zeros ? (size_t)n : sizeof pw_zeros;
-        if (fwrite(pw_zeros, 1, k, f) != k) return -1;
+        if (file_atomic_write(fa, pw_zeros, k)) return -1;
         n -= k;
     }
     return 0;
@@ -524,76 +525,82 @@ static int pw_encode(pw_state *w, const plan *p) {
     return 0;
 }
 
-int plan_write(const plan *p, const char *path, diag *d) {
-    if (pw_check(p, path, d)) return -1;
-    pw_state w;
-    memset(&w, 0, sizeof w);
-    if (pw_encode(&w, p)) {
-        pw_state_free(&w);
-        return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory while writing the plan", path);
-    }
-
-    /* Layout: header, table, then the sections in kind order, each 256-aligned. */
+/* Section offsets, checksums, and the header with its table and CRC. */
+static int pw_layout(pw_state *w) {
     uint32_t nsections = 0;
-    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) nsections += (uint32_t)w.sec[k].present;
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) nsections += (uint32_t)w->sec[k].present;
     uint64_t table_off = PLAN_HEADER_SIZE, pos = table_off + (uint64_t)nsections * PLAN_SECTION_ENTRY_SIZE;
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
-        pw_section *s = &w.sec[k];
+        pw_section *s = &w->sec[k];
         if (!s->present) continue;
         s->off = pw_align(pos);
         s->crc = pw_section_crc(s);
         pos = s->off + s->size;
     }
-    uint64_t file_size = pos;
-
-    pw_header(&w.head, file_size, table_off, nsections, w.producer);
+    pw_header(&w->head, pos, table_off, nsections, w->producer);
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
-        const pw_section *s = &w.sec[k];
+        const pw_section *s = &w->sec[k];
         if (!s->present) continue;
-        pw_u32(&w.head, k);
-        pw_u32(&w.head, s->name);
-        pw_u64(&w.head, s->off);
-        pw_u64(&w.head, s->size);
-        pw_u32(&w.head, s->crc);
-        pw_u32(&w.head, 0);
+        pw_u32(&w->head, k);
+        pw_u32(&w->head, s->name);
+        pw_u64(&w->head, s->off);
+        pw_u64(&w->head, s->size);
+        pw_u32(&w->head, s->crc);
+        pw_u32(&w->head, 0);
     }
-    if (w.head.oom) {
-        pw_state_free(&w);
-        return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory while writing the plan", path);
-    }
-    uint32_t crc = crc32c_update(0, w.head.data, w.head.len);
-    for (int i = 0; i < 4; i++) w.head.data[PLAN_HDR_CRC + i] = (uint8_t)(crc >> (8 * i));
+    if (w->head.oom) return -1;
+    uint32_t crc = crc32c_update(0, w->head.data, w->head.len);
+    for (int i = 0; i < 4; i++) w->head.data[PLAN_HDR_CRC + i] = (uint8_t)(crc >> (8 * i));
+    return 0;
+}
 
-    file_atomic fa;
-    if (file_atomic_open(&fa, path, d)) {
-        pw_state_free(&w);
-        return -1;
-    }
-    int ok = fwrite(w.head.data, 1, w.head.len, fa.f) == w.head.len;
-    pos = w.head.len;
-    for (uint32_t k = 1; ok && k < PLAN_SECTION_KIND_END; k++) {
-        const pw_section *s = &w.sec[k];
+/* The header, then each section at its offset with zeros between. */
+static int pw_emit(const pw_state *w, file_atomic *fa) {
+    if (file_atomic_write(fa, w->head.data, w->head.len)) return -1;
+    uint64_t pos = w->head.len;
+    for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
+        const pw_section *s = &w->sec[k];
         if (!s->present) continue;
-        ok = pw_write_zeros(fa.f, s->off - pos) == 0;
-        for (int i = 0; ok && i < s->npieces; i++) {
+        if (pw_write_zeros(fa, s->off - pos)) return -1;
+        for (int i = 0; i < s->npieces; i++) {
             const pw_piece *pc = &s->pieces[i];
-            ok = pc->data ? fwrite(pc->data, 1, (size_t)pc->len, fa.f) == pc->len : pw_write_zeros(fa.f, pc->len) == 0;
+            if (pc->data ? file_atomic_write(fa, pc->data, (size_t)pc->len) : pw_write_zeros(fa, pc->len)) return -1;
         }
         pos = s->off + s->size;
     }
+    return fflush(fa->f) == 0 ? 0 : -1;
+}
+
+int plan_write_to(const plan *p, file_atomic *fa, diag *d) {
+    const char *path = fa->path;
+    if (pw_check(p, path, d)) return -1;
+    pw_state w;
+    memset(&w, 0, sizeof w);
+    if (pw_encode(&w, p) || pw_layout(&w)) {
+        pw_state_free(&w);
+        return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory while writing the plan", path);
+    }
+    int rc = pw_emit(&w, fa);
     pw_state_free(&w);
-    if (!ok || fflush(fa.f) != 0) return file_atomic_commit(&fa, 0, d);
+    if (rc) return diag_set(d, DIAG_CODE_INTERNAL, "%s: write failed: %s", path, strerror(errno ? errno : EIO));
 
     /* Read it back with the runtime's validator before it takes the name. */
     plan back;
-    if (plan_read(&back, fa.tmp_path, d)) {
-        if (d) {
-            diag_prefix(d, "%s: refusing to write an inconsistent plan: ", path);
-            d->code = DIAG_CODE_INTERNAL;
-        }
-        file_atomic_abort(&fa);
+    if (plan_read(&back, fa->tmp_path, d)) {
+        diag_prefix(d, "%s: refusing to write an inconsistent plan: ", path);
+        d->code = DIAG_CODE_INTERNAL;
         return -1;
     }
     plan_free(&back);
+    return 0;
+}
+
+int plan_write(const plan *p, const char *path, diag *d) {
+    file_atomic fa;
+    if (file_atomic_open(&fa, path, d)) return -1;
+    if (plan_write_to(p, &fa, d)) {
+        file_atomic_abort(&fa);
+        return -1;
+    }
     return file_atomic_commit(&fa, 1, d);
 }

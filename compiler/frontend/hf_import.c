@@ -672,6 +672,7 @@ typedef struct hf_head {
     int present;                /* modules.json has a Pooling module */
     ir_pool_mode mode;
     int normalize;              /* a Normalize module follows it */
+    char pool_config[512];      /* the Pooling module's config.json, relative to the directory */
 } hf_head;
 
 #define HF_ST_TYPE "sentence_transformers.models."
@@ -712,6 +713,7 @@ static int hf_st_pooling_read(const char *hf_dir, const char *path, const hf_con
     }
     hf_json_file f;
     hf_json_file_init(&f);
+    snprintf(head->pool_config, sizeof head->pool_config, "%s", rel ? rel : "config.json");
     int rc = hf_json_file_load(&f, hf_dir, rel ? rel : "config.json", d);
     free(rel);
     const json_value *v, *first = NULL;
@@ -1008,7 +1010,7 @@ static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
 static int hf_output_write(const char *out_yaml, const hf_text *t, diag *d) {
     file_atomic fa;
     if (file_atomic_open(&fa, out_yaml, d)) return -1;
-    int ok = fwrite(t->p, 1, t->len, fa.f) == t->len;
+    int ok = file_atomic_write(&fa, t->p, t->len) == 0;
     return file_atomic_commit(&fa, ok, d);
 }
 
@@ -1197,6 +1199,20 @@ static int hf_import_verify(const hf_text *text, const char *out_yaml, const hf_
     return 0;
 }
 
+/* The output is none of the files import reads. */
+static int hf_import_check_output(const char *hf_dir, const char *out_yaml, const hf_import_state *s, diag *d) {
+    const char *names[7] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
+                            "sentence_bert_config.json", s->head.present ? s->head.pool_config : NULL};
+    char *inputs[7] = {0};
+    int rc = 0;
+    for (int i = 0; i < 7 && !rc; i++)
+        if (names[i] && !(inputs[i] = hf_path_join(hf_dir, names[i]))) rc = hf_oom(d);
+    const char *out[1] = {out_yaml}, *what[1] = {"-o"};
+    if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 7, d);
+    for (int i = 0; i < 7; i++) free(inputs[i]);
+    return rc;
+}
+
 int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
     hf_import_state s = {.tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1}};
     hf_json_file_init(&s.cfg_file);
@@ -1223,7 +1239,8 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
     };
     hf_yaml_write(&text, &in);
     if (text.oom) rc = hf_oom(d);
-    else if (!(rc = hf_import_verify(&text, out_yaml, &s, d))) rc = hf_output_write(out_yaml, &text, d);
+    else if (!(rc = hf_import_verify(&text, out_yaml, &s, d)) && !(rc = hf_import_check_output(hf_dir, out_yaml, &s, d)))
+        rc = hf_output_write(out_yaml, &text, d);
 done:
     hf_text_free(&text);
     hf_import_state_free(&s);

@@ -12,7 +12,7 @@
 
 #include "fileutil.h"
 
-int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, diag *d) {
+int npy_write_f32_to(file_atomic *fa, const float *data, int ndim, const int64_t *shape) {
     char dims[256] = "";
     size_t count = 1;
     for (int i = 0; i < ndim; i++) {
@@ -28,11 +28,16 @@ int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *
     size_t hlen = (size_t)n + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
+    char head[640];
+    memcpy(head, pre, 10);
+    memcpy(head + 10, header, (size_t)n);
+    memset(head + 10 + n, ' ', pad);
+    head[10 + (size_t)n + pad] = '\n';
+    return file_atomic_write(fa, head, 10 + hlen) == 0 && file_atomic_write(fa, data, count * sizeof(float)) == 0 ? 0 : -1;
+}
+
+int npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, diag *d) {
     file_atomic fa;
     if (file_atomic_open(&fa, path, d)) return -1;
-    int ok = fwrite(pre, 1, 10, fa.f) == 10 && fwrite(header, 1, (size_t)n, fa.f) == (size_t)n;
-    for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fa.f) != EOF;
-    ok = ok && fputc('\n', fa.f) != EOF;
-    ok = ok && fwrite(data, sizeof(float), count, fa.f) == count;
-    return file_atomic_commit(&fa, ok, d);
+    return file_atomic_commit(&fa, npy_write_f32_to(&fa, data, ndim, shape) == 0, d);
 }

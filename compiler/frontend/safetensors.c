@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileutil.h"
 #include "json.h"
 
 /* The same bound the reference implementation uses against absurd headers. */
@@ -426,35 +427,15 @@ int st_file_open(st_file *f, const char *path, diag *d) {
     if (!path || !*path) return diag_set(d, DIAG_CODE_INPUT, "safetensors: empty file path");
     f->path = strdup(path);
     if (!f->path) return diag_set(d, DIAG_CODE_INTERNAL, "%s: out of memory", path);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        diag_set(d, DIAG_CODE_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    file_mapping m;
+    if (file_map(path, &m, d)) goto fail;
+    f->fd = m.fd;
+    f->map = m.data;
+    f->map_len = m.len;
+    if (m.len < 8) {
+        st_fail(d, DIAG_CODE_INPUT, path, 0, NULL, "file is %zu bytes, too short for the 8-byte header length", m.len);
         goto fail;
     }
-    struct stat stt;
-    if (fstat(f->fd, &stt) != 0) {
-        diag_set(d, DIAG_CODE_INTERNAL, "%s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(stt.st_mode)) {
-        diag_set(d, DIAG_CODE_INPUT, "%s: not a regular file (%s)", path,
-                 S_ISDIR(stt.st_mode) ? "a directory" : "a special file");
-        goto fail;
-    }
-    if (stt.st_size < 8) {
-        st_fail(d, DIAG_CODE_INPUT, path, 0, NULL,
-                "file is %lld bytes, too short for the 8-byte header length",
-                (long long)stt.st_size);
-        goto fail;
-    }
-    void *map = mmap(NULL, (size_t)stt.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-    if (map == MAP_FAILED) {
-        diag_set(d, DIAG_CODE_INTERNAL, "%s: cannot map %lld bytes: %s", path,
-                 (long long)stt.st_size, strerror(errno));
-        goto fail;
-    }
-    f->map = map;
-    f->map_len = (size_t)stt.st_size;
     if (st_file_parse(f, d) < 0) goto fail;
     return 0;
 fail:
@@ -485,8 +466,8 @@ void st_file_close(st_file *f) {
     for (size_t i = 0; i < f->count; i++) free(f->tensors[i].name);
     free(f->tensors);
     if (f->fd >= 0) {
-        if (f->map) munmap(f->map, f->map_len);
-        close(f->fd);
+        file_mapping m = {f->fd, f->map, f->map_len};
+        file_unmap(&m);
     } else {
         free(f->map);
     }

@@ -186,6 +186,14 @@ static int ref_check_request(ref_ctx *c) {
                         (long long)r->len, (long long)c->g->max_seq_len);
     if (!r->input_ids)
         return diag_set(c->d, DIAG_CODE_INPUT, "request: input_ids is required but was not given");
+    /* Hugging Face's mask is 0/1; the runtime refuses anything else, and so
+     * does its yardstick (other values would mean something different to
+     * each executor: a mean pool counts any non-zero, the extended mask
+     * scales by it). */
+    for (int64_t k = 0; r->attention_mask && k < r->len; k++)
+        if (r->attention_mask[k] != 0 && r->attention_mask[k] != 1)
+            return diag_set(c->d, DIAG_CODE_INPUT, "request: attention_mask[%lld] = %d (expected 0 or 1)", (long long)k,
+                            r->attention_mask[k]);
     /* Required inputs are checked before any op runs, so a bad request
      * costs nothing. */
     for (int i = 0; i < c->g->count; i++) {

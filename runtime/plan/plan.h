@@ -107,8 +107,6 @@ void sched_bucket_free(sched_bucket *b);
  */
 void plan_free(plan *p);
 
-/* Serialise deterministically (same plan → same bytes); atomic temp+rename. */
-int plan_write(const plan *p, const char *path, diag *d);
 /*
  * Map and validate; on failure the message names the offset and the field.
  * p need not be initialised; on failure it is left empty (plan_init'd).
@@ -116,6 +114,11 @@ int plan_write(const plan *p, const char *path, diag *d);
  * may free buf at once; `name` stands for the file in messages.
  */
 int plan_read(plan *p, const char *path, diag *d);
+/* plan_read, refusing (before any byte is used) a file whose SHA-256 is not
+ * `sha256` (64 hex digits; NULL: no pin). */
+int plan_read_pinned(plan *p, const char *path, const char *sha256, diag *d);
+/* SHA-256 of a read plan's bytes as 64 hex digits. */
+void plan_sha256(const plan *p, char out[65]);
 int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, diag *d);
 
 #endif

@@ -69,6 +69,7 @@
 
 #include "crc32c.h"
 #include "plan_kernels.h"
+#include "sha256.h"
 #include "plan_format.h"
 
 /*
@@ -367,6 +368,72 @@ static const char *prd_escape(const uint8_t *b, size_t n, char *buf, size_t cap)
 
 /* ---- 1. the header ------------------------------------------------------- */
 
+/* The type-size probe and the reserved bytes: a reader built with another
+ * idea of a record is refused before it decodes one. */
+static int prd_header_probe(prd *r) {
+    const uint8_t *b = r->base;
+    static const uint8_t scalar[8] = {1, 2, 4, 8, 4, 8, 0, 0};
+    static const char *const scalar_name[8] = {"u8", "u16", "u32", "u64", "f32", "f64", "reserved", "reserved"};
+    for (int i = 0; i < 8; i++)
+        if (b[PLAN_HDR_SCALAR_SIZES + i] != scalar[i])
+            return PRD_FAIL(r, PLAN_HDR_SCALAR_SIZES + (uint64_t)i,
+                            "type-size probe: %s is %u bytes in this plan, %u in this reader", scalar_name[i],
+                            b[PLAN_HDR_SCALAR_SIZES + i], scalar[i]);
+    for (int i = 0; i < PLAN_RECORD_COUNT; i++) {
+        unsigned got = prd_ld16(b + PLAN_HDR_RECORD_SIZES + 2 * i), want = plan_record_size((plan_record)i);
+        if (got != want)
+            return PRD_FAIL(r, PLAN_HDR_RECORD_SIZES + 2 * (uint64_t)i,
+                            "type-size probe: the %s is %u bytes in this plan, %u in this reader",
+                            plan_record_name((plan_record)i), got, want);
+    }
+    if (prd_ld32(b + PLAN_HDR_F32_PROBE) != PLAN_F32_PROBE_BITS)
+        return PRD_FAIL(r, PLAN_HDR_F32_PROBE, "type-size probe: f32 1.5 is encoded 0x%08x, expected 0x%08x",
+                        prd_ld32(b + PLAN_HDR_F32_PROBE), PLAN_F32_PROBE_BITS);
+    if (prd_ld64(b + PLAN_HDR_F64_PROBE) != PLAN_F64_PROBE_BITS)
+        return PRD_FAIL(r, PLAN_HDR_F64_PROBE, "type-size probe: f64 -2.5 is encoded 0x%016llx, expected 0x%016llx",
+                        (unsigned long long)prd_ld64(b + PLAN_HDR_F64_PROBE),
+                        (unsigned long long)PLAN_F64_PROBE_BITS);
+    for (uint64_t o = PLAN_HDR_RESERVED0; o < PLAN_HDR_RESERVED0 + 4; o++)
+        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
+    for (uint64_t o = PLAN_HDR_RESERVED1; o < PLAN_HEADER_SIZE; o++)
+        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
+
+    return 0;
+}
+
+/* Where the section table lies; then the checksum over header and table. */
+static int prd_header_table(prd *r) {
+    const uint8_t *b = r->base;
+    uint64_t len = r->len;
+    uint64_t toff = prd_ld64(b + PLAN_HDR_TABLE_OFFSET);
+    uint32_t count = prd_ld32(b + PLAN_HDR_SECTION_COUNT);
+    if (count == 0 || count > PLAN_MAX_SECTIONS)
+        return PRD_FAIL(r, PLAN_HDR_SECTION_COUNT, "field section_count: %u is not in 1..%d", count, PLAN_MAX_SECTIONS);
+    if (toff % 8 || toff < PLAN_HEADER_SIZE)
+        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
+                        "field section_table_offset: 0x%llx is not a multiple of 8 at or after the header's end 0x%x",
+                        (unsigned long long)toff, PLAN_HEADER_SIZE);
+    uint64_t tsize = (uint64_t)count * PLAN_SECTION_ENTRY_SIZE;
+    if (toff > len || tsize > len - toff)
+        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
+                        "field section_table_offset: the table of %u entries at 0x%llx runs past the end of the "
+                        "file (%llu bytes)",
+                        count, (unsigned long long)toff, (unsigned long long)len);
+    static const uint8_t zero4[4];
+    uint32_t crc = crc32c_update(0, b, PLAN_HDR_CRC);
+    crc = crc32c_update(crc, zero4, 4);
+    crc = crc32c_update(crc, b + PLAN_HDR_CRC + 4, PLAN_HEADER_SIZE - PLAN_HDR_CRC - 4);
+    crc = crc32c_update(crc, b + toff, (size_t)tsize);
+    uint32_t stored = prd_ld32(b + PLAN_HDR_CRC);
+    if (crc != stored)
+        return PRD_FAIL(r, PLAN_HDR_CRC,
+                        "checksum mismatch over the header and the section table (stored 0x%08x, computed 0x%08x)",
+                        stored, crc);
+    r->table_off = toff;
+    r->nsections = count;
+    return 0;
+}
+
 static int prd_header(prd *r) {
     const uint8_t *b = r->base;
     uint64_t len = r->len;
@@ -400,8 +467,13 @@ static int prd_header(prd *r) {
                         (unsigned long long)fsize, (unsigned long long)len);
     uint32_t version = prd_ld32(b + PLAN_HDR_VERSION);
     if (version != PLAN_FORMAT_VERSION)
-        return PRD_FAIL(r, PLAN_HDR_VERSION, "field format_version: %u is not supported (this reader reads version %d%s)",
-                        version, PLAN_FORMAT_VERSION, version > PLAN_FORMAT_VERSION ? "; a newer bertc wrote the plan" : "");
+        return PRD_FAIL(r, PLAN_HDR_VERSION,
+                        "field format_version: %u is not supported (this reader reads version %d; %s)", version,
+                        PLAN_FORMAT_VERSION,
+                        version > PLAN_FORMAT_VERSION
+                            ? "a newer bertc wrote the plan: run it with that bertc's runtime, or recompile the model "
+                              "with this bertc (bertc compile)"
+                            : "an older bertc wrote the plan: recompile the model with this bertc (bertc compile)");
     if (len < PLAN_HEADER_SIZE)
         return PRD_FAIL(r, len, "truncated: the file has %llu bytes, a plan header alone has %d",
                         (unsigned long long)len, PLAN_HEADER_SIZE);
@@ -410,61 +482,7 @@ static int prd_header(prd *r) {
         return PRD_FAIL(r, PLAN_HDR_HEADER_SIZE, "field header_size: %u, version %d headers have %d bytes", hsize,
                         PLAN_FORMAT_VERSION, PLAN_HEADER_SIZE);
 
-    /* The type-size probe. */
-    static const uint8_t scalar[8] = {1, 2, 4, 8, 4, 8, 0, 0};
-    static const char *const scalar_name[8] = {"u8", "u16", "u32", "u64", "f32", "f64", "reserved", "reserved"};
-    for (int i = 0; i < 8; i++)
-        if (b[PLAN_HDR_SCALAR_SIZES + i] != scalar[i])
-            return PRD_FAIL(r, PLAN_HDR_SCALAR_SIZES + (uint64_t)i,
-                            "type-size probe: %s is %u bytes in this plan, %u in this reader", scalar_name[i],
-                            b[PLAN_HDR_SCALAR_SIZES + i], scalar[i]);
-    for (int i = 0; i < PLAN_RECORD_COUNT; i++) {
-        unsigned got = prd_ld16(b + PLAN_HDR_RECORD_SIZES + 2 * i), want = plan_record_size((plan_record)i);
-        if (got != want)
-            return PRD_FAIL(r, PLAN_HDR_RECORD_SIZES + 2 * (uint64_t)i,
-                            "type-size probe: the %s is %u bytes in this plan, %u in this reader",
-                            plan_record_name((plan_record)i), got, want);
-    }
-    if (prd_ld32(b + PLAN_HDR_F32_PROBE) != PLAN_F32_PROBE_BITS)
-        return PRD_FAIL(r, PLAN_HDR_F32_PROBE, "type-size probe: f32 1.5 is encoded 0x%08x, expected 0x%08x",
-                        prd_ld32(b + PLAN_HDR_F32_PROBE), PLAN_F32_PROBE_BITS);
-    if (prd_ld64(b + PLAN_HDR_F64_PROBE) != PLAN_F64_PROBE_BITS)
-        return PRD_FAIL(r, PLAN_HDR_F64_PROBE, "type-size probe: f64 -2.5 is encoded 0x%016llx, expected 0x%016llx",
-                        (unsigned long long)prd_ld64(b + PLAN_HDR_F64_PROBE),
-                        (unsigned long long)PLAN_F64_PROBE_BITS);
-    for (uint64_t o = PLAN_HDR_RESERVED0; o < PLAN_HDR_RESERVED0 + 4; o++)
-        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
-    for (uint64_t o = PLAN_HDR_RESERVED1; o < PLAN_HEADER_SIZE; o++)
-        if (b[o]) return PRD_FAIL(r, o, "reserved byte is 0x%02x, expected 0", b[o]);
-
-    /* Where the section table lies; then the checksum over both. */
-    uint64_t toff = prd_ld64(b + PLAN_HDR_TABLE_OFFSET);
-    uint32_t count = prd_ld32(b + PLAN_HDR_SECTION_COUNT);
-    if (count == 0 || count > PLAN_MAX_SECTIONS)
-        return PRD_FAIL(r, PLAN_HDR_SECTION_COUNT, "field section_count: %u is not in 1..%d", count, PLAN_MAX_SECTIONS);
-    if (toff % 8 || toff < PLAN_HEADER_SIZE)
-        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
-                        "field section_table_offset: 0x%llx is not a multiple of 8 at or after the header's end 0x%x",
-                        (unsigned long long)toff, PLAN_HEADER_SIZE);
-    uint64_t tsize = (uint64_t)count * PLAN_SECTION_ENTRY_SIZE;
-    if (toff > len || tsize > len - toff)
-        return PRD_FAIL(r, PLAN_HDR_TABLE_OFFSET,
-                        "field section_table_offset: the table of %u entries at 0x%llx runs past the end of the "
-                        "file (%llu bytes)",
-                        count, (unsigned long long)toff, (unsigned long long)len);
-    static const uint8_t zero4[4];
-    uint32_t crc = crc32c_update(0, b, PLAN_HDR_CRC);
-    crc = crc32c_update(crc, zero4, 4);
-    crc = crc32c_update(crc, b + PLAN_HDR_CRC + 4, PLAN_HEADER_SIZE - PLAN_HDR_CRC - 4);
-    crc = crc32c_update(crc, b + toff, (size_t)tsize);
-    uint32_t stored = prd_ld32(b + PLAN_HDR_CRC);
-    if (crc != stored)
-        return PRD_FAIL(r, PLAN_HDR_CRC,
-                        "checksum mismatch over the header and the section table (stored 0x%08x, computed 0x%08x)",
-                        stored, crc);
-    r->table_off = toff;
-    r->nsections = count;
-    return 0;
+    return prd_header_probe(r) || prd_header_table(r);
 }
 
 /* ---- 2. the section table ------------------------------------------------ */
@@ -1281,8 +1299,20 @@ int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, dia
     return 0;
 }
 
-int plan_read(plan *p, const char *path, diag *d) {
+/* The file's SHA-256 against the digest the caller pinned (hex, any case). */
+static int prd_pin(const void *m, size_t len, const char *path, const char *sha256, diag *d) {
+    char got[SHA256_HEX_SIZE];
+    sha256_hex(m, len, got);
+    if (sha256_hex_equal(got, sha256)) return 0;
+    return diag_set(d, DIAG_CODE_INPUT,
+                    "%s: SHA-256 %s, not the pinned %s: this is not the plan that was deployed (nothing in it was used)",
+                    path, got, sha256);
+}
+
+int plan_read_pinned(plan *p, const char *path, const char *sha256, diag *d) {
     plan_init(p);
+    if (sha256 && !sha256_hex_valid(sha256))
+        return diag_set(d, DIAG_CODE_USAGE, "%s: the pinned digest '%.80s' is not 64 hex digits (a SHA-256)", path, sha256);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return diag_set(d, DIAG_CODE_INPUT, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -1298,6 +1328,7 @@ int plan_read(plan *p, const char *path, diag *d) {
     size_t len = (size_t)st.st_size;
     if (len == 0) {
         close(fd);
+        if (sha256 && prd_pin("", 0, path, sha256, d)) return -1;
         return prd_parse(p, NULL, 0, path, d);
     }
     void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -1306,9 +1337,14 @@ int plan_read(plan *p, const char *path, diag *d) {
     if (m == MAP_FAILED) return diag_set(d, DIAG_CODE_INPUT, "%s: cannot map: %s", path, strerror(e));
     p->map = m;
     p->map_size = len;
-    if (prd_parse(p, m, len, path, d)) {
+    /* The digest is over the mapped bytes, before any of them is parsed. */
+    if ((sha256 && prd_pin(m, len, path, sha256, d)) || prd_parse(p, m, len, path, d)) {
         plan_free(p);
         return -1;
     }
     return 0;
 }
+
+int plan_read(plan *p, const char *path, diag *d) { return plan_read_pinned(p, path, NULL, d); }
+
+void plan_sha256(const plan *p, char out[65]) { sha256_hex(p->map ? p->map : "", p->map ? p->map_size : 0, out); }
