@@ -101,7 +101,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup
+.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -251,10 +251,37 @@ install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
 setup:
 	sh tools/setup.sh
 
+# ---- fuzzing (tests/fuzz/): libFuzzer targets, built with clang and
+# ASan+UBSan into build-fuzz/ (docs/testing.md).  `make fuzz-run
+# FUZZ_SECONDS=N` runs each for N seconds on a copy of its committed seeds
+# and fails on any finding.
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-bins
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%) $(BUILD)/hf/micro-bert/model.safetensors
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) -Itests/fuzz -DBERTC_FUZZ_DEFAULT_DIR=\"$(CURDIR)/$(BUILD)/hf/micro-bert\" \
+	  $(CFLAGS) $(SAN) -fsanitize=fuzzer -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
+
+fuzz-run: fuzz
+	sh tools/fuzz_run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The seed-plan shrinker (tools/make_fuzz_seeds.sh), a normal build.
+$(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
+
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

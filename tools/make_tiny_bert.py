@@ -47,6 +47,14 @@ MASK64 = (1 << 64) - 1
 # ---------------------------------------------------------------- variants
 
 VARIANTS = {
+    # The fuzz targets' fixture (tests/fuzz/): as small as a model can be, so a
+    # plan of it is a few KiB and each fuzzing run is cheap.
+    "micro-bert": dict(
+        hidden=16, heads=2, layers=1, intermediate=24, vocab=120,
+        max_pos=16, type_vocab=2, act="gelu", eps=1e-12,
+        prefix="", legacy_ln=False, pooler=False, dtype="F32",
+        vocab_txt=True, tokenizer_config=True,
+        architectures=["BertModel"], extras=None),
     "tiny-bert": dict(
         hidden=96, heads=6, layers=3, intermediate=200, vocab=1000,
         max_pos=64, type_vocab=2, act="gelu", eps=1e-12,

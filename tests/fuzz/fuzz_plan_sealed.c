@@ -1,0 +1,77 @@
+/*
+ * fuzz_plan_sealed — the plan reader past its checksums: the mutated input
+ * gets every section's CRC-32C and the header's recomputed before it is
+ * read, so the mutations reach the record checks and the launch contract
+ * (a checksum-valid plan must never crash the reader).  A plan that reads
+ * is then checked against the contract once more here: every launch's
+ * arguments inside their buffers, as plan_kernels.h defines them.
+ */
+#include <string.h>
+
+#include "crc32c.h"
+#include "fuzz.h"
+#include "plan.h"
+#include "plan_format.h"
+#include "plan_kernels.h"
+
+static uint32_t fuzz_ld32(const uint8_t *b) { return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24; }
+static uint64_t fuzz_ld64(const uint8_t *b) { return (uint64_t)fuzz_ld32(b) | (uint64_t)fuzz_ld32(b + 4) << 32; }
+static void fuzz_st32(uint8_t *b, uint32_t v) {
+    for (int i = 0; i < 4; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Recomputes the CRCs a mutation broke, where the table lets us find them. */
+static void fuzz_seal(uint8_t *b, size_t len) {
+    if (len < PLAN_HEADER_SIZE) return;
+    uint64_t toff = fuzz_ld64(b + PLAN_HDR_TABLE_OFFSET);
+    uint32_t count = fuzz_ld32(b + PLAN_HDR_SECTION_COUNT);
+    if (count > PLAN_MAX_SECTIONS || toff > len || (uint64_t)count * PLAN_SECTION_ENTRY_SIZE > len - toff) return;
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t *e = b + toff + (uint64_t)i * PLAN_SECTION_ENTRY_SIZE;
+        uint64_t off = fuzz_ld64(e + 8), size = fuzz_ld64(e + 16);
+        if (off <= len && size <= len - off) fuzz_st32(e + 24, crc32c_update(0, b + off, (size_t)size));
+    }
+    fuzz_st32(b + PLAN_HDR_CRC, 0);
+    uint32_t crc = crc32c_update(0, b, PLAN_HEADER_SIZE);
+    crc = crc32c_update(crc, b + toff, (size_t)count * PLAN_SECTION_ENTRY_SIZE);
+    fuzz_st32(b + PLAN_HDR_CRC, crc);
+}
+
+static uint64_t fuzz_buffer(const plan *p, const sched_bucket *b, sched_buf buf) {
+    return buf == SCHED_BUF_WEIGHTS ? p->weights_size : buf == SCHED_BUF_ARENA ? b->arena_bytes
+           : buf == SCHED_BUF_REQUEST ? kernel_request_bytes(b->seq_len) : 0;
+}
+
+static void fuzz_check_launches(const plan *p) {
+    for (int bi = 0; bi < p->nbuckets; bi++) {
+        const sched_bucket *b = &p->buckets[bi];
+        for (int s = 0; s < b->nsteps; s++) {
+            if (b->steps[s].kind != SCHED_STEP_KERNEL) continue;
+            const sched_launch *l = &b->steps[s].launch;
+            kernel_arg a[KERNEL_MAX_ARGS];
+            kernel_args_of(&p->kernels[l->kernel].spec, a);
+            for (int i = 0; i < l->nargs; i++) {
+                if (a[i].use == KERNEL_ARG_UNUSED) continue;
+                uint64_t size = fuzz_buffer(p, b, l->args[i].buf);
+                fuzz_require(l->args[i].offset <= size && a[i].bytes <= size - l->args[i].offset,
+                             "a launch argument outside its buffer in a plan that read");
+            }
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    uint8_t *b = malloc(size ? size : 1);
+    if (!b) return 0;
+    memcpy(b, data, size);
+    fuzz_seal(b, size);
+    plan p;
+    diag d;
+    diag_init(&d);
+    if (plan_read_memory(&p, b, size, "fuzz.plan", &d) == 0) {
+        fuzz_check_launches(&p);
+        plan_free(&p);
+    }
+    free(b);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * fuzz_yaml — the graph description loader, then the fusion passes and the
+ * lowering, on arbitrary text.  Weights resolve against BERTC_FUZZ_DIR (the
+ * seeds say `weights: model.safetensors`).  A graph that loads must fuse
+ * and lower or say why; nothing may crash on the way.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "lower.h"
+#include "model.h"
+#include "passes.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    model m;
+    diag d;
+    diag_init(&d);
+    if (model_load_text(&m, "fuzz.yaml", (const char *)data, size, fuzz_dir(), &d) == 0 &&
+        passes_run(&m.graph, &m.weights, NULL, &d) == 0) {
+        static const int buckets[2] = {8, 16};
+        lower_options o = {PLAN_DTYPE_F16, buckets, m.graph.max_seq_len >= 16 ? 2 : m.graph.max_seq_len >= 8};
+        plan p;
+        plan_init(&p);
+        if (o.nbuckets) (void)lower_model(&m.graph, &m.weights, &o, &p, &d);
+        plan_free(&p);
+    }
+    fuzz_require(d.text[0] != '\0' || d.code == DIAG_CODE_OK, "an error without a message");
+    model_free(&m);
+    return 0;
+}

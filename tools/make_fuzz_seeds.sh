@@ -1,0 +1,31 @@
+#!/bin/sh
+# make_fuzz_seeds — (re)write the committed seed corpora of tests/fuzz/.
+#
+#     sh tools/make_fuzz_seeds.sh [BUILD]
+#
+# Seeds are small valid inputs the fuzzers mutate from: the micro-bert
+# fixture's JSON files, graph description, weights and vocabulary, a plan
+# of it shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
+# sources), and a few hand-picked edge cases.  Run by hand when an input
+# format changes; the results are committed (all of them a few KiB).
+set -eu
+BUILD=${1:-build}
+C=tests/fuzz/corpus
+make -s "$BUILD/bertc" "$BUILD/tools/seed_plan" "$BUILD/hf/micro-bert/model.safetensors"
+M="$BUILD/hf/micro-bert"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+mkdir -p $C/fuzz_json $C/fuzz_safetensors $C/fuzz_plan $C/fuzz_plan_sealed $C/fuzz_tokenizer $C/fuzz_yaml $C/fuzz_import
+cp "$M/config.json" $C/fuzz_json/config.json
+cp "$M/tokenizer_config.json" $C/fuzz_json/tokenizer_config.json
+printf '{"a": [1, -2.5e3, true, null, "\\u00e9\\ud83d\\ude00"], "b": {}}' >$C/fuzz_json/edges.json
+cp "$M/model.safetensors" $C/fuzz_safetensors/micro.safetensors
+"$BUILD/bertc" import "$M" -o "$T/micro.yaml"
+sed 's|^weights: .*|weights: model.safetensors|' "$T/micro.yaml" >$C/fuzz_yaml/micro.yaml
+"$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro.plan" --arch sm_80 --buckets 8,16 -j 1 2>/dev/null
+"$BUILD/tools/seed_plan" "$T/micro.plan" $C/fuzz_plan/micro.plan
+cp $C/fuzz_plan/micro.plan $C/fuzz_plan_sealed/micro.plan
+printf '\000Hello, world! ##ing [CLS] cafe\314\201 \344\270\255\346\226\207\000a pair' >$C/fuzz_tokenizer/text.bin
+printf '\001[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n\000hello world hellolo' >$C/fuzz_tokenizer/vocab.bin
+{ cat "$M/config.json"; printf '\000'; cat "$M/tokenizer_config.json"; } >$C/fuzz_import/micro.bin
+echo "make_fuzz_seeds: wrote $(find $C -type f | wc -l) seeds"
