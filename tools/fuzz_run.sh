@@ -1,7 +1,10 @@
 #!/bin/sh
 # fuzz_run — run every libFuzzer target of tests/fuzz/ for a while.
 #
-#     sh tools/fuzz_run.sh FUZZ_BUILD SECONDS      (make fuzz-run FUZZ_SECONDS=N)
+#     sh tools/fuzz_run.sh FUZZ_BUILD SECONDS [RUNS]   (make fuzz-run FUZZ_SECONDS=N)
+#
+# With RUNS, each target stops after RUNS executions or SECONDS, whichever
+# comes first (the offline campaign of docs/testing.md: RUNS=1000000).
 #
 # Each target starts from a scratch copy of its committed seeds
 # (tests/fuzz/corpus/<target>/, left unchanged) with its dictionary
@@ -13,6 +16,7 @@
 set -u
 BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
+RUNS=${3:-0}
 passed=0
 failed=0
 work=$(mktemp -d)
@@ -23,15 +27,19 @@ for bin in "$BUILD"/fuzz/fuzz_*; do
     mkdir -p "$work/$t" "$BUILD/artifacts/$t"
     [ -d "tests/fuzz/corpus/$t" ] && cp -R "tests/fuzz/corpus/$t/." "$work/$t/"
     dict=""
+    runs=""
+    [ "$RUNS" -gt 0 ] && runs="-runs=$RUNS"
     [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
     # shellcheck disable=SC2086
-    "$bin" -max_total_time="$SECONDS_EACH" -timeout=20 -rss_limit_mb=2560 -print_final_stats=1 \
+    start=$(date +%s)
+    "$bin" -max_total_time="$SECONDS_EACH" $runs -timeout=20 -rss_limit_mb=2560 -print_final_stats=1 \
         -artifact_prefix="$BUILD/artifacts/$t/" $dict "$work/$t" >"$work/$t.log" 2>&1
     rc=$?
+    took=$(( $(date +%s) - start ))
     execs=$(grep -E '^stat::number_of_executed_units' "$work/$t.log" | awk '{print $2}')
     cov=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$work/$t.log" | tail -n 1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
     if [ "$rc" -eq 0 ]; then
-        echo "PASS $t: ${execs:-?} executions in ${SECONDS_EACH} s, coverage ${cov:-?} edges"
+        echo "PASS $t: ${execs:-?} executions in ${took} s, coverage ${cov:-?} edges, corpus $(ls "$work/$t" | wc -l) inputs"
         passed=$((passed + 1))
     else
         echo "FAIL $t: exit $rc after ${execs:-?} executions; input kept in $BUILD/artifacts/$t/"

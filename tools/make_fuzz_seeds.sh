@@ -21,7 +21,7 @@ cp "$M/tokenizer_config.json" $C/fuzz_json/tokenizer_config.json
 printf '{"a": [1, -2.5e3, true, null, "\\u00e9\\ud83d\\ude00"], "b": {}}' >$C/fuzz_json/edges.json
 cp "$M/model.safetensors" $C/fuzz_safetensors/micro.safetensors
 "$BUILD/bertc" import "$M" -o "$T/micro.yaml"
-sed 's|^weights: .*|weights: model.safetensors|' "$T/micro.yaml" >$C/fuzz_yaml/micro.yaml
+sed -e "s|^weights: .*|weights: model.safetensors|" -e "s|^  vocab: .*|  vocab: vocab.txt|" "$T/micro.yaml" >$C/fuzz_yaml/micro.yaml
 "$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro.plan" --arch sm_80 --buckets 8,16 -j 1 2>/dev/null
 "$BUILD/tools/seed_plan" "$T/micro.plan" $C/fuzz_plan/micro.plan
 cp $C/fuzz_plan/micro.plan $C/fuzz_plan_sealed/micro.plan

@@ -15,7 +15,7 @@
 # exits 1.  .ci/run uses this script, so CI and the README cannot disagree.
 set -eu
 
-PACKAGES="build-essential make libyaml-dev libutf8proc-dev pkg-config python3 python3-pip"
+PACKAGES="build-essential make libyaml-dev libutf8proc-dev pkg-config python3 python3-pip clang libclang-rt-dev"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then
