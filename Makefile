@@ -35,7 +35,7 @@ INC_CODEGEN  := -Icompiler/codegen -Icompiler $(INC_PLAN) $(CUDA_INC) -I$(BUILD)
 INC_LOWER    := -Icompiler/lower -Icompiler/codegen -Icompiler/ir $(INC_PLAN)
 INC_COMPILER := -Icompiler -Icompiler/frontend -Icompiler/ir -Icompiler/passes -Icompiler/lower -Icompiler/codegen \
                 -Iruntime $(INC_PLAN)
-INC_TESTS    := -Itests -Itests/support $(INC_COMPILER) $(INC_RUNTIME) -Iruntime/emu/device $(INC_EMU_CORE)
+INC_TESTS    := -Itests/support $(INC_COMPILER) $(INC_RUNTIME) -Iruntime/emu/device $(INC_EMU_CORE)
 INC       = $(INC_COMMON)
 ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(INC) -fPIC $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lutf8proc -lm -lpthread
@@ -96,9 +96,11 @@ EMUDEV_LIB  := $(BUILD)/libbertc_emudev.a
 # bertc links the compiler and the runtime; a group so their order does not matter.
 BERTC_LIBS    := $(COMPILER_LIB) $(RUNTIME_LIB)
 
-TEST_SUPPORT  := $(wildcard tests/support/*.c) tests/check.c
+# Tests live in a folder per part they test (tests/compiler, tests/kernels,
+# tests/plan, tests/runtime, tests/emu); each test_*.c is one program.
+TEST_SUPPORT  := $(wildcard tests/support/*.c)
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
-TEST_SRCS     := $(wildcard tests/test_*.c)
+TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run
@@ -129,7 +131,7 @@ $(BUILD)/bertc: $(CLI_OBJS) $(BERTC_LIBS) | $(EMUDEV_SO)
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' -o $@ $(CLI_OBJS) -Wl,--start-group $(BERTC_LIBS) -Wl,--end-group $(LDLIBS) -ldl
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
-	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/../..' -o $@ $^ $(LDLIBS) -ldl
 
 # ---- kernel templates, rules (see the variables block above)
 $(BUILD)/tools/embed_text: tools/embed_text.c
@@ -153,7 +155,8 @@ $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 # ---- end of the kernel templates rules
 
 # ---- emulated device (runtime/emu/): kernel images built by g++, run on fibers.
-# Tests named tests/test_emu_*.c link libbertc_emu.a (and dlopen images).
+# Tests of the kernel templates (tests/kernels/) link libbertc_emu.a and
+# dlopen the images they build.
 
 $(BUILD)/runtime/emu/core/%.o: runtime/emu/core/%.S
 	@mkdir -p $(dir $@)
@@ -163,8 +166,8 @@ $(EMU_LIB): $(EMU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/tests/test_emu_%: $(BUILD)/tests/test_emu_%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
-	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
+$(BUILD)/tests/kernels/%: $(BUILD)/tests/kernels/%.o $(TEST_SUPPORT_OBJS) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/../..' -o $@ $^ $(LDLIBS) -ldl
 
 # The emulated device library: emudev objects + the fiber core + diag.  Only
 # the CUDA names and bertc_emudev_* are exported (runtime/emu/emudev.map), and
@@ -177,9 +180,10 @@ $(EMUDEV_LIB): $(EMUDEV_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-# Tests of the device's parts (tests/test_emudev_*.c) link it statically.
-$(BUILD)/tests/test_emudev_%: $(BUILD)/tests/test_emudev_%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
-	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/..' -o $@ $^ $(LDLIBS) -ldl
+# Tests of the emulator's parts (tests/emu/: the fiber core, the device
+# library) link them statically.
+$(BUILD)/tests/emu/%: $(BUILD)/tests/emu/%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) $(EMU_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/../..' -o $@ $^ $(LDLIBS) -ldl
 # ---- end of the emulated device block
 
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every test program and test script; counts their PASS/FAIL lines.
 #
-# Each C test (BUILD/tests/test_*) and each shell test (tests/cli/*.sh)
+# Each C test (BUILD/tests/PART/test_*) and each shell test (tests/cli/*.sh)
 # prints one "PASS name" or "FAIL name: why" line per case.  A program that
 # exits non-zero without printing a FAIL line (a crash, a sanitizer report)
 # counts as one failure of its own.  The last line is "N passed, N failed".
@@ -18,7 +18,7 @@ passed=0
 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-for t in "$BUILD"/tests/test_* tests/cli/*.sh; do
+for t in "$BUILD"/tests/*/test_* tests/cli/*.sh; do
     [ -f "$t" ] || continue
     case "$t" in *.o|*.d) continue ;; esac
     echo "== $t"

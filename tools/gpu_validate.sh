@@ -17,8 +17,8 @@ echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) ($ar
 
 make -j"$(nproc)" test
 make -j"$(nproc)" plans PLAN_ARCH="$arch,emu" -W build/bertc      # -W: rebuild the plans with the GPU arch
-BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/test_e2e
-BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/test_sentences
+BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_e2e
+BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_sentences
 
 for prec in fp32 fp16; do
     build/bertc compile build/plans/all-MiniLM-L6-v2.yaml -o "build/gpu-minilm-$prec.plan" --precision "$prec" --arch "$arch"

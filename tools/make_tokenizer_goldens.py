@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """make_tokenizer_goldens.py — expected Hugging Face tokenizations for
-tests/test_tokenizer.c.
+tests/runtime/test_tokenizer.c.
 
 Truth is transformers' BertTokenizerFast (the Rust `tokenizers` pipeline).
 The script writes, deterministically (seeded; the same bytes on every run

@@ -4,7 +4,7 @@
  * four layouts, a preference, one heuristic query, cublasLtMatmul on a
  * stream (or into a captured graph), then a synchronisation.
  *
- * The device library is linked statically here (tests/test_emudev_*), so
+ * The device library is linked statically here (tests/emu/), so
  * the controls (bertc_emudev_*) are called directly and act on the same
  * copy of the device.  Results are compared bit for bit with
  * emudev_gemm_compute run on host copies of the operands, with arguments
