@@ -20,6 +20,7 @@
 #include <time.h>
 #include <utf8proc.h>
 
+#include "bincursor.h"
 #include "check.h"
 #include "tokenizer.h"
 
@@ -42,91 +43,77 @@ typedef struct tok_golden {
     tok_golden_case *cases;
 } tok_golden;
 
-static uint32_t rd_u32(const char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 static void tok_golden_free(tok_golden *g) {
     free(g->buf);
     free(g->cases);
     memset(g, 0, sizeof *g);
 }
 
-/* Parse tests/golden/tokenizer-corpus.btok (format: docs/tokenizer.md); 0 or -1 with a CHECK failure. */
+/* One case: max_len, has_pair, the texts, then per vocabulary n, u16 ids[n], u8 types[n]. */
+static int tok_golden_case_read(bincursor *c, tok_golden_case *k, uint32_t i) {
+    const unsigned char *q = bincursor_take(c, 9, "case #%u", i);
+    if (!q) return -1;
+    k->max_len = (int32_t)bincursor_le32(q);
+    k->has_pair = q[4];
+    k->la = bincursor_le32(q + 5);
+    if (!(k->a = (const char *)bincursor_take(c, k->la, "case #%u text", i))) return -1;
+    if (k->has_pair && (bincursor_u32(c, &k->lb, "case #%u pair length", i) ||
+                        !(k->b = (const char *)bincursor_take(c, k->lb, "case #%u pair", i))))
+        return -1;
+    for (int v = 0; v < 2; v++) {
+        size_t bytes;
+        if (bincursor_u32(c, &k->n[v], "case #%u vocabulary %d count", i, v) ||
+            bincursor_mul_size(k->n[v], 3, 1, &bytes) ||
+            !(q = bincursor_take(c, bytes, "case #%u vocabulary %d ids", i, v)))
+            return -1;
+        k->ids[v] = q;
+        k->types[v] = q + 2 * (size_t)k->n[v];
+    }
+    return 0;
+}
+
+/* The body of tests/golden/tokenizer-corpus.btok after its frame (format: docs/testing.md). */
+static int tok_golden_parse(tok_golden *g, bincursor *c) {
+    char *header;
+    if (bincursor_open(c, "BTOK", "a tokenizer golden", 1, &header)) return -1;
+    free(header);
+    if (bincursor_u32(c, &g->nvocab, "vocabulary count")) return -1;
+    if (g->nvocab != 2) {
+        bincursor_error(c, "expected 2 vocabularies, found %u", g->nvocab);
+        return -1;
+    }
+    if (bincursor_count(c, &g->ncases, 17, "case count")) return -1;
+    for (uint32_t v = 0; v < 2; v++) {
+        uint32_t nl;
+        const unsigned char *q;
+        if (bincursor_u32(c, &nl, "vocabulary %u name length", v) ||
+            !(q = bincursor_take(c, (size_t)nl + 3, "vocabulary %u", v)))
+            return -1;
+        snprintf(g->names[v], sizeof g->names[v], "%.*s", (int)nl, (const char *)q);
+        memcpy(g->settings[v], q + nl, 3);
+    }
+    if (!(g->cases = calloc(g->ncases ? g->ncases : 1, sizeof *g->cases))) return -1;
+    for (uint32_t i = 0; i < g->ncases; i++)
+        if (tok_golden_case_read(c, &g->cases[i], i)) return -1;
+    if (c->off == c->len) return 0;
+    bincursor_error(c, "%zu trailing bytes", c->len - c->off);
+    return -1;
+}
+
+/* Reads the corpus golden with the golden files' reader; 0, or -1 with a CHECK failure. */
 static int tok_golden_load(tok_golden *g, const char *path) {
     memset(g, 0, sizeof *g);
-    g->buf = check_read_file(path, &g->size);
-    CHECK(g->buf, "cannot read %s", path);
-    if (!g->buf) return -1;
-    const char *p = g->buf, *end = g->buf + g->size;
-#define NEED(k)                                                                      \
-    do {                                                                             \
-        if ((size_t)(end - p) < (size_t)(k)) {                                       \
-            CHECK(0, "%s is truncated at byte %zu", path, (size_t)(p - g->buf));     \
-            return -1;                                                               \
-        }                                                                            \
-    } while (0)
-    NEED(12);
-    if (memcmp(p, "BTOK", 4) || rd_u32(p + 4) != 1) {
-        CHECK(0, "%s: not a version-1 BTOK file", path);
+    char err[512];
+    unsigned char *buf;
+    if (bincursor_read_file(path, &buf, &g->size, err, sizeof err)) {
+        CHECK(0, "%s", err);
         return -1;
     }
-    uint32_t hl = rd_u32(p + 8);
-    p += 12;
-    NEED(hl + 8);
-    p += hl;
-    g->nvocab = rd_u32(p);
-    g->ncases = rd_u32(p + 4);
-    p += 8;
-    if (g->nvocab != 2) {
-        CHECK(0, "%s: expected 2 vocabularies, found %u", path, g->nvocab);
-        return -1;
-    }
-    for (uint32_t v = 0; v < 2; v++) {
-        NEED(4);
-        uint32_t nl = rd_u32(p);
-        p += 4;
-        NEED(nl + 3);
-        snprintf(g->names[v], sizeof g->names[v], "%.*s", (int)nl, p);
-        p += nl;
-        memcpy(g->settings[v], p, 3);
-        p += 3;
-    }
-    g->cases = calloc(g->ncases, sizeof *g->cases);
-    if (!g->cases) return -1;
-    for (uint32_t i = 0; i < g->ncases; i++) {
-        tok_golden_case *c = &g->cases[i];
-        NEED(9);
-        memcpy(&c->max_len, p, 4);
-        c->has_pair = (uint8_t)p[4];
-        c->la = rd_u32(p + 5);
-        p += 9;
-        NEED(c->la);
-        c->a = p;
-        p += c->la;
-        if (c->has_pair) {
-            NEED(4);
-            c->lb = rd_u32(p);
-            p += 4;
-            NEED(c->lb);
-            c->b = p;
-            p += c->lb;
-        }
-        for (int v = 0; v < 2; v++) {
-            NEED(4);
-            c->n[v] = rd_u32(p);
-            p += 4;
-            NEED((size_t)c->n[v] * 3);
-            c->ids[v] = (const uint8_t *)p;
-            c->types[v] = (const uint8_t *)p + 2 * (size_t)c->n[v];
-            p += 3 * (size_t)c->n[v];
-        }
-    }
-    CHECK(p == end, "%s: %zu trailing bytes", path, (size_t)(end - p));
-#undef NEED
-    return p == end ? 0 : -1;
+    g->buf = (char *)buf;
+    bincursor c = bincursor_init(buf, g->size, path, err, sizeof err);
+    int rc = tok_golden_parse(g, &c);
+    CHECK(rc == 0, "%s", err);
+    return rc;
 }
 
 /* A plan_tokenizer over `vocab` with the given settings. */
@@ -260,15 +247,21 @@ static void test_corpus_cased(void) { tok_check_corpus(1, "tests/golden/tokenize
 
 /* Every code point, four settings, against HF's normaliser + pre-tokenizer (block hashes). */
 static void test_codepoint_sweep(void) {
+    static const char path[] = "tests/golden/tokenizer-sweep.bin";
+    char err[512];
+    unsigned char *buf;
     size_t n;
-    char *buf = check_read_file("tests/golden/tokenizer-sweep.bin", &n);
-    CHECK(buf, "cannot read tests/golden/tokenizer-sweep.bin");
-    if (!buf) return;
-    uint32_t nconf = n >= 16 ? rd_u32(buf + 8) : 0, nblk = n >= 16 ? rd_u32(buf + 12) : 0;
-    CHECK(n >= 16 && !memcmp(buf, "BSWP", 4) && rd_u32(buf + 4) == 1 && nblk == 0x110000 / 256 &&
-              n == 16 + (size_t)nconf * (3 + 8 * (size_t)nblk),
-          "tokenizer-sweep.bin is malformed (%zu bytes)", n);
-    if (n < 16 || n != 16 + (size_t)nconf * (3 + 8 * (size_t)nblk)) {
+    if (bincursor_read_file(path, &buf, &n, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    bincursor c = bincursor_init(buf, n, path, err, sizeof err);
+    uint32_t nconf = 0, nblk = 0;
+    if (!bincursor_magic_version(&c, "BSWP", "a code-point sweep", 1) && !bincursor_u32(&c, &nconf, "config count") &&
+        !bincursor_u32(&c, &nblk, "block count") && nblk == 0x110000 / 256 && c.len - c.off != (size_t)nconf * (3 + 8 * (size_t)nblk))
+        bincursor_error(&c, "%u configs of %u blocks do not fill the %zu bytes that follow", nconf, nblk, c.len - c.off);
+    CHECK(!c.failed && nblk == 0x110000 / 256, "tokenizer-sweep.bin is malformed (%zu bytes): %s", n, err);
+    if (c.failed || nblk != 0x110000 / 256) {
         free(buf);
         return;
     }
@@ -276,7 +269,7 @@ static void test_codepoint_sweep(void) {
     tokenizer_output o;
     tokenizer_output_init(&o);
     for (uint32_t k = 0; k < nconf; k++) {
-        const char *p = buf + 16 + (size_t)k * (3 + 8 * (size_t)nblk);
+        const unsigned char *p = buf + 16 + (size_t)k * (3 + 8 * (size_t)nblk);
         int8_t s[3];
         memcpy(s, p, 3);
         plan_tokenizer cfg = tok_config(vocab, strlen(vocab), s[0], s[1], s[2]);

@@ -12,7 +12,7 @@
  * truncated or corrupt file is an error message, never an over-read.
  *
  * Also here, for checking the header's model_sha256 against the checkpoint
- * in build/hf/: a small SHA-256 (FIPS 180-4) over a file.
+ * in build/hf/: the SHA-256 of a file (bertc's runtime/common/sha256.h).
  */
 #ifndef BERTC_TESTS_SENTENCES_H
 #define BERTC_TESTS_SENTENCES_H
@@ -52,7 +52,5 @@ int sentences_header_value(const sentences_file *s, const char *key, char *out, 
 /* SHA-256 of a whole file as 64 lowercase hex digits + NUL in hex[65];
  * returns 0, or -1 (with a message in err) if the file cannot be read. */
 int sentences_sha256_file(const char *path, char hex[65], char *err, size_t cap);
-/* SHA-256 of a buffer, same output convention. */
-void sentences_sha256(const void *data, size_t len, char hex[65]);
 
 #endif
