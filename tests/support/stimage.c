@@ -17,13 +17,13 @@
 #include "stimage.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "half.h"
+#include "tbuf.h"
 
 static void *stimage_xrealloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
@@ -136,67 +136,43 @@ st_dtype stimage_dtype(const char *name) {
 
 /* ---- the image ------------------------------------------------------------ */
 
-typedef struct stimage_buf {
-    unsigned char *p;
-    size_t n, cap;
-} stimage_buf;
-
-static void stimage_put(stimage_buf *b, const void *data, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = stimage_xrealloc(b->p, b->cap);
-    }
-    if (n) memcpy(b->p + b->n, data, n);
-    b->n += n;
-}
-
-static void stimage_printf(stimage_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void stimage_printf(stimage_buf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    stimage_put(b, tmp, n < 0 ? 0 : (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* The data section in s->order with each tensor's gap; sets begin/end. */
-static void stimage_data(stimage *s, stimage_buf *data) {
+static void stimage_data(stimage *s, tbuf *data) {
     for (int k = 0; k < s->count; k++) {
         stimage_tensor *t = &s->t[s->order ? s->order[k] : k];
-        for (size_t g = 0; g < t->gap; g++) stimage_put(data, "\xee", 1);
+        for (size_t g = 0; g < t->gap; g++) tbuf_put(data, "\xee", 1);
         t->begin = data->n;
-        stimage_put(data, t->bytes, t->nbytes);
+        tbuf_put(data, t->bytes, t->nbytes);
         t->end = data->n;
     }
 }
 
 unsigned char *stimage_build(stimage *s, size_t *len, size_t *header_len) {
-    stimage_buf data = {0}, h = {0}, img = {0};
+    tbuf data = {0}, h = {0}, img = {0};
     stimage_data(s, &data);
-    stimage_printf(&h, "{");
+    tbuf_printf(&h, "{");
     const char *sep = "";
     if (s->metadata) {
-        stimage_printf(&h, "\"__metadata__\":%s", s->metadata);
+        tbuf_printf(&h, "\"__metadata__\":%s", s->metadata);
         sep = ",";
     }
     for (int i = 0; i < s->count; i++, sep = ",") {
         const stimage_tensor *t = &s->t[i];
-        stimage_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", sep, t->name, st_dtype_name(t->dtype));
-        for (int d = 0; d < t->ndim; d++) stimage_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
-        stimage_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
+        tbuf_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", sep, t->name, st_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++) tbuf_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        tbuf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
                        (unsigned long long)t->end);
     }
-    stimage_printf(&h, "}");
-    while (h.n % 8) stimage_put(&h, " ", 1);
+    tbuf_printf(&h, "}");
+    while (h.n % 8) tbuf_put(&h, " ", 1);
     unsigned char len8[8];
     for (int k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
-    stimage_put(&img, len8, 8);
-    stimage_put(&img, h.p, h.n);
-    stimage_put(&img, data.p, data.n);
+    tbuf_put(&img, len8, 8);
+    tbuf_put(&img, h.p, h.n);
+    tbuf_put(&img, data.p, data.n);
     if (header_len) *header_len = h.n;
     *len = img.n;
-    free(h.p);
-    free(data.p);
-    return img.p;
+    tbuf_free(&h);
+    tbuf_free(&data);
+    return (unsigned char *)img.p;
 }
