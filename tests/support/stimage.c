@@ -97,10 +97,10 @@ uint16_t stimage_bf16_exact(float v) {
     return (uint16_t)(u >> 16);
 }
 
-/* The value as stored: exact, or rounded by the library's conversions. */
-static uint16_t stimage_half_bits(st_dtype dtype, float v, int round) {
-    if (dtype == ST_DTYPE_F16) return round ? half_f32_to_f16(v) : stimage_f16_exact(v);
-    return round ? half_f32_to_bf16(v) : stimage_bf16_exact(v);
+float stimage_round(st_dtype dtype, float v) {
+    if (dtype == ST_DTYPE_F16) return half_f16_to_f32(half_f32_to_f16(v));
+    if (dtype == ST_DTYPE_BF16) return half_bf16_to_f32(half_f32_to_bf16(v));
+    return v;
 }
 
 stimage_tensor *stimage_add_floats(stimage *s, const char *name, st_dtype dtype, int ndim, const int64_t *shape,
@@ -116,7 +116,8 @@ stimage_tensor *stimage_add_floats(stimage *s, const char *name, st_dtype dtype,
             memcpy(t->bytes + 4 * i, &v[i], 4);   /* little-endian host, like the format */
             continue;
         }
-        uint16_t h = stimage_half_bits(dtype, v[i], round);
+        float x = round ? stimage_round(dtype, v[i]) : v[i];
+        uint16_t h = dtype == ST_DTYPE_F16 ? stimage_f16_exact(x) : stimage_bf16_exact(x);
         t->bytes[2 * i] = (unsigned char)(h & 0xff);
         t->bytes[2 * i + 1] = (unsigned char)(h >> 8);
     }

@@ -53,6 +53,8 @@ stimage_tensor *stimage_add(stimage *s, const char *name, st_dtype dtype, int nd
  * naming the value); with round != 0 they are rounded to nearest even. */
 stimage_tensor *stimage_add_floats(stimage *s, const char *name, st_dtype dtype, int ndim, const int64_t *shape,
                                    const float *v, int round);
+/* v rounded to nearest even in a float dtype (by half.h; v itself for F32). */
+float stimage_round(st_dtype dtype, float v);
 /* Every tensor's data, in list order, filled with check_rng_u64() & mask
  * (small bytes: finite values in every float type for mask 0x3f). */
 void stimage_fill_random(stimage *s, unsigned mask);

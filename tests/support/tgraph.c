@@ -98,9 +98,9 @@ int tgraph_weight_values(tgraph *t, const char *name, ir_dtype dt, int ndim, int
     size_t n = (size_t)tgraph_numel(ndim, d0, d1);
     t->values[i] = malloc((n ? n : 1) * sizeof(float));
     if (!t->values[i]) abort();
-    memcpy(t->values[i], v, n * sizeof(float));
+    for (size_t k = 0; k < n; k++) t->values[i][k] = t->round_values ? stimage_round(tgraph_st_dtype(dt), v[k]) : v[k];
     const int64_t shape[2] = {d0, d1};
-    stimage_add_floats(&t->image, t->g.nodes[i].weight, tgraph_st_dtype(dt), ndim, shape, v, 0);
+    stimage_add_floats(&t->image, t->g.nodes[i].weight, tgraph_st_dtype(dt), ndim, shape, t->values[i], 0);
     return i;
 }
 

@@ -37,6 +37,7 @@
 typedef struct tgraph {
     ir_graph g;
     const char *weight_prefix;  /* a weight's file name is prefix + node name ("" by default) */
+    int round_values;           /* weights' values are rounded to their dtype, not required exact */
     stimage image;              /* the weights made with values, in the order they were made */
     float **values;             /* per node: the values of a weight made with values, else NULL */
     int values_cap;
@@ -57,7 +58,8 @@ int tgraph_input_opt(tgraph *t, const char *name, int32_t def);
 /* A weight of dtype and shape [d0] (ndim 1) or [d0, d1] (ndim 2), no values. */
 int tgraph_weight(tgraph *t, const char *name, ir_dtype dt, int ndim, int64_t d0, int64_t d1);
 /* The same with values v (numel of them, copied): kept, and added to the
- * image; each must be exact in dt (else the test aborts, naming it). */
+ * image; each must be exact in dt (else the test aborts, naming it), or
+ * with round_values set is rounded to dt first (and kept rounded). */
 int tgraph_weight_values(tgraph *t, const char *name, ir_dtype dt, int ndim, int64_t d0, int64_t d1,
                          const float *v);
 /* The same with random values tgraph_rand_exact(dt, scale). */
