@@ -1,20 +1,20 @@
 /*
- * golden — reader for the .bgld files in tests/golden/ (see golden.h).
+ * golden — the golden files' reader (see golden.h).
  *
- * Design.  The file is read whole into memory and parsed by the golden
- * files' one reader, bincursor.c: it owns the frame (magic, version, UTF-8
- * header, case count bounded by the smallest possible case before anything
- * is allocated, nothing after the last case) and a cursor that refuses to
- * step past the end and records what it was reading, so the error for a
- * damaged file says "offset N: truncated reading case 'x'
- * last_hidden_state" instead of crashing.  This file only reads one case:
- * array sizes are computed in size_t with explicit overflow checks before
- * they are compared with the remaining bytes, and values are assembled from
- * bytes in little-endian order, so nothing depends on the host's byte order
- * or alignment.  On any error everything allocated so far is freed and the
- * caller's struct is left zeroed.
+ * Design.  The file is read whole into memory and parsed by bincursor.c:
+ * it owns the frame every golden file shares (magic, version, UTF-8
+ * header, a case count bounded by the smallest possible case before
+ * anything is allocated, nothing after the last case) and a cursor that
+ * refuses to step past the end and records what it was reading, so the
+ * error for a damaged file says "offset N: truncated reading case 'x'
+ * last_hidden_state" instead of crashing.  This file only reads one case of
+ * each format: array sizes are computed in size_t with explicit overflow
+ * checks before they are compared with the remaining bytes, and values are
+ * assembled from bytes in little-endian order, so nothing depends on the
+ * host's byte order or alignment.  On any error everything allocated so
+ * far is freed and the caller's struct is left zeroed.
  *
- * Format, version 1 (little-endian; written by tools/make_goldens.py):
+ * .bgld, version 1 (little-endian; written by tools/make_goldens.py):
  *     "BGLD"  u32 version=1  u32 header_len  header bytes (UTF-8 text)
  *     u32 ncases
  *     per case: u32 name_len, name bytes; u32 len (S); u32 hidden;
@@ -23,13 +23,29 @@
  *               i32 input_ids[S]; [i32 token_type_ids[S]];
  *               [i32 attention_mask[S]]; f32 last_hidden_state[S*hidden];
  *               [f32 pooler_output[hidden]]
+ *     nothing after the last case; case names unique.
+ *
+ * .bsen, version 1 (little-endian; written by tools/make_sentence_goldens.py):
+ *     "BSEN"  u32 version=1  u32 header_len  header bytes (UTF-8 "key: value" lines)
+ *     u32 ncases
+ *     per case: u32 text_len, text bytes (UTF-8, no NUL);
+ *               u32 n_ids (>= 1), i32 ids[n_ids] (>= 0);
+ *               u32 dim (>= 1, every case the same), f32 mean_pooled[dim],
+ *               f32 embedding[dim]
  *     nothing after the last case.
+ *
+ * The SHA-256 that ties a golden to its checkpoint is bertc's own
+ * (runtime/common/sha256.h, one implementation); golden_sha256_file streams
+ * a checkpoint of any size through it.
  */
 #include "golden.h"
 
 #include "bincursor.h"
+#include "sha256.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,11 +127,76 @@ static const bincursor_format golden_format = {
     .case_size = sizeof(golden_case), .read_case = read_case, .free_case = free_case,
 };
 
+/* Smallest encoded case: text_len (text empty), n_ids, one id, dim, two floats. */
+#define SENTENCES_MIN_CASE_BYTES 24u
+
+static void free_sentence(void *p) {
+    sentences_case *k = p;
+    free(k->text);
+    free(k->ids);
+    free(k->mean_pooled);
+    free(k->embedding);
+    memset(k, 0, sizeof *k);
+}
+
+/* n_ids, then the ids, each non-negative. */
+static int read_ids(bincursor *c, sentences_case *k, int index) {
+    uint32_t n_ids;
+    if (bincursor_u32(c, &n_ids, "case #%d id count", index)) return -1;
+    if (n_ids == 0 || n_ids > (uint32_t)INT32_MAX) {
+        c->off -= 4;
+        bincursor_error(c, "case #%d: invalid id count %u", index, n_ids);
+        return -1;
+    }
+    size_t ids_off = c->off;
+    if (!(k->ids = bincursor_i32s(c, n_ids, "case #%d ids", index))) return -1;
+    for (uint32_t i = 0; i < n_ids; i++) {
+        if (k->ids[i] < 0) {
+            c->off = ids_off + 4 * (size_t)i;
+            bincursor_error(c, "case #%d: negative token id %d at position %u", index, (int)k->ids[i], i);
+            return -1;
+        }
+    }
+    k->n_ids = (int)n_ids;
+    return 0;
+}
+
+static int read_sentence(bincursor *c, void *p, int index) {
+    sentences_case *k = p;
+    int want_dim = index ? (k - index)->dim : 0;   /* every case has the first case's dim */
+    uint32_t text_len, dim;
+    if (bincursor_u32(c, &text_len, "case #%d text length", index)) return -1;
+    if (!(k->text = bincursor_text(c, text_len, "case #%d text", index))) return -1;
+    k->text_len = text_len;
+    if (read_ids(c, k, index) || bincursor_u32(c, &dim, "case #%d dim", index)) return -1;
+    if (dim == 0 || dim > (uint32_t)INT32_MAX || (want_dim > 0 && dim != (uint32_t)want_dim)) {
+        c->off -= 4;
+        if (want_dim > 0 && dim != 0 && dim <= (uint32_t)INT32_MAX)
+            bincursor_error(c, "case #%d: dim %u differs from the first case's %d", index, dim, want_dim);
+        else
+            bincursor_error(c, "case #%d: invalid dim %u", index, dim);
+        return -1;
+    }
+    k->dim = (int)dim;
+    if (!(k->mean_pooled = bincursor_f32s(c, dim, "case #%d mean_pooled", index))) return -1;
+    if (!(k->embedding = bincursor_f32s(c, dim, "case #%d embedding", index))) return -1;
+    return 0;
+}
+
+static const bincursor_format sentences_format = {
+    .magic = "BSEN", .kind = "a sentence-embedding golden", .version = 1,
+    .min_case_bytes = SENTENCES_MIN_CASE_BYTES, .case_size = sizeof(sentences_case), .read_case = read_sentence,
+    .free_case = free_sentence,
+};
+
 int golden_load_memory(golden_file *g, const void *data, size_t len, const char *name, char *err, size_t cap) {
+    memset(g, 0, sizeof *g);
+    int bsen = data && len >= 4 && memcmp(data, "BSEN", 4) == 0;
     bincursor c = bincursor_init(data, len, name, err, cap);
     void *cases;
-    int rc = bincursor_frame_read(&c, &golden_format, &g->header, &cases, &g->count);
-    g->cases = cases;
+    int rc = bincursor_frame_read(&c, bsen ? &sentences_format : &golden_format, &g->header, &cases, &g->count);
+    if (bsen) g->sentences = cases;
+    else g->cases = cases;
     return rc;
 }
 
@@ -130,12 +211,13 @@ int golden_load(golden_file *g, const char *path, char *err, size_t cap) {
 
 void golden_free(golden_file *g) {
     if (!g) return;
-    bincursor_frame_free(&golden_format, g->header, g->cases, g->count);
+    if (g->sentences) bincursor_frame_free(&sentences_format, g->header, g->sentences, g->count);
+    else bincursor_frame_free(&golden_format, g->header, g->cases, g->count);
     memset(g, 0, sizeof *g);
 }
 
 const golden_case *golden_find(const golden_file *g, const char *name) {
-    for (int i = 0; g && name && i < g->count; i++)
+    for (int i = 0; g && g->cases && name && i < g->count; i++)
         if (strcmp(g->cases[i].name, name) == 0) return &g->cases[i];
     return NULL;
 }
@@ -162,4 +244,35 @@ double golden_max_abs_diff(const float *a, const float *b, size_t n) {
         if (v > m) m = v;
     }
     return m;
+}
+
+/* ---------------------------------------------------------------- SHA-256 */
+
+int golden_sha256_file(const char *path, char hex[65], char *err, size_t cap) {
+    hex[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err && cap) snprintf(err, cap, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    unsigned char *buf = malloc(1 << 20), digest[SHA256_DIGEST_SIZE];
+    if (!buf) {
+        if (err && cap) snprintf(err, cap, "%s: out of memory", path);
+        fclose(f);
+        return -1;
+    }
+    sha256_ctx x;
+    sha256_init(&x);
+    size_t n;
+    while ((n = fread(buf, 1, 1 << 20, f)) > 0) sha256_update(&x, buf, n);
+    int bad = ferror(f);
+    free(buf);
+    fclose(f);
+    if (bad) {
+        if (err && cap) snprintf(err, cap, "%s: read error", path);
+        return -1;
+    }
+    sha256_final(&x, digest);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return 0;
 }
