@@ -15,7 +15,8 @@
  * schedules, in two images: the tensor-core path (mma / ldmatrix /
  * cp.async through the portable helpers) and, with BERTC_GEMM_FORCE_SIMT
  * and BERTC_ATTENTION_FORCE_SIMT, the SIMT path sm_75 and float take.  The
- * reference computes in double from the same rounded inputs; tolerances
+ * reference of each kind (support/kref.c, shared with the other kernel
+ * tests) computes in double from the same rounded inputs; tolerances
  * are per dtype (float 2e-5, float16 2e-3, bfloat16 1.6e-2, relative to
  * |expected| + a small absolute floor).
  */
@@ -29,15 +30,7 @@
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
-
-static float bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    u &= 0xffff0000u;
-    memcpy(&f, &u, 4);
-    return f;
-}
+#include "kref.h"
 
 /* Device buffers: 256-aligned like the runtime's arena, exact size so the
  * sanitizer sees any overrun. */
@@ -47,37 +40,15 @@ static void *xalloc(size_t n) {
     return p;
 }
 
-static int dsize(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 4 : 2; }
-
-static void st(plan_dtype t, void *p, size_t i, float v) {
-    if (t == PLAN_DTYPE_F32) ((float *)p)[i] = v;
-    else if (t == PLAN_DTYPE_F16) ((_Float16 *)p)[i] = (_Float16)v;
-    else {
-        float r = bf16_round(v);
-        uint32_t u;
-        memcpy(&u, &r, 4);
-        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
-    }
-}
-
-static float ld(plan_dtype t, const void *p, size_t i) {
-    if (t == PLAN_DTYPE_F32) return ((const float *)p)[i];
-    if (t == PLAN_DTYPE_F16) return (float)((const _Float16 *)p)[i];
-    uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static void *tensor(plan_dtype t, size_t n, double scale, double offset) {
-    void *p = xalloc(n * (size_t)dsize(t));
-    for (size_t i = 0; i < n; i++) st(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
+    void *p = xalloc(n * kref_dtype_size(t));
+    for (size_t i = 0; i < n; i++) kref_store(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
     return p;
 }
 
 static void *poisoned(plan_dtype t, size_t n) {
-    void *p = xalloc(n * (size_t)dsize(t));
-    memset(p, 0xff, n * (size_t)dsize(t));
+    void *p = xalloc(n * kref_dtype_size(t));
+    memset(p, 0xff, n * kref_dtype_size(t));
     return p;
 }
 
@@ -91,7 +62,7 @@ static void compare(const char *what, plan_dtype t, const void *out, const doubl
     int bad = 0;
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < cols; c++) {
-            float v = ld(t, out, (size_t)r * ld_ + c);
+            float v = kref_load(t, out, (size_t)r * ld_ + c);
             if (r >= len) {
                 if (!isnan(v)) {
                     if (bad++ < 3) fprintf(stderr, "    %s: padding row %d col %d written (%g)\n", what, r, c, v);
@@ -131,16 +102,6 @@ static int *request(int bucket, int len, int vocab, int ntypes, double pmask0) {
     return req;
 }
 
-static void ln_ref(double *v, int h, double eps, const float *g, const float *b, double *out) {
-    double m = 0, q = 0;
-    for (int c = 0; c < h; c++) m += v[c];
-    m /= h;
-    for (int c = 0; c < h; c++) q += (v[c] - m) * (v[c] - m);
-    q /= h;
-    double rs = 1.0 / sqrt(q + eps);
-    for (int c = 0; c < h; c++) out[c] = (v[c] - m) * rs * g[c] + b[c];
-}
-
 /* ------------------------------------------------------------ add_ln */
 static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, double scale, int sched) {
     plan_dtype t = s->dtype;
@@ -151,22 +112,11 @@ static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry,
     int *req = request(S, len, 10, 2, 0);
     void *args[7] = {&out, &req, &x, &bias, &res, &gm, &bt};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
-    float *g = malloc(4 * H), *b = malloc(4 * H);
-    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
-    for (int r = 0; r < len; r++) {
-        for (int c = 0; c < H; c++) {
-            float a = ld(t, x, (size_t)r * H + c);
-            if (s->has_bias) a += ld(t, bias, c);
-            if (s->has_residual) a += ld(t, res, (size_t)r * H + c);
-            v[c] = a;
-        }
-        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){x, bias, res, gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d scale %g sched %d", entry, len, scale, sched);
     compare(what, t, out, ref, S, H, H, len, 1.0);
-    free(x), free(bias), free(res), free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+    free(x), free(bias), free(res), free(gm), free(bt), free(out), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ embed_ln */
@@ -180,32 +130,19 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
     int *req = request(S, len, s->table_rows[0], 2, 0);
     void *args[7] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
-    float *g = malloc(4 * H), *b = malloc(4 * H);
-    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
-    for (int r = 0; r < len; r++) {
-        for (int c = 0; c < H; c++) v[c] = 0;
-        for (int gg = 0; gg < s->ngathers; gg++) {
-            int id = s->gather_index[gg] == KERNEL_INDEX_INPUT_IDS ? req[4 + r]
-                     : s->gather_index[gg] == KERNEL_INDEX_TOKEN_TYPES ? req[4 + S + r] : r;
-            if (id < 0) id = 0;
-            if (id >= s->table_rows[gg]) id = s->table_rows[gg] - 1;
-            for (int c = 0; c < H; c++) v[c] = (float)(v[c] + ld(t, tab[gg], (size_t)id * H + c));
-        }
-        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){tab[0], tab[1], tab[2], gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
     compare(what, t, out, ref, S, H, H, len, 1.0);
     for (int gg = 0; gg < 3; gg++) free(tab[gg]);
-    free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+    free(gm), free(bt), free(out), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ attention */
 static void check_attention(emu_image *im, const kernel_spec *s, const char *entry, int len, double pmask0,
                             int all_masked, int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket, D = s->head_dim, NH = s->heads;
+    int S = s->bucket;
     void *qkv = tensor(t, (size_t)S * s->qkv_ld, 1.5, 0);
     void *ctx = poisoned(t, (size_t)S * s->ctx_ld);
     int *req = request(S, len, 10, 2, pmask0);
@@ -214,50 +151,17 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
         for (int k = 0; k < S; k++) mask[k] = 0;
     /* padding keys may hold anything: NaN there must not leak */
     for (int k = len; k < S; k++)
-        for (int c = 0; c < s->qkv_ld; c++) st(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
+        for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
     void *args[3] = {&ctx, &req, &qkv};
     launch(im, s, entry, args, sched);
-    int W = NH * D;
-    double *ref = calloc((size_t)S * W, sizeof(double)), *p = malloc(sizeof(double) * S);
-    for (int h = 0; h < NH; h++) {
-        for (int q = 0; q < len; q++) {
-            double mx = -INFINITY;
-            for (int k = 0; k < len; k++) {
-                double sc = 0;
-                for (int d = 0; d < D; d++)
-                    sc += (double)ld(t, qkv, (size_t)q * s->qkv_ld + s->q_off + h * D + d) *
-                          ld(t, qkv, (size_t)k * s->qkv_ld + s->k_off + h * D + d);
-                sc = (float)(sc * s->scale);
-                if (mask[k] == 0) sc = (float)(sc + -3.4028234663852886e38);
-                p[k] = sc;
-                if (sc > mx) mx = sc;
-            }
-            double sum = 0;
-            for (int k = 0; k < len; k++) sum += (p[k] = exp(p[k] - mx));
-            for (int d = 0; d < D; d++) {
-                double a = 0;
-                for (int k = 0; k < len; k++) a += p[k] / sum * ld(t, qkv, (size_t)k * s->qkv_ld + s->v_off + h * D + d);
-                ref[(size_t)q * W + h * D + d] = a;
-            }
-        }
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){qkv});
     char what[300];
     snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
-    compare(what, t, ctx, ref, S, W, s->ctx_ld, len, 0.5);
-    free(qkv), free(ctx), free(req), free(ref), free(p);
+    compare(what, t, ctx, ref, S, (int)kref_cols(s), s->ctx_ld, len, 0.5);
+    free(qkv), free(ctx), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ gemm */
-static double act_ref(const kernel_spec *s, double x) {
-    if (!s->has_act) return x;
-    switch (s->act) {
-    case PLAN_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case PLAN_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case PLAN_ACT_RELU: return x < 0 ? 0 : x;
-    default: return tanh(x);
-    }
-}
-
 static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
     plan_dtype t = s->dtype;
     int S = s->bucket, N = s->n, K = s->k;
@@ -265,19 +169,11 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
     void *bias = tensor(t, N, 0.5, 0), *res = tensor(t, (size_t)S * (s->res_ld ? s->res_ld : 1), 1.0, 0);
     void *out = poisoned(t, (size_t)S * s->out_ld);
     for (int r = len; r < S; r++)
-        for (int c = 0; c < s->x_ld; c++) st(t, x, (size_t)r * s->x_ld + c, NAN);
+        for (int c = 0; c < s->x_ld; c++) kref_store(t, x, (size_t)r * s->x_ld + c, NAN);
     int *req = request(S, len, 10, 2, 0);
     void *args[6] = {&out, &req, &x, &w, &bias, &res};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * N, sizeof(double));
-    for (int m = 0; m < len; m++)
-        for (int n = 0; n < N; n++) {
-            double a = 0;
-            for (int k = 0; k < K; k++) a += (double)ld(t, x, (size_t)m * s->x_ld + k) * ld(t, w, (size_t)n * K + k);
-            if (s->has_bias) a += ld(t, bias, n);
-            if (s->has_residual) a += ld(t, res, (size_t)m * s->res_ld + n);
-            ref[(size_t)m * N + n] = act_ref(s, a);
-        }
+    double *ref = kref_kernel(s, req, (const void *const[]){x, w, bias, res});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
     compare(what, t, out, ref, S, N, s->out_ld, len, 0.5);
