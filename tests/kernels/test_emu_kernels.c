@@ -31,6 +31,7 @@
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
+#include "kimage.h"
 #include "kref.h"
 
 #define NSCHED 2
@@ -272,11 +273,7 @@ static void run_gemm(const kcase *kc) {
 /* ------------------------------------------------------------ the parameter sets */
 
 static kernel_spec embed_spec(plan_dtype dt, int bucket, int hidden, int ngathers, float eps) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_EMBED_LN;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_EMBED_LN, dt, bucket);
     s.hidden = hidden;
     s.eps = eps;
     s.ngathers = ngathers;
@@ -290,11 +287,7 @@ static kernel_spec embed_spec(plan_dtype dt, int bucket, int hidden, int ngather
 }
 
 static kernel_spec add_ln_spec(plan_dtype dt, int bucket, int hidden, int bias, int res) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ADD_LN, dt, bucket);
     s.hidden = hidden;
     s.eps = 1e-12f;
     s.has_bias = bias;
@@ -303,11 +296,7 @@ static kernel_spec add_ln_spec(plan_dtype dt, int bucket, int hidden, int bias, 
 }
 
 static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head_dim, int pad) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ATTENTION, dt, bucket);
     s.heads = heads;
     s.head_dim = head_dim;
     s.scale = (float)(1.0 / sqrt((double)head_dim));
@@ -322,11 +311,7 @@ static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head
 }
 
 static kernel_spec gemm_spec(plan_dtype dt, int bucket, int n, int k, int bias, int res, int act, plan_act a, int pad) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_GEMM, dt, bucket);
     s.n = n;
     s.k = k;
     s.x_ld = k + pad;
@@ -400,15 +385,9 @@ static int build_image(void) {
             }
         texts[i] = c->text;
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels.so", "", 0));
-    if (emu_build_image_file(texts, ncases, path, &d) != 0) {
-        snprintf(build_error, sizeof build_error, "%s", d.text);
-        unlink(path);
-        return -1;
-    }
-    img = emu_image_load(path, &d);
-    unlink(path);
+    const char *path = kimage_build("emu_kernels.so", texts, ncases, &d);
+    img = path ? emu_image_load(path, &d) : NULL;
+    if (path) unlink(path);
     if (!img) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
         return -1;
@@ -420,21 +399,15 @@ static int build_image(void) {
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
         if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
-        size_t n = strlen(cases[i].text) + 64;
-        simt[nsimt] = malloc(n);
-        snprintf(simt[nsimt], n, "#define BERTC_GEMM_FORCE_SIMT 1\n%s", cases[i].text);
-        nsimt++;
+        simt[nsimt++] = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n", cases[i].text);
     }
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_simt.so", "", 0));
-    int rc = 0;
-    if (emu_build_image_file((const char *const *)simt, nsimt, path, &d) != 0 ||
-        !(img_simt = emu_image_load(path, &d))) {
-        snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
-        rc = -1;
-    }
-    unlink(path);
+    path = kimage_build("emu_kernels_simt.so", (const char *const *)simt, nsimt, &d);
+    img_simt = path ? emu_image_load(path, &d) : NULL;
+    if (path) unlink(path);
     for (int i = 0; i < nsimt; i++) free(simt[i]);
-    return rc;
+    if (img_simt) return 0;
+    snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
+    return -1;
 }
 
 static double now_s(void) {

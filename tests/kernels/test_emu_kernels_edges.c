@@ -25,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
+#include "kimage.h"
 #include "kref.h"
 
 /* Device buffers: 256-aligned like the runtime's arena, exact size so the
@@ -189,10 +191,7 @@ static int t_n;
 
 static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) {
     kernel_spec *s = &t_specs[t_n++];
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->dtype = dt;
-    s->bucket = bucket;
+    *s = kimage_spec(kind, dt, bucket);
     return s;
 }
 
@@ -267,26 +266,17 @@ static emu_image *t_image(int simt) {
     if (t_images[simt] || t_image_failed[simt]) return t_images[simt];
     t_specs_init();
     char *texts[T_MAX] = {0};
-    diag d;
-    diag_init(&d);
     int ok = 1;
     for (int i = 0; i < t_n && ok; i++) {
         char *text, *entry;
-        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
+        if (kimage_source(&t_specs[i], i, &text, &entry) != 0) {
             ok = 0;
             break;
         }
         if (simt) {
-            static const char force[] = "#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n";
-            char *t2 = malloc(sizeof force + strlen(text));
-            if (t2) {
-                memcpy(t2, force, sizeof force - 1);
-                strcpy(t2 + sizeof force - 1, text);
-            }
+            char *forced = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n", text);
             free(text);
-            text = t2;
-            if (!text) ok = 0;
+            text = forced;
         }
         texts[i] = text;
         if (!t_entries[i])
@@ -295,14 +285,12 @@ static emu_image *t_image(int simt) {
             free(entry);
     }
     if (ok) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s", check_write_temp(simt ? "emu_kernels_simt.so" : "emu_kernels.so", "", 0));
-        if (emu_build_image_file((const char *const *)texts, t_n, path, &d) != 0) {
-            CHECK(0, "image build: %s", d.text);
-        } else {
-            t_images[simt] = emu_image_load(path, &d);
-            CHECK(t_images[simt] != NULL, "image load: %s", d.text);
-        }
+        diag d;
+        const char *path = kimage_build(simt ? "emu_kernels_simt.so" : "emu_kernels.so", (const char *const *)texts, t_n, &d);
+        CHECK(path != NULL, "image build: %s", d.text);
+        t_images[simt] = path ? emu_image_load(path, &d) : NULL;
+        CHECK(!path || t_images[simt] != NULL, "image load: %s", d.text);
+        if (path) unlink(path);
     }
     for (int i = 0; i < t_n; i++) free(texts[i]);
     if (!t_images[simt]) t_image_failed[simt] = 1;

@@ -34,6 +34,7 @@
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
+#include "kimage.h"
 #include "kref.h"
 
 #define POOL_NSCHED 2
@@ -67,9 +68,7 @@ static void pool_add(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode,
                      pool_mask_kind mask) {
     pool_case *c = &pool_cases[pool_ncases++];
     memset(c, 0, sizeof *c);
-    c->spec.kind = KERNEL_KIND_POOL;
-    c->spec.dtype = dt;
-    c->spec.bucket = bucket;
+    c->spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket);
     c->spec.hidden = hidden;
     c->spec.pool_mode = mode;
     c->spec.normalize = normalize;
@@ -120,15 +119,9 @@ static int pool_build_image(void) {
         for (int j = 0; j < i; j++) dup |= !strcmp(pool_cases[j].entry, pool_cases[i].entry);
         if (!dup) uniq[nuniq++] = texts[i];
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_pool.so", "", 0));
-    if (emu_build_image_file(uniq, nuniq, path, &d) != 0) {
-        snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
-        unlink(path);
-        return -1;
-    }
-    pool_img = emu_image_load(path, &d);
-    unlink(path);
+    const char *path = kimage_build("emu_kernels_pool.so", uniq, nuniq, &d);
+    pool_img = path ? emu_image_load(path, &d) : NULL;
+    if (path) unlink(path);
     if (!pool_img) {
         snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
         return -1;
@@ -233,11 +226,7 @@ static void test_pool_cases(void) {
 static void test_pool_source(void) {
     diag d;
     diag_init(&d);
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_POOL;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 128;
+    kernel_spec s = kimage_spec(KERNEL_KIND_POOL, PLAN_DTYPE_F16, 128);
     s.hidden = 384;
     s.pool_mode = PLAN_POOL_MEAN;
     s.normalize = 1;

@@ -28,6 +28,7 @@
 #include "arch.h"
 #include "kbuild.h"
 #include "kernels.h"
+#include "kimage.h"
 
 #define T_MAX_SPECS 64
 
@@ -36,10 +37,7 @@ static int t_nspecs;
 
 static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) {
     kernel_spec *s = &t_specs[t_nspecs++];
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->dtype = dt;
-    s->bucket = bucket;
+    *s = kimage_spec(kind, dt, bucket);
     return s;
 }
 
@@ -194,12 +192,7 @@ static void test_kinds(void) {
     t_specs_init();
     for (int i = 0; i < t_nspecs; i++) {
         char *text, *entry;
-        diag d;
-        diag_init(&d);
-        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(&t_specs[i], i, &text, &entry) != 0) continue;
         const char *sig = strstr(text, entry);
         int stars = 0;
         for (const char *p = sig; p && *p && *p != ')'; p++) stars += *p == '*';
@@ -214,12 +207,7 @@ static void test_first_line(void) {
     for (int i = 0; i < t_nspecs; i++) {
         const kernel_spec *s = &t_specs[i];
         char *text, *entry, line[1024], tok[128];
-        diag d;
-        diag_init(&d);
-        if (kernel_source(s, &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(s, i, &text, &entry) != 0) continue;
         t_first_line(text, line, sizeof line);
         snprintf(tok, sizeof tok, "template=%s", kernel_kind_name(s->kind));
         CHECK(strncmp(line, "// ", 3) == 0, "%s: first line is not a comment: %s", entry, line);
@@ -287,8 +275,7 @@ static void test_names(void) {
     char *texts[T_MAX_SPECS] = {0}, *entries[T_MAX_SPECS] = {0};
     diag d;
     diag_init(&d);
-    for (int i = 0; i < t_nspecs; i++)
-        CHECK(kernel_source(&t_specs[i], &texts[i], &entries[i], &d) == 0, "spec %d: %s", i, d.text);
+    for (int i = 0; i < t_nspecs; i++) kimage_source(&t_specs[i], i, &texts[i], &entries[i]);
     for (int i = 0; i < t_nspecs; i++) {
         if (!entries[i]) continue;
         for (int j = 0; j < i; j++) {
@@ -388,11 +375,7 @@ static void test_dims(void) {
 static void test_invalid_specs(void) {
     diag d;
     char *text, *entry;
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 128;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ATTENTION, PLAN_DTYPE_F16, 128);
     s.heads = 4;
     s.head_dim = 63;
     s.scale = 0.125f;
@@ -408,10 +391,7 @@ static void test_invalid_specs(void) {
     kernel_launch_dims dm;
     CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "head_dim 256"), "head_dim 256: %s", d.text);
 
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = PLAN_DTYPE_I32;
-    s.bucket = 32;
+    s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_I32, 32);
     s.hidden = 64;
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "int32"), "int32 storage: %s", d.text);
@@ -420,10 +400,7 @@ static void test_invalid_specs(void) {
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "hidden"), "hidden 0: %s", d.text);
 
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = PLAN_DTYPE_BF16;
-    s.bucket = 64;
+    s = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 64);
     s.n = 100;
     s.k = 64;
     s.x_ld = 32;
@@ -445,10 +422,7 @@ static void test_compile_all_archs(void) {
     diag_init(&d);
     for (int i = 0; i < n; i++) {
         const kernel_spec *s = &t_specs[i < t_nspecs ? i : i - t_nspecs];
-        if (kernel_source(s, &texts[i], &entries[i], &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            goto out;
-        }
+        if (kimage_source(s, i, &texts[i], &entries[i]) != 0) goto out;
         units[i].text = texts[i];
         units[i].entry = entries[i];
     }
@@ -548,11 +522,7 @@ static void test_broken_kernel(void) {
     CHECK(strstr(d.text, "fine_kernel(") == NULL, "the excerpt shows the wrong kernel: %s", d.text);
 
     /* a generated kernel broken in its instantiation line */
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 64;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_F16, 64);
     s.hidden = 384;
     s.eps = 1e-12f;
     s.has_residual = 1;
@@ -626,19 +596,14 @@ static void test_dedupe_and_args(void) {
  * same text; float attention stays SIMT everywhere. */
 static void test_tensor_core_path(void) {
     kernel_spec s[3];
-    memset(s, 0, sizeof s);
-    s[0].kind = KERNEL_KIND_GEMM;
-    s[0].dtype = PLAN_DTYPE_BF16;
-    s[0].bucket = 64;
+    s[0] = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 64);
     s[0].n = 128;
     s[0].k = 256;
     s[0].x_ld = 256;
     s[0].out_ld = 128;
     s[0].has_bias = 1;
     for (int i = 1; i < 3; i++) {
-        s[i].kind = KERNEL_KIND_ATTENTION;
-        s[i].dtype = i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32;
-        s[i].bucket = 128;
+        s[i] = kimage_spec(KERNEL_KIND_ATTENTION, i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32, 128);
         s[i].heads = 4;
         s[i].head_dim = 64;
         s[i].scale = 0.125f;
@@ -651,13 +616,9 @@ static void test_tensor_core_path(void) {
                                             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync"};
     for (int i = 0; i < 3; i++) {
         char *text, *entry;
-        diag d;
-        diag_init(&d);
-        if (kernel_source(&s[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(&s[i], i, &text, &entry) != 0) continue;
         kbuild_unit u = {text, entry};
+        diag d;
         const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
         for (int a = 0; a < 2; a++) {
             kbuild_result r;
