@@ -80,18 +80,6 @@ static uint16_t ref_f32_to_bf16(float x) {
     return (uint16_t)(sign | ref_nearest(fabs((double)x), 0x7f80, ldexp(1.0, 128), ref_bf16_value));
 }
 
-static float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* Equal values with equal signs, or both NaN. */
 static int same_value(double got, double want) {
     if (isnan(want)) return isnan(got) && signbit(got) == signbit(want);
@@ -108,8 +96,8 @@ static void test_f16_decode_exhaustive(void) {
         if (!same_value(got, want) && bad++ < 5)
             CHECK(0, "f16 0x%04x -> %.9g, expected %.9g", h, (double)got, want);
         /* A NaN keeps its payload in the top mantissa bits. */
-        if (isnan(want) && ((f32_bits(got) >> 13) & 0x3ff) != (h & 0x3ff) && bad++ < 5)
-            CHECK(0, "f16 NaN 0x%04x lost its payload: 0x%08x", h, f32_bits(got));
+        if (isnan(want) && ((check_f32_bits(got) >> 13) & 0x3ff) != (h & 0x3ff) && bad++ < 5)
+            CHECK(0, "f16 NaN 0x%04x lost its payload: 0x%08x", h, check_f32_bits(got));
         /* Every non-NaN half survives a round trip. */
         if (!isnan(want) && half_f32_to_f16(got) != h && bad++ < 5)
             CHECK(0, "round trip 0x%04x -> 0x%04x", h, half_f32_to_f16(got));
@@ -133,7 +121,7 @@ static void test_bf16_decode_exhaustive(void) {
 /* A float drawn to cover every regime: any bit pattern, or near half range. */
 static float random_float(void) {
     switch (check_rng_range(0, 3)) {
-    case 0: return bits_f32((uint32_t)check_rng_u64());
+    case 0: return check_bits_f32((uint32_t)check_rng_u64());
     case 1: {
         float v = (float)ldexp(1.0 + check_rng_uniform(), (int)check_rng_range(-27, 17));
         return check_rng_range(0, 1) ? -v : v;
@@ -149,7 +137,7 @@ static float random_float(void) {
         do u = (uint32_t)check_rng_u64();
         while ((u & 0x7f800000u) == 0x7f800000u);
         u = (u & 0xffff0000u) | 0x8000u;
-        return bits_f32(u + (uint32_t)check_rng_range(-1, 1));
+        return check_bits_f32(u + (uint32_t)check_rng_range(-1, 1));
     }
     }
 }
@@ -161,12 +149,12 @@ static void test_f32_to_half_rounding(void) {
         if (isnan(x)) continue;
         uint16_t got = half_f32_to_f16(x), want = ref_f32_to_f16(x);
         if (got != want && bad++ < 5)
-            CHECK(0, "f32->f16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x), got,
+            CHECK(0, "f32->f16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, check_f32_bits(x), got,
                   want);
         got = half_f32_to_bf16(x);
         want = ref_f32_to_bf16(x);
         if (got != want && bad++ < 5)
-            CHECK(0, "f32->bf16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x),
+            CHECK(0, "f32->bf16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, check_f32_bits(x),
                   got, want);
     }
     /* Every tie between neighbouring halves, both signs. */
@@ -187,7 +175,7 @@ static void test_f32_to_half_rounding(void) {
     for (int k = 0; k < 1000; k++) {
         uint32_t u = 0x7f800000u | (uint32_t)check_rng_range(1, 0x7fffff);
         if (check_rng_range(0, 1)) u |= 0x80000000u;
-        uint16_t h = half_f32_to_f16(bits_f32(u)), b = half_f32_to_bf16(bits_f32(u));
+        uint16_t h = half_f32_to_f16(check_bits_f32(u)), b = half_f32_to_bf16(check_bits_f32(u));
         if ((!isnan(ref_f16_value(h)) || (h >> 15) != (u >> 31) || !isnan(ref_bf16_value(b)) ||
              (b >> 15) != (u >> 31)) &&
             bad++ < 5)
@@ -220,7 +208,7 @@ static void wimage_free(wimage *w) {
 static void random_element(st_dtype dt, unsigned char *p) {
     switch (dt) {
     case ST_DTYPE_F32: {
-        float v = check_rng_range(0, 3) ? (float)(check_rng_uniform() * 8 - 4) : bits_f32((uint32_t)check_rng_u64());
+        float v = check_rng_range(0, 3) ? (float)(check_rng_uniform() * 8 - 4) : check_bits_f32((uint32_t)check_rng_u64());
         memcpy(p, &v, 4);
         break;
     }

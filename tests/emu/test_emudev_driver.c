@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kimage.h"
 #include "emu_build.h"
 #include "device.h"
 #include "emu.h"
@@ -54,35 +55,13 @@ static const char kernels_src[] =
     "    __syncthreads();\n"
     "    out[t] = s[blockDim.x - 1 - t];\n"
     "}\n"
-    "BERTC_KERNEL_EXPORT(k_smem_copy)\n"
-    "\n"
-    "extern \"C\" __global__ void k_trap(int *out) {\n"
-    "    if (threadIdx.x == 3) __trap();\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_trap)\n"
-    "\n"
-    "extern \"C\" __global__ void k_divergent(int *out) {\n"
-    "    if (threadIdx.x < 32) {\n"
-    "        __syncthreads();\n"
-    "    } else {\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_divergent)\n";
+    "BERTC_KERNEL_EXPORT(k_smem_copy)\n";
 
 static char *image;          /* the EMU image's bytes */
 static size_t image_size;
 static char image_error[4096];
 
-#define NEED_IMAGE()                                              \
-    do {                                                          \
-        if (!image) {                                             \
-            CHECK(0, "no kernel image: %s", image_error);         \
-            return;                                               \
-        }                                                         \
-    } while (0)
+#define NEED_IMAGE() CHECK_REQUIRE(image, "no kernel image: %s", image_error)
 
 #define CU(call) CHECK((call) == CUDA_SUCCESS, "%s failed: %s", #call, bertc_emudev_last_error())
 #define CU_IS(call, code)                                                                                        \
@@ -1014,11 +993,9 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emudev_driver.so", "", 0));
-    if (emu_build_image_file(&(const char *){kernels_src}, 1, path, &d) == 0) image = check_read_file(path, &image_size);
-    else snprintf(image_error, sizeof image_error, "%s", d.text);
-    unlink(path);
+    image = kimage_build_bytes("emudev_driver.so", (const char *const[]){kernels_src, kimage_faulting_src}, 2,
+                               &image_size, &d);
+    if (!image) snprintf(image_error, sizeof image_error, "%s", d.text);
 
     CHECK_CASE(test_before_init);
     CHECK_CASE(test_device_queries);

@@ -145,12 +145,7 @@ static request request_new(int bucket, int len, int vocab, int ntypes, int maske
 
 /* ------------------------------------------------------------ the image */
 
-typedef struct kcase {
-    kernel_spec spec;
-    int len;
-    char *text, *entry;
-    kernel_launch_dims dims;
-} kcase;
+typedef kimage_case kcase;
 
 static emu_image *img;       /* every case */
 static emu_image *img_simt;  /* the small 16-bit GEMMs with BERTC_GEMM_FORCE_SIMT (the sm_75 path) */
@@ -328,12 +323,7 @@ static kcase cases[64];
 static int ncases;
 static char build_error[4400];
 
-static void add_case(kernel_spec s, int len) {
-    kcase *c = &cases[ncases++];
-    memset(c, 0, sizeof *c);
-    c->spec = s;
-    c->len = len;
-}
+static void add_case(kernel_spec s, int len) { cases[ncases++] = (kcase){.spec = s, .len = len}; }
 
 static void make_cases(void) {
     add_case(embed_spec(PLAN_DTYPE_F32, 32, 96, 3, 1e-12f), 27);
@@ -366,18 +356,17 @@ static void make_cases(void) {
     add_case(gemm_spec(PLAN_DTYPE_F16, 512, 2000, 48, 1, 1, 0, PLAN_ACT_GELU_ERF, 8), 70);  /* 64x128 tiles */
 }
 
+static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 /* Generates every case's text, builds them into one image (one unit each,
  * compiled in parallel). */
 static int build_image(void) {
     diag d;
     diag_init(&d);
     const char *texts[64];
+    if (kimage_cases_generate(cases, ncases, build_error, sizeof build_error)) return -1;
     for (int i = 0; i < ncases; i++) {
         kcase *c = &cases[i];
-        if (kernel_source(&c->spec, &c->text, &c->entry, &d) != 0 || kernel_dims(&c->spec, &c->dims, &d) != 0) {
-            snprintf(build_error, sizeof build_error, "case %d (%s): %s", i, kernel_kind_name(c->spec.kind), d.text);
-            return -1;
-        }
         for (int j = 0; j < i; j++)
             if (strcmp(cases[j].entry, c->entry) == 0) {
                 snprintf(build_error, sizeof build_error, "cases %d and %d have the same entry %s", j, i, c->entry);
@@ -385,10 +374,7 @@ static int build_image(void) {
             }
         texts[i] = c->text;
     }
-    const char *path = kimage_build("emu_kernels.so", texts, ncases, &d);
-    img = path ? emu_image_load(path, &d) : NULL;
-    if (path) unlink(path);
-    if (!img) {
+    if (!(img = kimage_build("emu_kernels.so", texts, ncases, image_load, &d))) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
         return -1;
     }
@@ -401,9 +387,7 @@ static int build_image(void) {
         if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
         simt[nsimt++] = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n", cases[i].text);
     }
-    path = kimage_build("emu_kernels_simt.so", (const char *const *)simt, nsimt, &d);
-    img_simt = path ? emu_image_load(path, &d) : NULL;
-    if (path) unlink(path);
+    img_simt = kimage_build("emu_kernels_simt.so", (const char *const *)simt, nsimt, image_load, &d);
     for (int i = 0; i < nsimt; i++) free(simt[i]);
     if (img_simt) return 0;
     snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
@@ -489,10 +473,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_gemm);
     CHECK_CASE(test_gemm_simt_path);
     CHECK_CASE(test_source_identity);
-    for (int i = 0; i < ncases; i++) {
-        free(cases[i].text);
-        free(cases[i].entry);
-    }
+    kimage_cases_free(cases, ncases);
     emu_image_free(img);
     emu_image_free(img_simt);
     return check_summary();

@@ -185,19 +185,14 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
 
 /* ------------------------------------------------------------ specs and images */
 
-#define T_MAX 64
-static kernel_spec t_specs[T_MAX];
-static int t_n;
+#define T_MAX KIMAGE_MAX_SPECS
+static kimage_specs t_list;
 
-static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) {
-    kernel_spec *s = &t_specs[t_n++];
-    *s = kimage_spec(kind, dt, bucket);
-    return s;
-}
+static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) { return kimage_specs_add(&t_list, kind, dt, bucket); }
 
 static void t_specs_init(void) {
     static const plan_dtype DT[3] = {PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16};
-    if (t_n) return;
+    if (t_list.n) return;
     static const int hs[5] = {96, 384, 97, 80, 2048};
     for (int i = 0; i < 5; i++) {
         kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, DT[i % 3], 16 + 8 * i);
@@ -262,14 +257,16 @@ static char *t_entries[T_MAX];
 static emu_image *t_images[2];   /* [0] tensor-core path, [1] SIMT forced */
 static int t_image_failed[2];
 
+static void *t_image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 static emu_image *t_image(int simt) {
     if (t_images[simt] || t_image_failed[simt]) return t_images[simt];
     t_specs_init();
     char *texts[T_MAX] = {0};
     int ok = 1;
-    for (int i = 0; i < t_n && ok; i++) {
+    for (int i = 0; i < t_list.n && ok; i++) {
         char *text, *entry;
-        if (kimage_source(&t_specs[i], i, &text, &entry) != 0) {
+        if (kimage_source(&t_list.s[i], i, &text, &entry) != 0) {
             ok = 0;
             break;
         }
@@ -286,13 +283,11 @@ static emu_image *t_image(int simt) {
     }
     if (ok) {
         diag d;
-        const char *path = kimage_build(simt ? "emu_kernels_simt.so" : "emu_kernels.so", (const char *const *)texts, t_n, &d);
-        CHECK(path != NULL, "image build: %s", d.text);
-        t_images[simt] = path ? emu_image_load(path, &d) : NULL;
-        CHECK(!path || t_images[simt] != NULL, "image load: %s", d.text);
-        if (path) unlink(path);
+        t_images[simt] = kimage_build(simt ? "emu_kernels_simt.so" : "emu_kernels.so", (const char *const *)texts,
+                                      t_list.n, t_image_load, &d);
+        CHECK(t_images[simt] != NULL, "image build: %s", d.text);
     }
-    for (int i = 0; i < t_n; i++) free(texts[i]);
+    for (int i = 0; i < t_list.n; i++) free(texts[i]);
     if (!t_images[simt]) t_image_failed[simt] = 1;
     return t_images[simt];
 }
@@ -308,8 +303,8 @@ static void t_run_kind(kernel_kind kind) {
         if (!im) return;
         for (int si = 0; si < 2; si++) {
             int sched = (int)t_scheds[si];
-            for (int i = 0; i < t_n; i++) {
-                const kernel_spec *s = &t_specs[i];
+            for (int i = 0; i < t_list.n; i++) {
+                const kernel_spec *s = &t_list.s[i];
                 const char *e = t_entries[i];
                 int S = s->bucket;
                 if (s->kind != kind) continue;

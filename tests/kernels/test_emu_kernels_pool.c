@@ -51,29 +51,22 @@ typedef enum pool_mask_kind {
     POOL_MASK_ZEROS,           /* all zero: the 1e-9 clamp */
 } pool_mask_kind;
 
-typedef struct pool_case {
-    kernel_spec spec;
-    int len;
-    pool_mask_kind mask;
-    char *text, *entry;
-    kernel_launch_dims dims;
-} pool_case;
+typedef kimage_case pool_case;
 
 static pool_case pool_cases[POOL_MAX_CASES];
+static pool_mask_kind pool_masks[POOL_MAX_CASES];   /* per case */
 static int pool_ncases;
 static emu_image *pool_img;
 static char pool_build_error[4400];
 
 static void pool_add(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize, int len,
                      pool_mask_kind mask) {
+    pool_masks[pool_ncases] = mask;
     pool_case *c = &pool_cases[pool_ncases++];
-    memset(c, 0, sizeof *c);
-    c->spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket);
+    *c = (pool_case){.spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket), .len = len};
     c->spec.hidden = hidden;
     c->spec.pool_mode = mode;
     c->spec.normalize = normalize;
-    c->len = len;
-    c->mask = mask;
 }
 
 static void pool_make_cases(void) {
@@ -99,37 +92,28 @@ static void pool_make_cases(void) {
     pool_add(PLAN_DTYPE_F32, 32, 1100, PLAN_POOL_CLS, 1, 9, POOL_MASK_RANDOM);
 }
 
+static void *pool_image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 static int pool_build_image(void) {
     diag d;
     diag_init(&d);
-    const char *texts[POOL_MAX_CASES];
-    for (int i = 0; i < pool_ncases; i++) {
-        pool_case *c = &pool_cases[i];
-        if (kernel_source(&c->spec, &c->text, &c->entry, &d) || kernel_dims(&c->spec, &c->dims, &d)) {
-            snprintf(pool_build_error, sizeof pool_build_error, "case %d: %s", i, d.text);
-            return -1;
-        }
-        texts[i] = c->text;
-    }
+    if (kimage_cases_generate(pool_cases, pool_ncases, pool_build_error, sizeof pool_build_error)) return -1;
     /* distinct texts only: a unit per distinct entry */
     const char *uniq[POOL_MAX_CASES];
     int nuniq = 0;
     for (int i = 0; i < pool_ncases; i++) {
         int dup = 0;
         for (int j = 0; j < i; j++) dup |= !strcmp(pool_cases[j].entry, pool_cases[i].entry);
-        if (!dup) uniq[nuniq++] = texts[i];
+        if (!dup) uniq[nuniq++] = pool_cases[i].text;
     }
-    const char *path = kimage_build("emu_kernels_pool.so", uniq, nuniq, &d);
-    pool_img = path ? emu_image_load(path, &d) : NULL;
-    if (path) unlink(path);
-    if (!pool_img) {
+    if (!(pool_img = kimage_build("emu_kernels_pool.so", uniq, nuniq, pool_image_load, &d))) {
         snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
         return -1;
     }
     return 0;
 }
 
-static void pool_run_case(const pool_case *c) {
+static void pool_run_case(const pool_case *c, pool_mask_kind mask_kind) {
     const kernel_spec *s = &c->spec;
     size_t B = (size_t)s->bucket, H = (size_t)s->hidden, es = kref_dtype_size(s->dtype);
     int32_t *req = calloc((size_t)KERNEL_REQ_HEADER_WORDS + 3 * B, 4);
@@ -139,7 +123,7 @@ static void pool_run_case(const pool_case *c) {
     for (size_t r = 0; r < B; r++) {
         int keep = 1;
         if ((int)r < c->len) {
-            switch (c->mask) {
+            switch (mask_kind) {
             case POOL_MASK_RANDOM: keep = r == 0 || check_rng_range(0, 2) != 0; break;
             case POOL_MASK_ONE_ROW: keep = (int)r == c->len - 1; break;
             case POOL_MASK_ZEROS: keep = 0; break;
@@ -192,15 +176,15 @@ static void pool_run_case(const pool_case *c) {
                 }
             }
             CHECK(bad == 0, "%s (len %d, mask %d, %s): %zu of %zu values off (tol %.3g); [%zu] = %.7g, want %.7g",
-                  c->entry, c->len, (int)c->mask, emu_schedule_name(pool_scheds[sc]), bad, H, tol, first,
+                  c->entry, c->len, (int)mask_kind, emu_schedule_name(pool_scheds[sc]), bad, H, tol, first,
                   (double)kref_load(s->dtype, out, first), want[first]);
             int canary = 1;
             for (size_t i = 0; i < POOL_CANARY; i++) canary &= out[H * es + i] == 0x5a;
             CHECK(canary, "%s: wrote past the end of its output", c->entry);
-            if (c->mask == POOL_MASK_ZEROS && s->pool_mode == PLAN_POOL_MEAN)
+            if (mask_kind == POOL_MASK_ZEROS && s->pool_mode == PLAN_POOL_MEAN)
                 for (size_t i = 0; i < H; i++)
                     CHECK(kref_load(s->dtype, out, i) == 0.0f, "%s: an all-zero mask must give 0 at [%zu]", c->entry, i);
-            if (s->normalize && c->mask != POOL_MASK_ZEROS) {
+            if (s->normalize && mask_kind != POOL_MASK_ZEROS) {
                 double ss = 0;
                 for (size_t i = 0; i < H; i++) ss += (double)kref_load(s->dtype, out, i) * kref_load(s->dtype, out, i);
                 CHECK(fabs(sqrt(ss) - 1.0) < 4 * kref_tolerance(s->dtype), "%s: |out| = %.7g", c->entry, sqrt(ss));
@@ -218,7 +202,7 @@ static void test_pool_cases(void) {
         CHECK(0, "no kernel image: %s", pool_build_error);
         return;
     }
-    for (int i = 0; i < pool_ncases; i++) pool_run_case(&pool_cases[i]);
+    for (int i = 0; i < pool_ncases; i++) pool_run_case(&pool_cases[i], pool_masks[i]);
 }
 
 /* The generated text starts with the template-naming comment, names its
@@ -273,10 +257,7 @@ int main(int argc, char **argv) {
     pool_build_image();
     CHECK_CASE(test_pool_source);
     CHECK_CASE(test_pool_cases);
-    for (int i = 0; i < pool_ncases; i++) {
-        free(pool_cases[i].text);
-        free(pool_cases[i].entry);
-    }
+    kimage_cases_free(pool_cases, pool_ncases);
     emu_image_free(pool_img);
     return check_summary();
 }

@@ -30,16 +30,11 @@
 #include "kernels.h"
 #include "kimage.h"
 
-#define T_MAX_SPECS 64
+#define T_MAX_SPECS KIMAGE_MAX_SPECS
 
-static kernel_spec t_specs[T_MAX_SPECS];
-static int t_nspecs;
+static kimage_specs t_list;
 
-static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) {
-    kernel_spec *s = &t_specs[t_nspecs++];
-    *s = kimage_spec(kind, dt, bucket);
-    return s;
-}
+static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) { return kimage_specs_add(&t_list, kind, dt, bucket); }
 
 static void t_embed(plan_dtype dt, int bucket, int hidden, int ngathers) {
     static const kernel_index order[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_POSITION, KERNEL_INDEX_TOKEN_TYPES};
@@ -97,7 +92,7 @@ static void t_pool(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, i
 
 /* The representative set; the first entries of each kind are "main" configs. */
 static void t_specs_init(void) {
-    if (t_nspecs) return;
+    if (t_list.n) return;
     const plan_dtype F32 = PLAN_DTYPE_F32, F16 = PLAN_DTYPE_F16, BF16 = PLAN_DTYPE_BF16;
     t_embed(F32, 128, 96, 3);
     t_embed(F16, 128, 384, 3);
@@ -190,13 +185,13 @@ static void test_kinds(void) {
     CHECK(kernel_arg_count(KERNEL_KIND_GEMM) == 6, "gemm args");
     /* the entry point takes exactly kernel_arg_count pointers */
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) {
         char *text, *entry;
-        if (kimage_source(&t_specs[i], i, &text, &entry) != 0) continue;
+        if (kimage_source(&t_list.s[i], i, &text, &entry) != 0) continue;
         const char *sig = strstr(text, entry);
         int stars = 0;
         for (const char *p = sig; p && *p && *p != ')'; p++) stars += *p == '*';
-        CHECK(stars == kernel_arg_count(t_specs[i].kind), "%s: %d pointer arguments", entry, stars);
+        CHECK(stars == kernel_arg_count(t_list.s[i].kind), "%s: %d pointer arguments", entry, stars);
         free(text);
         free(entry);
     }
@@ -204,8 +199,8 @@ static void test_kinds(void) {
 
 static void test_first_line(void) {
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
-        const kernel_spec *s = &t_specs[i];
+    for (int i = 0; i < t_list.n; i++) {
+        const kernel_spec *s = &t_list.s[i];
         char *text, *entry, line[1024], tok[128];
         if (kimage_source(s, i, &text, &entry) != 0) continue;
         t_first_line(text, line, sizeof line);
@@ -275,15 +270,15 @@ static void test_names(void) {
     char *texts[T_MAX_SPECS] = {0}, *entries[T_MAX_SPECS] = {0};
     diag d;
     diag_init(&d);
-    for (int i = 0; i < t_nspecs; i++) kimage_source(&t_specs[i], i, &texts[i], &entries[i]);
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) kimage_source(&t_list.s[i], i, &texts[i], &entries[i]);
+    for (int i = 0; i < t_list.n; i++) {
         if (!entries[i]) continue;
         for (int j = 0; j < i; j++) {
             if (!entries[j]) continue;
             CHECK(strcmp(entries[i], entries[j]) != 0, "specs %d and %d share the name %s", i, j, entries[i]);
         }
         /* an equal spec — with fields the kind does not read changed — gives equal name and text */
-        kernel_spec s = t_specs[i];
+        kernel_spec s = t_list.s[i];
         if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f;
         if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
         if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
@@ -300,7 +295,7 @@ static void test_names(void) {
         free(t2);
         free(e2);
         /* one relevant field changed: a different name */
-        s = t_specs[i];
+        s = t_list.s[i];
         switch (s.kind) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
@@ -316,7 +311,7 @@ static void test_names(void) {
             CHECK(0, "changed spec %d: %s", i, d.text);
         }
     }
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) {
         free(texts[i]);
         free(entries[i]);
     }
@@ -324,8 +319,8 @@ static void test_names(void) {
 
 static void test_dims(void) {
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
-        const kernel_spec *s = &t_specs[i];
+    for (int i = 0; i < t_list.n; i++) {
+        const kernel_spec *s = &t_list.s[i];
         kernel_launch_dims dm;
         diag d;
         diag_init(&d);
@@ -415,13 +410,13 @@ static void test_invalid_specs(void) {
 static void test_compile_all_archs(void) {
     t_specs_init();
     /* every spec, plus the first three again: kbuild must compile them once */
-    int n = t_nspecs + 3;
+    int n = t_list.n + 3;
     char *texts[T_MAX_SPECS + 3] = {0}, *entries[T_MAX_SPECS + 3] = {0};
     kbuild_unit units[T_MAX_SPECS + 3];
     diag d;
     diag_init(&d);
     for (int i = 0; i < n; i++) {
-        const kernel_spec *s = &t_specs[i < t_nspecs ? i : i - t_nspecs];
+        const kernel_spec *s = &t_list.s[i < t_list.n ? i : i - t_list.n];
         if (kimage_source(s, i, &texts[i], &entries[i]) != 0) goto out;
         units[i].text = texts[i];
         units[i].entry = entries[i];
@@ -440,9 +435,9 @@ static void test_compile_all_archs(void) {
     }
     printf("    %d kernels (%d distinct), %d archs: %.1f s wall\n", n, r.ndistinct, default_arch_count,
            r.seconds);
-    CHECK(r.nunits == n && r.ndistinct == t_nspecs, "%d distinct of %d (expected %d)", r.ndistinct, n, t_nspecs);
-    for (int i = t_nspecs; i < n; i++)
-        CHECK(r.distinct_of[i] == i - t_nspecs, "unit %d is a copy of %d, not %d", i, i - t_nspecs, r.distinct_of[i]);
+    CHECK(r.nunits == n && r.ndistinct == t_list.n, "%d distinct of %d (expected %d)", r.ndistinct, n, t_list.n);
+    for (int i = t_list.n; i < n; i++)
+        CHECK(r.distinct_of[i] == i - t_list.n, "unit %d is a copy of %d, not %d", i, i - t_list.n, r.distinct_of[i]);
     CHECK(r.nimages == default_arch_count + 1, "%d images", r.nimages);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
@@ -450,7 +445,7 @@ static void test_compile_all_archs(void) {
         if (im->is_ptx) {
             CHECK(strcmp(im->arch, "compute_75") == 0, "PTX image for %s", im->arch);
             CHECK(im->size > 0 && strstr((const char *)im->data, ".target sm_75") != NULL, "PTX without .target");
-            for (int i = 0; i < t_nspecs; i++) {
+            for (int i = 0; i < t_list.n; i++) {
                 char vis[300];
                 snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
                 CHECK(strstr((const char *)im->data, vis) != NULL, "PTX lacks %s", entries[i]);
@@ -464,7 +459,7 @@ static void test_compile_all_archs(void) {
         for (int i = 0; i < n; i++) {
             const kbuild_stats *st = &im->stats[i];
             kernel_launch_dims dm;
-            kernel_dims(&t_specs[i < t_nspecs ? i : i - t_nspecs], &dm, &d);
+            kernel_dims(&t_list.s[i < t_list.n ? i : i - t_list.n], &dm, &d);
             int threads = (int)(dm.block[0] * dm.block[1] * dm.block[2]);
             /* the entry's __launch_bounds__(max threads, min blocks) */
             int lb_threads = 0, lb_blocks = 1;
