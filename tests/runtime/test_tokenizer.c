@@ -319,70 +319,71 @@ static void test_codepoint_sweep(void) {
     free(buf);
 }
 
-static int tok_small(tokenizer *t, int lower) {
-    static char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\na\nb\n!\n##b\n";
-    plan_tokenizer cfg = tok_config(vocab, strlen(vocab), lower, -1, -1);
+/* What the unit cases start from: a small uncased tokenizer, an output
+ * and a diag. */
+typedef struct tok_fx {
+    tokenizer t;
+    tokenizer_output o;
     diag d;
-    diag_init(&d);
-    int rc = tokenizer_init(t, &cfg, &d);
-    CHECK(rc == 0, "tokenizer_init: %s", d.text);
+} tok_fx;
+
+static int tok_fx_up(tok_fx *f) {
+    static char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\na\nb\n!\n##b\n";
+    plan_tokenizer cfg = tok_config(vocab, strlen(vocab), 1, -1, -1);
+    diag_init(&f->d);
+    int rc = tokenizer_init(&f->t, &cfg, &f->d);
+    CHECK(rc == 0, "tokenizer_init: %s", f->d.text);
+    tokenizer_output_init(&f->o);
     return rc;
 }
 
+static void tok_fx_down(tok_fx *f) {
+    tokenizer_output_free(&f->o);
+    tokenizer_free(&f->t);
+}
+
 static void test_empty_and_specials(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
-    CHECK(tokenizer_encode(&t, "", 0, NULL, 0, -1, &o, &d) == 0, "%s", d.text);
-    CHECK(o.len == 2 && o.ids[0] == 2 && o.ids[1] == 3 && !strcmp(o.tokens[0], "[CLS]") && !strcmp(o.tokens[1], "[SEP]"),
-          "empty text must give [CLS] [SEP], got %zu tokens", o.len);
-    CHECK(tokenizer_encode(&t, NULL, 5, NULL, 0, 0, &o, &d) == 0 && o.len == 2, "NULL text is empty text");
-    CHECK(tokenizer_encode(&t, "Hello worlds!", 13, "b [MASK]x", 9, -1, &o, &d) == 0, "%s", d.text);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
+    CHECK(tokenizer_encode(&f.t, "", 0, NULL, 0, -1, &f.o, &f.d) == 0, "%s", f.d.text);
+    CHECK(f.o.len == 2 && f.o.ids[0] == 2 && f.o.ids[1] == 3 && !strcmp(f.o.tokens[0], "[CLS]") && !strcmp(f.o.tokens[1], "[SEP]"),
+          "empty text must give [CLS] [SEP], got %zu tokens", f.o.len);
+    CHECK(tokenizer_encode(&f.t, NULL, 5, NULL, 0, 0, &f.o, &f.d) == 0 && f.o.len == 2, "NULL text is empty text");
+    CHECK(tokenizer_encode(&f.t, "Hello worlds!", 13, "b [MASK]x", 9, -1, &f.o, &f.d) == 0, "%s", f.d.text);
     int32_t want[] = {2, 5, 6, 7, 10, 3, 9, 4, 1, 3}, wty[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
-    int ok = o.len == 10;
-    for (size_t i = 0; ok && i < 10; i++) ok = o.ids[i] == want[i] && o.type_ids[i] == wty[i];
-    CHECK(ok, "pair encoding wrong (%zu tokens)", o.len);
-    CHECK(tokenizer_token_to_id(&t, "##b", 3) == 11 && tokenizer_token_to_id(&t, "##c", 3) == -1, "token_to_id");
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    int ok = f.o.len == 10;
+    for (size_t i = 0; ok && i < 10; i++) ok = f.o.ids[i] == want[i] && f.o.type_ids[i] == wty[i];
+    CHECK(ok, "pair encoding wrong (%zu tokens)", f.o.len);
+    CHECK(tokenizer_token_to_id(&f.t, "##b", 3) == 11 && tokenizer_token_to_id(&f.t, "##c", 3) == -1, "token_to_id");
+    tok_fx_down(&f);
 }
 
 static void test_truncation(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     const char *a = "a a a a a a a a", *b = "b b b";   /* 8 and 3 tokens */
     /* longest_first (tokenizers' rule): budget 7 -> the shorter keeps 3, the longer 4. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), b, strlen(b), 10, &o, &d) == 0 && o.len == 10 && o.len_a == 4 &&
-              o.len_b == 3 && o.truncated && o.full_a == 8,
-          "pair truncation: %zu tokens, %zu + %zu", o.len, o.len_a, o.len_b);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), b, strlen(b), 10, &f.o, &f.d) == 0 && f.o.len == 10 && f.o.len_a == 4 &&
+              f.o.len_b == 3 && f.o.truncated && f.o.full_a == 8,
+          "pair truncation: %zu tokens, %zu + %zu", f.o.len, f.o.len_a, f.o.len_b);
     /* Both long: budget 5 -> shorter 2, longer 3. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), "b b b b b b", 11, 8, &o, &d) == 0 && o.len_a == 3 && o.len_b == 2,
-          "both truncated: %zu + %zu", o.len_a, o.len_b);
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 5, &o, &d) == 0 && o.len == 5 && o.ids[4] == 3,
-          "single truncation to 5: %zu", o.len);
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 2, &o, &d) == 0 && o.len == 2, "max_len 2 -> [CLS][SEP]");
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 1, &o, &d) != 0 && d.code == DIAG_CODE_INPUT &&
-              strstr(d.text, "max_len 1"),
-          "max_len 1 must be refused: %s", d.text);
-    CHECK(tokenizer_encode(&t, a, strlen(a), b, strlen(b), 2, &o, &d) != 0, "pair max_len 2 must be refused");
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), "b b b b b b", 11, 8, &f.o, &f.d) == 0 && f.o.len_a == 3 && f.o.len_b == 2,
+          "both truncated: %zu + %zu", f.o.len_a, f.o.len_b);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 5, &f.o, &f.d) == 0 && f.o.len == 5 && f.o.ids[4] == 3,
+          "single truncation to 5: %zu", f.o.len);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 2, &f.o, &f.d) == 0 && f.o.len == 2, "max_len 2 -> [CLS][SEP]");
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 1, &f.o, &f.d) != 0 && f.d.code == DIAG_CODE_INPUT &&
+              strstr(f.d.text, "max_len 1"),
+          "max_len 1 must be refused: %s", f.d.text);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), b, strlen(b), 2, &f.o, &f.d) != 0, "pair max_len 2 must be refused");
     /* 0 = the model's 512: nothing to cut here. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 0, &o, &d) == 0 && o.len == 10 && !o.truncated, "max_len 0");
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 0, &f.o, &f.d) == 0 && f.o.len == 10 && !f.o.truncated, "max_len 0");
+    tok_fx_down(&f);
 }
 
 static void test_invalid_utf8(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     static const struct {
         const char *s;
         size_t off;
@@ -405,19 +406,17 @@ static void test_invalid_utf8(void) {
         size_t n = strlen(bad[i].s);
         char *copy = malloc(n);   /* exact size, no NUL: ASan catches any over-read */
         memcpy(copy, bad[i].s, n);
-        diag d;
-        diag_init(&d);
-        int rc = tokenizer_encode(&t, copy, n, NULL, 0, -1, &o, &d);
+        diag_init(&f.d);
+        int rc = tokenizer_encode(&f.t, copy, n, NULL, 0, -1, &f.o, &f.d);
         char want[64];
         snprintf(want, sizeof want, "at byte %zu ", bad[i].off);
-        CHECK(rc != 0 && d.code == DIAG_CODE_INPUT && strstr(d.text, "not valid UTF-8") && strstr(d.text, want),
-              "case %zu: rc %d, message '%s'", i, rc, d.text);
-        rc = tokenizer_encode(&t, "a", 1, copy, n, -1, &o, &d);
-        CHECK(rc != 0 && strstr(d.text, "pair text"), "case %zu in the pair: %s", i, d.text);
+        CHECK(rc != 0 && f.d.code == DIAG_CODE_INPUT && strstr(f.d.text, "not valid UTF-8") && strstr(f.d.text, want),
+              "case %zu: rc %d, message '%s'", i, rc, f.d.text);
+        rc = tokenizer_encode(&f.t, "a", 1, copy, n, -1, &f.o, &f.d);
+        CHECK(rc != 0 && strstr(f.d.text, "pair text"), "case %zu in the pair: %s", i, f.d.text);
         free(copy);
     }
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    tok_fx_down(&f);
 }
 
 static void test_vocab_errors(void) {
@@ -456,12 +455,8 @@ static void test_vocab_errors(void) {
 
 /* Random bytes and random valid text: never a crash, an over-read or a bad id. */
 static void test_random_bytes(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     for (int it = 0; it < 3000; it++) {
         size_t n = (size_t)check_rng_range(0, 300);
         char *s = malloc(n ? n : 1);
@@ -471,12 +466,12 @@ static void test_random_bytes(void) {
             s[i] = (char)(it % 2 ? r : (r % 3 == 0 ? 0x80 | (r >> 8 & 0x3F) : r % 3 == 1 ? (r >> 8) % 128 : 0xC2 + (r >> 8) % 50));
         }
         int64_t ml = check_rng_range(-1, 40);
-        int rc = tokenizer_encode(&t, s, n, it % 3 ? NULL : s, n / 2, ml, &o, &d);
+        int rc = tokenizer_encode(&f.t, s, n, it % 3 ? NULL : s, n / 2, ml, &f.o, &f.d);
         if (rc == 0) {
             int ok = 1;
-            for (size_t i = 0; i < o.len; i++) ok &= o.ids[i] >= 0 && o.ids[i] < t.nvocab;
+            for (size_t i = 0; i < f.o.len; i++) ok &= f.o.ids[i] >= 0 && f.o.ids[i] < f.t.nvocab;
             CHECK(ok, "iteration %d: id out of range", it);
-            CHECK(ml <= 2 || o.len <= (size_t)ml, "iteration %d: %zu tokens > max_len %d", it, o.len, (int)ml);
+            CHECK(ml <= 2 || f.o.len <= (size_t)ml, "iteration %d: %zu tokens > max_len %d", it, f.o.len, (int)ml);
         }
         free(s);
     }
@@ -490,10 +485,9 @@ static void test_random_bytes(void) {
             if (c >= 0xD800 && c <= 0xDFFF) continue;
             n += utf8proc_encode_char((utf8proc_int32_t)c, (utf8proc_uint8_t *)s + n);
         }
-        CHECK(tokenizer_encode(&t, s, n, NULL, 0, -1, &o, &d) == 0, "valid text refused: %s", d.text);
+        CHECK(tokenizer_encode(&f.t, s, n, NULL, 0, -1, &f.o, &f.d) == 0, "valid text refused: %s", f.d.text);
     }
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    tok_fx_down(&f);
 }
 
 int main(int argc, char **argv) {
