@@ -440,9 +440,9 @@ static void test_graph_replay(void) {
 }
 
 typedef struct capture_peer {
+    void (*job)(struct capture_peer *);   /* what its thread does */
     CUcontext ctx;
     CUstream stream;
-    CUstreamCaptureMode mode;
     pthread_barrier_t *barrier;
     CUresult alloc_rc, end_rc, begin_rc;
     CUgraph graph;
@@ -450,36 +450,38 @@ typedef struct capture_peer {
     CUdeviceptr out;
 } capture_peer;
 
-/* Runs on another thread: one cuMemAlloc (and free) while the main thread captures. */
-static void *peer_alloc(void *arg) {
+/* A peer's thread: the context made current, then the peer's job. */
+static void *peer_thread(void *arg) {
     capture_peer *p = arg;
     cuCtxSetCurrent(p->ctx);
+    p->job(p);
+    return NULL;
+}
+
+/* Runs the jobs of n (<= 2) peers on threads of their own, at once, and waits for them. */
+static void peers_run(capture_peer *p, int n) {
+    pthread_t t[2];
+    for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, peer_thread, &p[i]);
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+}
+
+/* One cuMemAlloc (and free) while the main thread captures. */
+static void peer_alloc(capture_peer *p) {
     CUdeviceptr q = 0;
     p->alloc_rc = cuMemAlloc(&q, 32);
     if (p->alloc_rc == CUDA_SUCCESS) cuMemFree(q);
-    return NULL;
 }
 
-static void *peer_end(void *arg) {
-    capture_peer *p = arg;
-    cuCtxSetCurrent(p->ctx);
-    p->end_rc = cuStreamEndCapture(p->stream, &p->graph);
-    return NULL;
-}
+static void peer_end(capture_peer *p) { p->end_rc = cuStreamEndCapture(p->stream, &p->graph); }
 
 /* Both threads capture in thread-local mode at once; each one's own alloc fails, the other's capture is no obstacle. */
-static void *peer_thread_local(void *arg) {
-    capture_peer *p = arg;
-    cuCtxSetCurrent(p->ctx);
+static void peer_thread_local(capture_peer *p) {
     p->begin_rc = cuStreamBeginCapture(p->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     launch_int(p->f, p->stream, p->out, 5, 16);
     pthread_barrier_wait(p->barrier);   /* both capturing now */
-    CUdeviceptr q = 0;
-    p->alloc_rc = cuMemAlloc(&q, 32);   /* own capture: prohibited */
-    if (p->alloc_rc == CUDA_SUCCESS) cuMemFree(q);
+    peer_alloc(p);                      /* own capture: prohibited */
     pthread_barrier_wait(p->barrier);
-    p->end_rc = cuStreamEndCapture(p->stream, &p->graph);
-    return NULL;
+    peer_end(p);
 }
 
 static void test_capture_rules(void) {
@@ -506,19 +508,16 @@ static void test_capture_rules(void) {
     CU(cuStreamSynchronize(s));
 
     /* global mode: any other thread's unsafe call fails too */
-    capture_peer peer = {.ctx = ctx, .stream = s};
-    pthread_t t;
+    capture_peer peer = {.job = peer_alloc, .ctx = ctx, .stream = s};
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    pthread_create(&t, NULL, peer_alloc, &peer);
-    pthread_join(t, NULL);
+    peers_run(&peer, 1);
     CHECK(peer.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "other thread's alloc during global capture: %d",
           (int)peer.alloc_rc);
     CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 
     /* thread-local mode: other threads may allocate */
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pthread_create(&t, NULL, peer_alloc, &peer);
-    pthread_join(t, NULL);
+    peers_run(&peer, 1);
     CHECK(peer.alloc_rc == CUDA_SUCCESS, "other thread's alloc during a thread-local capture: %d", (int)peer.alloc_rc);
     CU_IS(cuMemHostAlloc((void **)&q, 64, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);   /* but not this one */
     CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
@@ -534,14 +533,11 @@ static void test_capture_rules(void) {
     /* two threads capturing in thread-local mode at once */
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
-    capture_peer a = {.ctx = ctx, .stream = s, .barrier = &barrier, .f = set, .out = out};
-    capture_peer b = {.ctx = ctx, .stream = s2, .barrier = &barrier, .f = set, .out = out2};
-    pthread_t ta, tb;
-    pthread_create(&ta, NULL, peer_thread_local, &a);
-    pthread_create(&tb, NULL, peer_thread_local, &b);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
+    capture_peer ab[2] = {{.job = peer_thread_local, .ctx = ctx, .stream = s, .barrier = &barrier, .f = set, .out = out},
+                          {.job = peer_thread_local, .ctx = ctx, .stream = s2, .barrier = &barrier, .f = set, .out = out2}};
+    peers_run(ab, 2);
     pthread_barrier_destroy(&barrier);
+    const capture_peer a = ab[0], b = ab[1];
     CHECK(a.begin_rc == CUDA_SUCCESS && b.begin_rc == CUDA_SUCCESS, "begin: %d %d", (int)a.begin_rc, (int)b.begin_rc);
     CHECK(a.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && b.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
           "own alloc during thread-local capture: %d %d", (int)a.alloc_rc, (int)b.alloc_rc);
@@ -551,12 +547,11 @@ static void test_capture_rules(void) {
     /* ... and without the unsafe call both graphs come out, independent of each other */
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CU(launch_int(set, s, out, 40, 16));
-    capture_peer c = {.ctx = ctx, .stream = s2};
+    capture_peer c = {.job = peer_end, .ctx = ctx, .stream = s2};
     CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CU(launch_int(set, s2, out2, 50, 16));
     /* wrong thread: a non-relaxed capture ends on the thread that began it */
-    pthread_create(&t, NULL, peer_end, &c);
-    pthread_join(t, NULL);
+    peers_run(&c, 1);
     CHECK(c.end_rc == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "end from another thread: %d", (int)c.end_rc);
     CUgraph g1, g2;
     CU(cuStreamEndCapture(s2, &g2));
@@ -579,8 +574,7 @@ static void test_capture_rules(void) {
     CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     c.stream = s;
     c.graph = NULL;
-    pthread_create(&t, NULL, peer_end, &c);
-    pthread_join(t, NULL);
+    peers_run(&c, 1);
     CHECK(c.end_rc == CUDA_SUCCESS && c.graph, "relaxed end from another thread: %d", (int)c.end_rc);
     if (c.graph) CU(cuGraphDestroy(c.graph));
 
