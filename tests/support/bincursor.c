@@ -123,14 +123,6 @@ const unsigned char *bincursor_take(bincursor *c, size_t n, const char *what_fmt
     return q;
 }
 
-const unsigned char *bincursor_take_array(bincursor *c, size_t count, const char *what_fmt, ...) {
-    va_list ap;
-    va_start(ap, what_fmt);
-    const unsigned char *q = vtake_array(c, count, what_fmt, ap);
-    va_end(ap);
-    return q;
-}
-
 int bincursor_u32(bincursor *c, uint32_t *out, const char *what_fmt, ...) {
     va_list ap;
     va_start(ap, what_fmt);
@@ -158,18 +150,10 @@ static void *vwords(bincursor *c, size_t count, const char *what_fmt, va_list ap
     return out;
 }
 
-int32_t *bincursor_i32s(bincursor *c, size_t count, const char *what_fmt, ...) {
+void *bincursor_words(bincursor *c, size_t count, const char *what_fmt, ...) {
     va_list ap;
     va_start(ap, what_fmt);
-    int32_t *out = vwords(c, count, what_fmt, ap);
-    va_end(ap);
-    return out;
-}
-
-float *bincursor_f32s(bincursor *c, size_t count, const char *what_fmt, ...) {
-    va_list ap;
-    va_start(ap, what_fmt);
-    float *out = vwords(c, count, what_fmt, ap);
+    void *out = vwords(c, count, what_fmt, ap);
     va_end(ap);
     return out;
 }
@@ -352,7 +336,12 @@ int bincursor_open(bincursor *c, const char magic[4], const char *kind, uint32_t
 }
 
 void bincursor_frame_free(const bincursor_format *f, char *header, void *cases, int count) {
-    for (int i = 0; cases && i < count; i++) f->free_case((char *)cases + (size_t)i * f->case_size);
+    for (int i = 0; cases && i < count; i++)
+        for (int k = 0; k < f->nowned; k++) {
+            void *member;
+            memcpy(&member, (char *)cases + (size_t)i * f->case_size + f->owned[k], sizeof member);
+            free(member);
+        }
     free(cases);
     free(header);
 }

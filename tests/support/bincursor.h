@@ -40,16 +40,13 @@ void bincursor_error(bincursor *c, const char *fmt, ...) BINCURSOR_PRINTF(2, 3);
 /* The next n bytes, or NULL after recording
  * "truncated reading <what> (N bytes needed, M left)". */
 const unsigned char *bincursor_take(bincursor *c, size_t n, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
-/* The next count 4-byte elements, or NULL; "<what>: size overflows" if
- * count * 4 does not fit in size_t, else as bincursor_take. */
-const unsigned char *bincursor_take_array(bincursor *c, size_t count, const char *what_fmt, ...)
-    BINCURSOR_PRINTF(3, 4);
 /* A u32 into *out: 0, or -1 as bincursor_take. */
 int bincursor_u32(bincursor *c, uint32_t *out, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
-/* count i32 / f32 values in a fresh malloc'd array (never NULL for count 0),
- * or NULL as bincursor_take_array or "out of memory reading <what>". */
-int32_t *bincursor_i32s(bincursor *c, size_t count, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
-float *bincursor_f32s(bincursor *c, size_t count, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
+/* count 4-byte little-endian words (int32 or float32) copied bit for bit
+ * into a fresh malloc'd array of int32_t or float (never NULL for count 0);
+ * NULL after "<what>: size overflows" (count * 4 does not fit in size_t),
+ * as bincursor_take, or "out of memory reading <what>". */
+void *bincursor_words(bincursor *c, size_t count, const char *what_fmt, ...) BINCURSOR_PRINTF(3, 4);
 
 /* The 4-byte magic then a u32 version: 0, or -1 after recording
  * 'not <kind> (magic is not "<magic>")' at the magic or "unsupported
@@ -98,7 +95,8 @@ typedef struct bincursor_format {
     /* Reads case `index` into the zeroed *k (cases [0, index) are read, at
      * k - index): 0, or -1 after an error (what it allocated stays in *k). */
     int (*read_case)(bincursor *c, void *k, int index);
-    void (*free_case)(void *k);
+    const size_t *owned;        /* offsets of the case's malloc'd pointers */
+    int nowned;
 } bincursor_format;
 
 /* The magic, version, header length and header: 0 with a fresh string in

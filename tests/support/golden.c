@@ -45,6 +45,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +57,11 @@
 /* Smallest encoded case: name_len, len, hidden, flags, one input id, one float. */
 #define GOLDEN_MIN_CASE_BYTES 24u
 
-static void free_case(void *p) {
-    golden_case *k = p;
-    free(k->name);
-    free(k->input_ids);
-    free(k->token_type_ids);
-    free(k->attention_mask);
-    free(k->last_hidden_state);
-    free(k->pooler_output);
-    memset(k, 0, sizeof *k);
-}
+/* What a case owns (freed by bincursor_frame_free). */
+static const size_t golden_owned[] = {
+    offsetof(golden_case, name),           offsetof(golden_case, input_ids),         offsetof(golden_case, token_type_ids),
+    offsetof(golden_case, attention_mask), offsetof(golden_case, last_hidden_state), offsetof(golden_case, pooler_output),
+};
 
 /* The fixed fields after the name: len, hidden, flags, each checked. */
 static int read_sizes(bincursor *c, golden_case *k, uint32_t *flags) {
@@ -111,33 +107,30 @@ static int read_case(bincursor *c, void *p, int index) {
         bincursor_error(c, "case '%s': len * hidden overflows", nm);
         return -1;
     }
-    if (!(k->input_ids = bincursor_i32s(c, len, "case '%s' input_ids", nm))) return -1;
-    if ((flags & GOLDEN_FLAG_TYPES) && !(k->token_type_ids = bincursor_i32s(c, len, "case '%s' token_type_ids", nm)))
+    if (!(k->input_ids = bincursor_words(c, len, "case '%s' input_ids", nm))) return -1;
+    if ((flags & GOLDEN_FLAG_TYPES) && !(k->token_type_ids = bincursor_words(c, len, "case '%s' token_type_ids", nm)))
         return -1;
-    if ((flags & GOLDEN_FLAG_MASK) && !(k->attention_mask = bincursor_i32s(c, len, "case '%s' attention_mask", nm)))
+    if ((flags & GOLDEN_FLAG_MASK) && !(k->attention_mask = bincursor_words(c, len, "case '%s' attention_mask", nm)))
         return -1;
-    if (!(k->last_hidden_state = bincursor_f32s(c, lhs_count, "case '%s' last_hidden_state", nm))) return -1;
-    if ((flags & GOLDEN_FLAG_POOLER) && !(k->pooler_output = bincursor_f32s(c, hidden, "case '%s' pooler_output", nm)))
+    if (!(k->last_hidden_state = bincursor_words(c, lhs_count, "case '%s' last_hidden_state", nm))) return -1;
+    if ((flags & GOLDEN_FLAG_POOLER) && !(k->pooler_output = bincursor_words(c, hidden, "case '%s' pooler_output", nm)))
         return -1;
     return 0;
 }
 
 static const bincursor_format golden_format = {
     .magic = "BGLD", .kind = "a golden file", .version = 1, .min_case_bytes = GOLDEN_MIN_CASE_BYTES,
-    .case_size = sizeof(golden_case), .read_case = read_case, .free_case = free_case,
+    .case_size = sizeof(golden_case), .read_case = read_case, .owned = golden_owned,
+    .nowned = sizeof golden_owned / sizeof golden_owned[0],
 };
 
 /* Smallest encoded case: text_len (text empty), n_ids, one id, dim, two floats. */
 #define SENTENCES_MIN_CASE_BYTES 24u
 
-static void free_sentence(void *p) {
-    sentences_case *k = p;
-    free(k->text);
-    free(k->ids);
-    free(k->mean_pooled);
-    free(k->embedding);
-    memset(k, 0, sizeof *k);
-}
+static const size_t sentences_owned[] = {
+    offsetof(sentences_case, text), offsetof(sentences_case, ids), offsetof(sentences_case, mean_pooled),
+    offsetof(sentences_case, embedding),
+};
 
 /* n_ids, then the ids, each non-negative. */
 static int read_ids(bincursor *c, sentences_case *k, int index) {
@@ -149,7 +142,7 @@ static int read_ids(bincursor *c, sentences_case *k, int index) {
         return -1;
     }
     size_t ids_off = c->off;
-    if (!(k->ids = bincursor_i32s(c, n_ids, "case #%d ids", index))) return -1;
+    if (!(k->ids = bincursor_words(c, n_ids, "case #%d ids", index))) return -1;
     for (uint32_t i = 0; i < n_ids; i++) {
         if (k->ids[i] < 0) {
             c->off = ids_off + 4 * (size_t)i;
@@ -178,15 +171,15 @@ static int read_sentence(bincursor *c, void *p, int index) {
         return -1;
     }
     k->dim = (int)dim;
-    if (!(k->mean_pooled = bincursor_f32s(c, dim, "case #%d mean_pooled", index))) return -1;
-    if (!(k->embedding = bincursor_f32s(c, dim, "case #%d embedding", index))) return -1;
+    if (!(k->mean_pooled = bincursor_words(c, dim, "case #%d mean_pooled", index))) return -1;
+    if (!(k->embedding = bincursor_words(c, dim, "case #%d embedding", index))) return -1;
     return 0;
 }
 
 static const bincursor_format sentences_format = {
     .magic = "BSEN", .kind = "a sentence-embedding golden", .version = 1,
     .min_case_bytes = SENTENCES_MIN_CASE_BYTES, .case_size = sizeof(sentences_case), .read_case = read_sentence,
-    .free_case = free_sentence,
+    .owned = sentences_owned, .nowned = sizeof sentences_owned / sizeof sentences_owned[0],
 };
 
 int golden_load_memory(golden_file *g, const void *data, size_t len, const char *name, char *err, size_t cap) {
