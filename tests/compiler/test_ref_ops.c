@@ -102,6 +102,16 @@ static const ref_tensor *t_call_run(tgraph *m, t_call *c, const char *name) {
     return t_run_ok(m, &c->req, &c->res, name);
 }
 
+/* Finishes the model, draws a request of len ids in [0, V) and runs it:
+ * the output `name`, or NULL after a CHECK failure (a failed finish leaves
+ * c empty and m freed, so t_call_done stays safe). */
+static const ref_tensor *t_model_run(tgraph *m, t_call *c, int64_t len, int64_t V, const char *name) {
+    memset(c, 0, sizeof *c);
+    if (t_model_finish(m)) return NULL;
+    t_call_init(c, len, V);
+    return t_call_run(m, c, name);
+}
+
 /* Frees the request, its result and the model. */
 static void t_call_done(tgraph *m, t_call *c) {
     ref_result_free(&c->res);
@@ -167,10 +177,8 @@ static void test_gather_dtypes_and_arange(void) {
         ir_graph_add_output(&m.g, "word", we);
         ir_graph_add_output(&m.g, "pos", pe);
         ir_graph_add_output(&m.g, "position_ids", pos);
-        if (t_model_finish(&m)) return;
         t_call c;
-        t_call_init(&c, len, V);
-        const ref_tensor *w = t_call_run(&m, &c, "word");
+        const ref_tensor *w = t_model_run(&m, &c, len, V, "word");
         if (w) {
             CHECK(t_shape_eq(w, 2, (int64_t[]){len, D}), "word shape");
             float *want = malloc((size_t)(len * D) * sizeof *want);
@@ -234,10 +242,8 @@ static void test_add_bias_add_scale(void) {
     m.g.nodes[sc].scale = by;
     ir_graph_add_output(&m.g, "b", b);
     ir_graph_add_output(&m.g, "sc", sc);
-    if (t_model_finish(&m)) return;
     t_call c;
-    t_call_init(&c, len, V);
-    const ref_tensor *tb = t_call_run(&m, &c, "b");
+    const ref_tensor *tb = t_model_run(&m, &c, len, V, "b");
     const ref_tensor *ts = ref_result_find(&c.res, "sc");
     if (tb && ts) {
         float *xs = t_rows(&m, x, c.ids, len), *ys = t_rows(&m, y, c.ids, len);
@@ -269,10 +275,8 @@ static void test_layer_norm(void) {
     float eps = (float)pow(10.0, -check_rng_range(3, 12));
     m.g.nodes[ln].eps = eps;
     ir_graph_add_output(&m.g, "ln", ln);
-    if (t_model_finish(&m)) return;
     t_call c;
-    t_call_init(&c, len, V);
-    const ref_tensor *t = t_call_run(&m, &c, "ln");
+    const ref_tensor *t = t_model_run(&m, &c, len, V, "ln");
     if (t) {
         float *xs = t_rows(&m, x, c.ids, len);
         long double *want = malloc((size_t)(len * D) * sizeof *want);
@@ -305,10 +309,8 @@ static void test_matmul_dtypes(void) {
         int w = tgraph_weight_rand(&m, "w", t_dtype(k), 2, N, K, 1.0f);
         int y = tgraph_op(&m, IR_OP_MATMUL, "y", x, w);
         ir_graph_add_output(&m.g, "y", y);
-        if (t_model_finish(&m)) return;
         t_call c;
-        t_call_init(&c, len, V);
-        const ref_tensor *t = t_call_run(&m, &c, "y");
+        const ref_tensor *t = t_model_run(&m, &c, len, V, "y");
         if (t) {
             CHECK(t_shape_eq(t, 2, (int64_t[]){len, N}), "shape");
             float *xs = t_rows(&m, x, c.ids, len);
@@ -358,10 +360,8 @@ static void test_activations(void) {
         int y = tgraph_op(&m, IR_OP_ACTIVATION, "y", x);
         m.g.nodes[y].act = (ir_act)a;
         ir_graph_add_output(&m.g, "y", y);
-        if (t_model_finish(&m)) return;
         t_call c;
-        t_call_init(&c, len, V);
-        const ref_tensor *t = t_call_run(&m, &c, "y");
+        const ref_tensor *t = t_model_run(&m, &c, len, V, "y");
         if (t) {
             float *xs = t_rows(&m, x, c.ids, len);
             long double *want = malloc((size_t)(len * D) * sizeof *want);
@@ -398,10 +398,8 @@ static void test_reshape_transpose(void) {
     int t2 = tgraph_transpose(&m, "t2", x, 2, (int[]){1, 0});
     ir_graph_add_output(&m.g, "t4", t4);
     ir_graph_add_output(&m.g, "t2", t2);
-    if (t_model_finish(&m)) return;
     t_call c;
-    t_call_init(&c, len, V);
-    const ref_tensor *o4 = t_call_run(&m, &c, "t4");
+    const ref_tensor *o4 = t_model_run(&m, &c, len, V, "t4");
     const ref_tensor *o2 = ref_result_find(&c.res, "t2");
     if (o4 && o2) {
         CHECK(t_shape_eq(o4, 4, out_dims), "4-D shape");
@@ -446,10 +444,8 @@ static void test_batched_matmul(void) {
         int cn = tgraph_op(&m, IR_OP_BATCHED_MATMUL, "c", a3, b3);
         m.g.nodes[cn].transpose_b = tb;
         ir_graph_add_output(&m.g, "c", cn);
-        if (t_model_finish(&m)) return;
-        t_call c;
-        t_call_init(&c, 1, 1);  /* id 0: the graph reads only weights */
-        const ref_tensor *t = t_call_run(&m, &c, "c");
+        t_call c;  /* one id, 0: the graph reads only weights */
+        const ref_tensor *t = t_model_run(&m, &c, 1, 1, "c");
         if (t) {
             CHECK(t_shape_eq(t, 3, (int64_t[]){B, M, N}), "shape");
             const float *av = tgraph_values(&m, wa), *bv = tgraph_values(&m, wb);
@@ -557,10 +553,8 @@ static void test_slice(void) {
     int sr = tgraph_slice(&m, "rows", x, 0, rstart, rlen);
     ir_graph_add_output(&m.g, "cols", sc);
     ir_graph_add_output(&m.g, "rows", sr);
-    if (t_model_finish(&m)) return;
     t_call c;
-    t_call_init(&c, len, V);
-    const ref_tensor *tc = t_call_run(&m, &c, "cols");
+    const ref_tensor *tc = t_model_run(&m, &c, len, V, "cols");
     const ref_tensor *tr = ref_result_find(&c.res, "rows");
     if (tc && tr) {
         float *xs = t_rows(&m, x, c.ids, len);
@@ -887,10 +881,8 @@ static void test_shared_weights_and_leaf_outputs(void) {
     ir_graph_add_output(&m.g, "sum", sum);
     ir_graph_add_output(&m.g, "table", tab);
     ir_graph_add_output(&m.g, "ids", ids);
-    if (t_model_finish(&m)) return;
     t_call c;
-    t_call_init(&c, len, V);
-    const ref_tensor *tl = t_call_run(&m, &c, "logits");
+    const ref_tensor *tl = t_model_run(&m, &c, len, V, "logits");
     if (tl) {
         const float *w = tgraph_values(&m, tab);
         const ref_tensor *ts = ref_result_find(&c.res, "sum"), *tt = ref_result_find(&c.res, "table");
