@@ -13,7 +13,8 @@
  * same bytes, and the committed models/NAME.yaml equal a fresh import.
  *
  * Error paths use small checkpoints the test writes itself (config.json text
- * plus a hand-assembled safetensors image), one defect each; every error
+ * plus a safetensors image from the tests' writer, support/stimage.c), one
+ * defect each; every error
  * must fail, name the field or tensor and the offending value, and leave no
  * file — not the output, not a temporary — in the output directory.
  */

@@ -1,8 +1,9 @@
 /*
  * test_ir — the graph container and shape inference.
  *
- * Graphs are built by hand with ir_graph_add (leaves given dtype and shape
- * directly, as the loader would), with sizes drawn at random each run, and
+ * Graphs are built by hand with the tests' graph builder (support/tgraph.h:
+ * leaves given dtype and shape directly, as the loader would, every node at
+ * a random line:col), with sizes drawn at random each run, and
  * the expected shapes are written from the op table of docs/model-yaml.md,
  * not from ir.c.  Every inference rule has an error case that breaks
  * exactly that rule on a node with a random line:col, and the message must

@@ -1,9 +1,10 @@
 /*
  * test_ref_ops — the reference executor, op by op and as a whole layer.
  *
- * Each case builds a small graph by hand, writes its weights into an
- * in-memory safetensors image (with the test's own writer and its own
- * float16 / bfloat16 encoders, not the library's), draws sizes and values
+ * Each case builds a small graph by hand (support/tgraph.h), writes its
+ * weights into an in-memory safetensors image (with the tests' own writer
+ * and its exact float16 / bfloat16 encoders, support/stimage.c, not the
+ * library's), draws sizes and values
  * at random, runs ref_run, and compares with a naive computation written
  * differently from ref.c: straightforward loops in long double, one-pass
  * variance, erfc / exp forms of the activations, softmax without the max

@@ -16,9 +16,11 @@
  * configurations must be refused.  It ends by measuring the cost of a fiber
  * switch and of a launch (printed, not judged).
  *
- * All kernels go into two units compiled in parallel (g++ dominates the
- * run time).  Test data are random (BERTC_TEST_SEED replays them) and
- * never all zeros.
+ * All kernels go into three units compiled in parallel (g++ dominates the
+ * run time): two written here, and the faulting kernels (k_trap,
+ * k_divergent) this test shares with test_emudev_driver
+ * (support/kimage.c).  Test data are random (BERTC_TEST_SEED replays them)
+ * and never all zeros.
  */
 #include <math.h>
 #include <pthread.h>
