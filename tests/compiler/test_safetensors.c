@@ -9,7 +9,8 @@
  * value an independent decoder here computes.  Half and bfloat16 conversions
  * are checked against references built from first principles: decoding by
  * ldexp over all 65536 bit patterns, encoding by searching the two nearest
- * representable values and comparing distances (ties to the even pattern).
+ * representable values and comparing distances (ties to the even pattern);
+ * the writer's own exact encoders must give every finite value its bits.
  * Hostile images — truncated at every length, lying header lengths, bad JSON,
  * bad entries, overflowing shapes, overlapping or out-of-range offsets,
  * random byte flips — must fail with a message naming the file and the
@@ -114,6 +115,22 @@ static void test_bf16_decode_exhaustive(void) {
             CHECK(0, "bf16 0x%04x -> %.9g, expected %.9g", h, (double)got, want);
         if (!isnan(want) && half_f32_to_bf16(got) != h && bad++ < 5)
             CHECK(0, "round trip 0x%04x -> 0x%04x", h, half_f32_to_bf16(got));
+    }
+    CHECK(bad == 0, "%d mismatches", bad);
+}
+
+/* The tests' writer (support/stimage.c) stores exactly the values it is
+ * given: every finite float16 and bfloat16 value goes through its exact
+ * encoders to its own bit pattern, so the tests that rely on it compare
+ * with the numbers the file really holds. */
+static void test_writer_exact_encoders(void) {
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        double v16 = ref_f16_value((uint16_t)h), vbf = ref_bf16_value((uint16_t)h);
+        if (isfinite(v16) && stimage_f16_exact((float)v16) != h && bad++ < 5)
+            CHECK(0, "float16 %.9g encoded as 0x%04x, expected 0x%04x", v16, stimage_f16_exact((float)v16), h);
+        if (isfinite(vbf) && stimage_bf16_exact((float)vbf) != h && bad++ < 5)
+            CHECK(0, "bfloat16 %.9g encoded as 0x%04x, expected 0x%04x", vbf, stimage_bf16_exact((float)vbf), h);
     }
     CHECK(bad == 0, "%d mismatches", bad);
 }
@@ -614,6 +631,7 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_f16_decode_exhaustive);
     CHECK_CASE(test_bf16_decode_exhaustive);
+    CHECK_CASE(test_writer_exact_encoders);
     CHECK_CASE(test_f32_to_half_rounding);
     CHECK_CASE(test_dtype_table);
     CHECK_CASE(test_roundtrip_memory);
