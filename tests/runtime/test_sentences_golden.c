@@ -218,7 +218,7 @@ static void test_truncated_and_corrupt(void) {
         free(data);
         return;
     }
-    /* Where each case starts, from the parsed file (layout in sentences.c). */
+    /* Where each case starts, from the parsed file (layout in support/golden.c). */
     uint32_t hlen;
     memcpy(&hlen, data + 8, 4); /* the file is little-endian; so are the test machines */
     size_t *starts = calloc((size_t)s.count + 1, sizeof *starts);

@@ -22,8 +22,8 @@
  * golden file; test_tokenizer's .btok shares the opening (bincursor_open)
  * and reads its own vocabulary list after it.
  *
- * Each reader words its messages its own way ("case 'name' len" in golden.c,
- * "case #2 dim" in sentences.c), so the description of what is read is a
+ * Each reader words its messages its own way ("case 'name' len" for .bgld,
+ * "case #2 dim" for .bsen), so the description of what is read is a
  * printf format, expanded only on error.  A message is written in pieces
  * (prefix, fixed text, the description, fixed text), each continuing where
  * the last stopped and truncating at the buffer's end, which gives exactly

@@ -1,8 +1,8 @@
 /*
  * bincursor — the one reader of the binary golden files in tests/golden/:
  * bounds-checked little-endian reading of an in-memory file image, and the
- * frame every format shares, used by golden.c (.bgld), sentences.c (.bsen)
- * and test_tokenizer.c (.btok, .bin sweep).
+ * frame every format shares, used by golden.c (.bgld and .bsen) and
+ * test_tokenizer.c (.btok, the .bin sweep).
  *
  * A bincursor knows the image, how far it has read and where to put an error
  * message.  Every read checks the bytes that remain; the first failure writes

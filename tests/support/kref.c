@@ -127,19 +127,21 @@ size_t kref_cols(const kernel_spec *s) {
     }
 }
 
-static double *kref_out(const kernel_spec *s, const int32_t *req) {
-    size_t n = kref_rows(s, req) * kref_cols(s);
-    double *out = calloc(n ? n : 1, sizeof *out);
-    if (!out) {
+/* n zeroed doubles; out of memory ends the test. */
+static double *kref_doubles(size_t n) {
+    double *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
         fprintf(stderr, "kref: out of memory\n");
         abort();
     }
-    return out;
+    return p;
 }
+
+static double *kref_out(const kernel_spec *s, const int32_t *req) { return kref_doubles(kref_rows(s, req) * kref_cols(s)); }
 
 double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *tables, kref_mat gamma,
                       kref_mat beta) {
-    double *out = kref_out(s, req), *x = malloc((size_t)s->hidden * sizeof *x);
+    double *out = kref_out(s, req), *x = kref_doubles((size_t)s->hidden);
     const int32_t *ids = kref_row(req, s, 0), *types = kref_row(req, s, 1);
     for (int r = 0; r < kref_len(req); r++) {
         for (int c = 0; c < s->hidden; c++) x[c] = 0;
@@ -158,7 +160,7 @@ double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *
 
 double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat bias, kref_mat res,
                     kref_mat gamma, kref_mat beta) {
-    double *out = kref_out(s, req), *v = malloc((size_t)s->hidden * sizeof *v);
+    double *out = kref_out(s, req), *v = kref_doubles((size_t)s->hidden);
     for (int r = 0; r < kref_len(req); r++) {
         for (int c = 0; c < s->hidden; c++) {
             v[c] = kref_at(x, (size_t)r, (size_t)c);
@@ -174,7 +176,7 @@ double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_m
 double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv) {
     int L = kref_len(req), H = s->heads, D = s->head_dim, W = H * D;
     const int32_t *mask = kref_row(req, s, 2);
-    double *out = kref_out(s, req), *p = malloc((size_t)(L > 0 ? L : 1) * sizeof *p);
+    double *out = kref_out(s, req), *p = kref_doubles((size_t)(L > 0 ? L : 0));
     for (int h = 0; h < H; h++)
         for (int q = 0; q < L; q++) {
             double mx = -INFINITY;
