@@ -13,7 +13,8 @@
  * same bytes, and the committed models/NAME.yaml equal a fresh import.
  *
  * Error paths use small checkpoints the test writes itself (config.json text
- * plus a hand-assembled safetensors image), one defect each; every error
+ * plus a safetensors image from the tests' writer, support/stimage.c), one
+ * defect each; every error
  * must fail, name the field or tensor and the offending value, and leave no
  * file — not the output, not a temporary — in the output directory.
  */
@@ -32,22 +33,10 @@
 #include "model.h"
 #include "ref.h"
 #include "safetensors.h"
+#include "stimage.h"
+#include "tbuf.h"
 
 /* ------------------------------------------------------------- utilities */
-
-static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt_alloc(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = malloc((size_t)n + 1);
-    if (!s) abort();
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 static int path_exists(const char *p) {
     struct stat st;
@@ -63,7 +52,7 @@ static int write_file(const char *path, const void *data, size_t len) {
 
 static char *temp_dir_make(void) {
     const char *tmp = getenv("TMPDIR");
-    char *p = fmt_alloc("%s/bertc-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char *p = tbuf_format("%s/bertc-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(p)) {
         free(p);
         return NULL;
@@ -155,7 +144,7 @@ static int64_t cfg_int(const json_doc *doc, const char *key, int64_t def) {
 /* Returns 0 when everything could be read; failures are recorded with CHECK. */
 static int expect_read(expect *e, const char *dir) {
     memset(e, 0, sizeof *e);
-    char *p = fmt_alloc("%s/config.json", dir);
+    char *p = tbuf_format("%s/config.json", dir);
     size_t len;
     char *text = check_read_file(p, &len);
     CHECK(text != NULL, "cannot read %s", p);
@@ -166,7 +155,7 @@ static int expect_read(expect *e, const char *dir) {
     }
     free(text);
     free(p);
-    p = fmt_alloc("%s/model.safetensors", dir);
+    p = tbuf_format("%s/model.safetensors", dir);
     diag d;
     diag_init(&d);
     e->st_ok = st_file_open(&e->st, p, &d) == 0;
@@ -200,10 +189,10 @@ static int expect_read(expect *e, const char *dir) {
     e->legacy = st_file_find(&e->st, name) != NULL;
     snprintf(name, sizeof name, "%spooler.dense.weight", e->prefix);
     e->pooler = st_file_find(&e->st, name) != NULL;
-    p = fmt_alloc("%s/vocab.txt", dir);
+    p = tbuf_format("%s/vocab.txt", dir);
     e->has_vocab = path_exists(p);
     free(p);
-    p = fmt_alloc("%s/modules.json", dir);
+    p = tbuf_format("%s/modules.json", dir);
     e->sentence = path_exists(p);
     free(p);
     return 0;
@@ -234,6 +223,16 @@ static int graph_reads_weight(const ir_graph *g, const char *w) {
     for (int i = 0; i < g->count; i++)
         if (g->nodes[i].op == IR_OP_WEIGHT && !strcmp(g->nodes[i].weight, w)) return 1;
     return 0;
+}
+
+/* Output `name` is a [hidden] vector if `present`, else absent (`why`). */
+static void graph_check_vector(const char *tag, const ir_graph *g, const char *name, int present, int64_t hidden,
+                               const char *why) {
+    const ir_node *n = graph_output(g, name);
+    if (present)
+        CHECK(n && n->ndim == 1 && n->shape[0] == hidden, "%s: %s missing or not [%lld]", tag, name, (long long)hidden);
+    else
+        CHECK(!n, "%s: %s present %s", tag, name, why);
 }
 
 /* The graph of an imported checkpoint against what the checkpoint says. */
@@ -311,18 +310,8 @@ static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
     const ir_node *last = graph_output(g, "last_hidden_state");
     CHECK(last && last->ndim == 2 && last->shape[0] == IR_DIM_SEQ && last->shape[1] == e->hidden,
           "%s: last_hidden_state missing or not [S, %lld]", tag, (long long)e->hidden);
-    const ir_node *pooled = graph_output(g, "pooler_output");
-    if (e->pooler)
-        CHECK(pooled && pooled->ndim == 1 && pooled->shape[0] == e->hidden, "%s: pooler_output missing or not [%lld]",
-              tag, (long long)e->hidden);
-    else
-        CHECK(!pooled, "%s: pooler_output present without pooler weights", tag);
-    const ir_node *sent = graph_output(g, "sentence_embedding");
-    if (e->sentence)
-        CHECK(sent && sent->ndim == 1 && sent->shape[0] == e->hidden, "%s: sentence_embedding missing or not [%lld]",
-              tag, (long long)e->hidden);
-    else
-        CHECK(!sent, "%s: sentence_embedding without modules.json", tag);
+    graph_check_vector(tag, g, "pooler_output", e->pooler, e->hidden, "without pooler weights");
+    graph_check_vector(tag, g, "sentence_embedding", e->sentence, e->hidden, "without modules.json");
     CHECK(g->noutputs == 1 + e->pooler + e->sentence, "%s: %d outputs", tag, g->noutputs);
     CHECK(g->max_seq_len == e->max_pos, "%s: max_seq_len %lld, expected %lld", tag, (long long)g->max_seq_len,
           (long long)e->max_pos);
@@ -333,11 +322,11 @@ static void tokenizer_check(const char *tag, const ir_graph *g, const char *dir,
     CHECK(g->has_tokenizer == e->has_vocab, "%s: tokenizer section %s, vocab.txt %s", tag,
           g->has_tokenizer ? "present" : "absent", e->has_vocab ? "present" : "absent");
     if (!g->has_tokenizer || !e->has_vocab) return;
-    char *vocab = fmt_alloc("%s/vocab.txt", dir);
+    char *vocab = tbuf_format("%s/vocab.txt", dir);
     CHECK(same_file(g->tokenizer.vocab_path, vocab), "%s: tokenizer vocab '%s' is not %s", tag,
           g->tokenizer.vocab_path ? g->tokenizer.vocab_path : "(null)", vocab);
     free(vocab);
-    char *p = fmt_alloc("%s/tokenizer_config.json", dir);
+    char *p = tbuf_format("%s/tokenizer_config.json", dir);
     size_t len;
     char *text = check_read_file(p, &len);
     const ir_tokenizer *t = &g->tokenizer;
@@ -368,7 +357,7 @@ static void tokenizer_check(const char *tag, const ir_graph *g, const char *dir,
     v = json_get(&doc.root, "model_max_length");
     int64_t mml = v && v->number_is_int && v->integer > 0 && v->integer <= INT32_MAX ? v->integer : 0;
     /* a sentence-transformers model truncates at its max_seq_length instead */
-    char *mj = fmt_alloc("%s/modules.json", dir), *sj = fmt_alloc("%s/sentence_bert_config.json", dir);
+    char *mj = tbuf_format("%s/modules.json", dir), *sj = tbuf_format("%s/sentence_bert_config.json", dir);
     size_t slen;
     char *stext = access(mj, R_OK) == 0 ? check_read_file(sj, &slen) : NULL;
     if (stext) {
@@ -407,14 +396,14 @@ static const char *g_variant;   /* the case being run by case_fixture */
 
 static void case_fixtures_present(void) {
     for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++) {
-        char *p = fmt_alloc("%s/hf/%s/model.safetensors", check_build_dir(), FIXTURES[i]);
+        char *p = tbuf_format("%s/hf/%s/model.safetensors", check_build_dir(), FIXTURES[i]);
         CHECK(path_exists(p), "%s missing (run `make fixtures`)", p);
         free(p);
     }
 }
 
 static void case_fixture(void) {
-    char *dir = fmt_alloc("%s/hf/%s", check_build_dir(), g_variant);
+    char *dir = tbuf_format("%s/hf/%s", check_build_dir(), g_variant);
     char *tmp = temp_dir_make();
     expect e;
     memset(&e, 0, sizeof e);
@@ -425,7 +414,7 @@ static void case_fixture(void) {
         free(dir);
         return;
     }
-    char *out1 = fmt_alloc("%s/a.yaml", tmp), *out2 = fmt_alloc("%s/b.yaml", tmp);
+    char *out1 = tbuf_format("%s/a.yaml", tmp), *out2 = tbuf_format("%s/b.yaml", tmp);
     diag d;
     diag_init(&d);
     int rc = hf_import_run(dir, out1, &d);
@@ -437,7 +426,7 @@ static void case_fixture(void) {
         CHECK(rc == 0, "loading the import of %s failed: %s", dir, d.text);
         if (rc == 0) {
             graph_check(g_variant, &m.graph, &e);
-            char *w = fmt_alloc("%s/model.safetensors", dir);
+            char *w = tbuf_format("%s/model.safetensors", dir);
             CHECK(same_file(m.graph.weights_path, w), "weights path '%s' is not %s", m.graph.weights_path, w);
             free(w);
             tokenizer_check(g_variant, &m.graph, dir, &e);
@@ -449,7 +438,7 @@ static void case_fixture(void) {
         size_t n1 = 0, n2 = 0;
         char *t1 = check_read_file(out1, &n1), *t2 = check_read_file(out2, &n2);
         CHECK(t1 && t2 && n1 == n2 && !memcmp(t1, t2, n1), "two imports of %s differ", dir);
-        char *head = fmt_alloc("# generated by bertc import from %s\n", g_variant);
+        char *head = tbuf_format("# generated by bertc import from %s\n", g_variant);
         CHECK(t1 && starts_with(t1, head), "first line is not '%.*s'", (int)strlen(head) - 1, head);
         free(head);
         free(t1);
@@ -470,9 +459,9 @@ static void case_fixture(void) {
  * component; those lines are then compared by the file they lead to.
  */
 static void models_compare(const char *name) {
-    char *committed = fmt_alloc("models/%s.yaml", name);
-    char *fresh = fmt_alloc("models/.test-import-%d-%s.yaml", (int)getpid(), name);
-    char *dir = fmt_alloc("%s/hf/%s", check_build_dir(), name);
+    char *committed = tbuf_format("models/%s.yaml", name);
+    char *fresh = tbuf_format("models/.test-import-%d-%s.yaml", (int)getpid(), name);
+    char *dir = tbuf_format("%s/hf/%s", check_build_dir(), name);
     size_t nc = 0, nf = 0;
     char *tc = check_read_file(committed, &nc);
     CHECK(tc != NULL, "cannot read %s (run the tests from the repository root)", committed);
@@ -498,9 +487,9 @@ static void models_compare(const char *name) {
                     if (starts_with(lc, keys[k]) && starts_with(lf, keys[k])) {
                         path_line = 1;
                         const char *file = k ? "vocab.txt" : "model.safetensors";
-                        char *want = fmt_alloc("../build/hf/%s/%s", name, file);
-                        char *got = fmt_alloc("models/%s", lf + strlen(keys[k]));
-                        char *real = fmt_alloc("%s/%s", dir, file);
+                        char *want = tbuf_format("../build/hf/%s/%s", name, file);
+                        char *got = tbuf_format("models/%s", lf + strlen(keys[k]));
+                        char *real = tbuf_format("%s/%s", dir, file);
                         CHECK(!strcmp(lc + strlen(keys[k]), want), "%s:%d: expected '%s'", committed, line, want);
                         CHECK(same_file(got, real), "%s:%d: fresh path '%s' does not lead to %s", committed, line,
                               got, real);
@@ -579,7 +568,7 @@ static void fx_add(fx_model *m, const char *dtype, int ndim, int64_t d0, int64_t
 
 static void fx_init(fx_model *m, const char *prefix, int legacy, int pooler, const char *dtype) {
     memset(m, 0, sizeof *m);
-    m->config = fmt_alloc("%s", FX_CONFIG);
+    m->config = tbuf_format("%s", FX_CONFIG);
     const char *p = prefix, *g = legacy ? "gamma" : "weight", *b = legacy ? "beta" : "bias";
     fx_add(m, dtype, 2, 10, 8, "%sembeddings.word_embeddings.weight", p);
     fx_add(m, dtype, 2, 6, 8, "%sembeddings.position_embeddings.weight", p);
@@ -587,14 +576,11 @@ static void fx_init(fx_model *m, const char *prefix, int legacy, int pooler, con
     fx_add(m, dtype, 1, 8, 0, "%sembeddings.LayerNorm.%s", p, g);
     fx_add(m, dtype, 1, 8, 0, "%sembeddings.LayerNorm.%s", p, b);
     const char *l0 = "encoder.layer.0.";
-    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.query.weight", p, l0);
-    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.query.bias", p, l0);
-    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.key.weight", p, l0);
-    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.key.bias", p, l0);
-    fx_add(m, dtype, 2, 8, 8, "%s%sattention.self.value.weight", p, l0);
-    fx_add(m, dtype, 1, 8, 0, "%s%sattention.self.value.bias", p, l0);
-    fx_add(m, dtype, 2, 8, 8, "%s%sattention.output.dense.weight", p, l0);
-    fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.dense.bias", p, l0);
+    static const char *const dense[4] = {"self.query", "self.key", "self.value", "output.dense"};
+    for (int k = 0; k < 4; k++) {
+        fx_add(m, dtype, 2, 8, 8, "%s%sattention.%s.weight", p, l0, dense[k]);
+        fx_add(m, dtype, 1, 8, 0, "%s%sattention.%s.bias", p, l0, dense[k]);
+    }
     fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.LayerNorm.%s", p, l0, g);
     fx_add(m, dtype, 1, 8, 0, "%s%sattention.output.LayerNorm.%s", p, l0, b);
     fx_add(m, dtype, 2, 12, 8, "%s%sintermediate.dense.weight", p, l0);
@@ -628,159 +614,128 @@ static void fx_remove(fx_model *m, const char *name) {
 
 /* Replace the first `old` in the config text by `repl`. */
 static void fx_config_edit(fx_model *m, const char *old, const char *repl) {
-    char *at = strstr(m->config, old);
-    CHECK(at != NULL, "config has no '%s'", old);
-    if (!at) return;
-    char *s = fmt_alloc("%.*s%s%s", (int)(at - m->config), m->config, repl, at + strlen(old));
+    char *s = tbuf_replace(m->config, old, repl);
+    CHECK(s != NULL, "config has no '%s'", old);
+    if (!s) return;
     free(m->config);
     m->config = s;
 }
 
-static size_t fx_dtype_size(const char *dtype) {
-    if (!strcmp(dtype, "F32") || !strcmp(dtype, "I32")) return 4;
-    if (!strcmp(dtype, "F16") || !strcmp(dtype, "BF16")) return 2;
-    if (!strcmp(dtype, "I64") || !strcmp(dtype, "F64")) return 8;
-    return 1;
-}
-
-/*
- * A safetensors image assembled here: 8-byte little-endian header length,
- * the JSON header padded with spaces to a multiple of 8, then the tensors
- * back to back, holding small random bytes.
- */
+/* The checkpoint's safetensors image (support/stimage.c): the tensors in
+ * order, holding small random bytes, after a "__metadata__" entry. */
 static unsigned char *fx_safetensors(const fx_model *m, size_t *len) {
-    size_t cap = 256 + (size_t)m->nt * 256, hl = 0, off = 0;
-    char *h = malloc(cap);
-    if (!h) abort();
-    hl += (size_t)snprintf(h + hl, cap - hl, "{\"__metadata__\":{\"format\":\"pt\"}");
+    stimage s;
+    stimage_init(&s);
+    s.metadata = "{\"format\":\"pt\"}";
     for (int i = 0; i < m->nt; i++) {
         const fx_tensor *t = &m->t[i];
-        size_t bytes = fx_dtype_size(t->dtype);
-        for (int k = 0; k < t->ndim; k++) bytes *= (size_t)t->shape[k];
-        hl += (size_t)snprintf(h + hl, cap - hl, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t->name, t->dtype);
-        for (int k = 0; k < t->ndim; k++)
-            hl += (size_t)snprintf(h + hl, cap - hl, "%s%lld", k ? "," : "", (long long)t->shape[k]);
-        hl += (size_t)snprintf(h + hl, cap - hl, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
-        off += bytes;
+        st_dtype dt = stimage_dtype(t->dtype);
+        CHECK(dt != ST_DTYPE_COUNT, "fixture dtype %s", t->dtype);
+        stimage_add(&s, t->name, dt == ST_DTYPE_COUNT ? ST_DTYPE_U8 : dt, t->ndim, t->shape);
     }
-    hl += (size_t)snprintf(h + hl, cap - hl, "}");
-    while (hl % 8) h[hl++] = ' ';
-    *len = 8 + hl + off;
-    unsigned char *img = malloc(*len);
-    if (!img) abort();
-    for (int k = 0; k < 8; k++) img[k] = (unsigned char)((uint64_t)hl >> (8 * k));
-    memcpy(img + 8, h, hl);
-    for (size_t i = 0; i < off; i++) img[8 + hl + i] = (unsigned char)(check_rng_u64() & 0x3f);
-    free(h);
+    stimage_fill_random(&s, 0x3f);
+    unsigned char *img = stimage_build(&s, len, NULL);
+    stimage_free(&s);
     return img;
 }
 
 /* Write the checkpoint into a fresh directory DIR/NAME; returns its path. */
+/* DIR/REL holding len bytes of data (a CHECK failure if it cannot be written). */
+static void fx_put(const char *dir, const char *rel, const void *data, size_t len) {
+    char *p = tbuf_format("%s/%s", dir, rel);
+    CHECK(write_file(p, data, len) == 0, "cannot write %s", p);
+    free(p);
+}
+
+/* DIR/REL holding text, unless text is NULL. */
+static void fx_put_text(const char *dir, const char *rel, const char *text) {
+    if (text) fx_put(dir, rel, text, strlen(text));
+}
+
 static char *fx_write(const fx_model *m, const char *parent, const char *name) {
-    char *dir = fmt_alloc("%s/%s", parent, name);
+    char *dir = tbuf_format("%s/%s", parent, name);
     CHECK(mkdir(dir, 0777) == 0, "cannot make %s", dir);
-    char *p;
-    if (m->config) {
-        p = fmt_alloc("%s/config.json", dir);
-        CHECK(write_file(p, m->config, strlen(m->config)) == 0, "cannot write %s", p);
-        free(p);
-    }
-    if (m->tok_config) {
-        p = fmt_alloc("%s/tokenizer_config.json", dir);
-        CHECK(write_file(p, m->tok_config, strlen(m->tok_config)) == 0, "cannot write %s", p);
-        free(p);
-    }
-    if (m->modules) {
-        p = fmt_alloc("%s/modules.json", dir);
-        CHECK(write_file(p, m->modules, strlen(m->modules)) == 0, "cannot write %s", p);
-        free(p);
-    }
-    if (m->st_config) {
-        p = fmt_alloc("%s/sentence_bert_config.json", dir);
-        CHECK(write_file(p, m->st_config, strlen(m->st_config)) == 0, "cannot write %s", p);
-        free(p);
-    }
+    fx_put_text(dir, "config.json", m->config);
+    fx_put_text(dir, "tokenizer_config.json", m->tok_config);
+    fx_put_text(dir, "modules.json", m->modules);
+    fx_put_text(dir, "sentence_bert_config.json", m->st_config);
     if (m->pool_dir) {
-        p = fmt_alloc("%s/%s", dir, m->pool_dir);
+        char *p = tbuf_format("%s/%s", dir, m->pool_dir);
         CHECK(mkdir(p, 0777) == 0, "cannot make %s", p);
-        free(p);
-        if (m->pool_config) {
-            p = fmt_alloc("%s/%s/config.json", dir, m->pool_dir);
-            CHECK(write_file(p, m->pool_config, strlen(m->pool_config)) == 0, "cannot write %s", p);
-            free(p);
-        }
-    }
-    if (m->vocab_txt) {
-        static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\nd\ne\n";
-        p = fmt_alloc("%s/vocab.txt", dir);
-        CHECK(write_file(p, vocab, sizeof vocab - 1) == 0, "cannot write %s", p);
+        fx_put_text(p, "config.json", m->pool_config);
         free(p);
     }
+    if (m->vocab_txt) fx_put_text(dir, "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\nd\ne\n");
     size_t len;
     unsigned char *img = fx_safetensors(m, &len);
-    p = fmt_alloc("%s/model.safetensors", dir);
-    CHECK(write_file(p, img, len) == 0, "cannot write %s", p);
-    free(p);
+    fx_put(dir, "model.safetensors", img, len);
     free(img);
     return dir;
 }
 
+/* One import of a hand-built checkpoint: TMP/hf to TMP/out/model.yaml. */
+typedef struct fx_import {
+    char *tmp, *dir, *outdir, *out;
+    diag d;
+    int rc;                    /* hf_import_run's result */
+} fx_import;
+
+/* Writes the checkpoint and imports it: 0, or -1 (CHECKed) without a temp dir. */
+static int fx_import_begin(fx_import *f, const fx_model *fx) {
+    memset(f, 0, sizeof *f);
+    f->tmp = temp_dir_make();
+    CHECK(f->tmp != NULL, "cannot make a temp dir");
+    if (!f->tmp) return -1;
+    f->dir = fx_write(fx, f->tmp, "hf");
+    f->outdir = tbuf_format("%s/out", f->tmp);
+    mkdir(f->outdir, 0777);
+    f->out = tbuf_format("%s/model.yaml", f->outdir);
+    diag_init(&f->d);
+    f->rc = hf_import_run(f->dir, f->out, &f->d);
+    return 0;
+}
+
+static void fx_import_end(fx_import *f) {
+    free(f->dir);
+    free(f->outdir);
+    free(f->out);
+    temp_dir_remove(f->tmp);
+}
+
 /*
  * Import a hand-built checkpoint into TMP/out/model.yaml and load it.
- * Returns the YAML text (caller frees) or NULL; *g_ok tells whether `m_out`
- * holds a loaded model.
+ * Returns the YAML text (caller frees) or NULL; *loaded tells whether
+ * `m_out` holds a loaded model.
  */
 static char *fx_import_load(const fx_model *fx, model *m_out, int *loaded) {
     *loaded = 0;
-    char *tmp = temp_dir_make();
-    CHECK(tmp != NULL, "cannot make a temp dir");
-    if (!tmp) return NULL;
-    char *dir = fx_write(fx, tmp, "hf");
-    char *outdir = fmt_alloc("%s/out", tmp);
-    mkdir(outdir, 0777);
-    char *out = fmt_alloc("%s/model.yaml", outdir);
-    diag d;
-    diag_init(&d);
+    fx_import f;
+    if (fx_import_begin(&f, fx)) return NULL;
     char *text = NULL;
-    int rc = hf_import_run(dir, out, &d);
-    CHECK(rc == 0, "import failed: %s", d.text);
-    if (rc == 0) {
-        text = check_read_file(out, NULL);
-        CHECK(text != NULL, "cannot read %s", out);
+    CHECK(f.rc == 0, "import failed: %s", f.d.text);
+    if (f.rc == 0) {
+        text = check_read_file(f.out, NULL);
+        CHECK(text != NULL, "cannot read %s", f.out);
         CHECK(text && has_line(text, "weights: ../hf/model.safetensors"), "weights path is not ../hf/model.safetensors");
-        diag_init(&d);
-        rc = model_load(m_out, out, &d);
-        CHECK(rc == 0, "the imported YAML does not load: %s", d.text);
+        diag_init(&f.d);
+        int rc = model_load(m_out, f.out, &f.d);
+        CHECK(rc == 0, "the imported YAML does not load: %s", f.d.text);
         *loaded = rc == 0;
     }
-    free(dir);
-    free(outdir);
-    free(out);
-    temp_dir_remove(tmp);
+    fx_import_end(&f);
     return text;
 }
 
 /* The import must fail, say every needle, and leave the output dir empty. */
 static void fx_expect_error(const fx_model *fx, const char *const *needles) {
-    char *tmp = temp_dir_make();
-    CHECK(tmp != NULL, "cannot make a temp dir");
-    if (!tmp) return;
-    char *dir = fx_write(fx, tmp, "hf");
-    char *outdir = fmt_alloc("%s/out", tmp);
-    mkdir(outdir, 0777);
-    char *out = fmt_alloc("%s/model.yaml", outdir);
-    diag d;
-    diag_init(&d);
-    int rc = hf_import_run(dir, out, &d);
-    CHECK(rc != 0, "import succeeded, expected an error");
-    CHECK(d.code == DIAG_CODE_INPUT, "diag code %d, expected DIAG_CODE_INPUT", (int)d.code);
-    for (const char *const *n = needles; *n; n++) CHECK(strstr(d.text, *n), "message lacks '%s': %s", *n, d.text);
-    CHECK(!path_exists(out), "%s exists after a failed import", out);
-    CHECK(dir_count(outdir) == 0, "the output directory is not empty after a failed import");
-    free(dir);
-    free(outdir);
-    free(out);
-    temp_dir_remove(tmp);
+    fx_import f;
+    if (fx_import_begin(&f, fx)) return;
+    CHECK(f.rc != 0, "import succeeded, expected an error");
+    CHECK(f.d.code == DIAG_CODE_INPUT, "diag code %d, expected DIAG_CODE_INPUT", (int)f.d.code);
+    for (const char *const *n = needles; *n; n++) CHECK(strstr(f.d.text, *n), "message lacks '%s': %s", *n, f.d.text);
+    CHECK(!path_exists(f.out), "%s exists after a failed import", f.out);
+    CHECK(dir_count(f.outdir) == 0, "the output directory is not empty after a failed import");
+    fx_import_end(&f);
 }
 
 /* ------------------------------------------------------------ good inputs */
@@ -829,22 +784,22 @@ static void case_relative_paths(void) {
         fx_free(&fx);
         return;
     }
-    char *parent = fmt_alloc("%s/models", tmp);
+    char *parent = tbuf_format("%s/models", tmp);
     mkdir(parent, 0777);
     char *dir = fx_write(&fx, parent, "ckpt");
-    char *a = fmt_alloc("%s/x", tmp), *b = fmt_alloc("%s/x/y", tmp);
+    char *a = tbuf_format("%s/x", tmp), *b = tbuf_format("%s/x/y", tmp);
     mkdir(a, 0777);
     mkdir(b, 0777);
     struct { char *out; const char *weights; const char *vocab; } cases[] = {
-        {fmt_alloc("%s/x/y/m.yaml", tmp), "weights: ../../models/ckpt/model.safetensors",
+        {tbuf_format("%s/x/y/m.yaml", tmp), "weights: ../../models/ckpt/model.safetensors",
          "  vocab: ../../models/ckpt/vocab.txt"},
-        {fmt_alloc("%s/models/m.yaml", tmp), "weights: ckpt/model.safetensors", "  vocab: ckpt/vocab.txt"},
-        {fmt_alloc("%s/models/ckpt/m.yaml", tmp), "weights: model.safetensors", "  vocab: vocab.txt"},
+        {tbuf_format("%s/models/m.yaml", tmp), "weights: ckpt/model.safetensors", "  vocab: ckpt/vocab.txt"},
+        {tbuf_format("%s/models/ckpt/m.yaml", tmp), "weights: model.safetensors", "  vocab: vocab.txt"},
         /* A trailing slash and a "." component in HF_DIR change nothing. */
-        {fmt_alloc("%s/x/m.yaml", tmp), "weights: ../models/ckpt/model.safetensors", "  vocab: ../models/ckpt/vocab.txt"},
+        {tbuf_format("%s/x/m.yaml", tmp), "weights: ../models/ckpt/model.safetensors", "  vocab: ../models/ckpt/vocab.txt"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *hf = i == 3 ? fmt_alloc("%s/./ckpt/", parent) : fmt_alloc("%s", dir);
+        char *hf = i == 3 ? tbuf_format("%s/./ckpt/", parent) : tbuf_format("%s", dir);
         diag d;
         diag_init(&d);
         int rc = hf_import_run(hf, cases[i].out, &d);
@@ -1135,8 +1090,8 @@ static void case_error_missing_files(void) {
     char *tmp = temp_dir_make();
     CHECK(tmp != NULL, "cannot make a temp dir");
     if (!tmp) return;
-    char *missing = fmt_alloc("%s/no-such-model", tmp);
-    char *out = fmt_alloc("%s/m.yaml", tmp);
+    char *missing = tbuf_format("%s/no-such-model", tmp);
+    char *out = tbuf_format("%s/m.yaml", tmp);
     diag d;
     diag_init(&d);
     CHECK(hf_import_run(missing, out, &d) != 0, "import of a missing directory succeeded");
@@ -1145,7 +1100,7 @@ static void case_error_missing_files(void) {
     /* An output directory that does not exist. */
     fx_init(&fx, "", 0, 1, "F32");
     char *dir = fx_write(&fx, tmp, "hf");
-    char *bad_out = fmt_alloc("%s/no-such-dir/m.yaml", tmp);
+    char *bad_out = tbuf_format("%s/no-such-dir/m.yaml", tmp);
     diag_init(&d);
     CHECK(hf_import_run(dir, bad_out, &d) != 0, "import into a missing directory succeeded");
     CHECK(strstr(d.text, "no-such-dir") != NULL, "message lacks the directory: %s", d.text);
@@ -1183,7 +1138,7 @@ static void case_error_tokenizer_class(void) {
     " {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}]\n"
 
 static char *st_pool_config(int cls, int mean, int max, int weighted) {
-    return fmt_alloc("{\n  \"word_embedding_dimension\": 8,\n  \"pooling_mode_cls_token\": %s,\n"
+    return tbuf_format("{\n  \"word_embedding_dimension\": 8,\n  \"pooling_mode_cls_token\": %s,\n"
                      "  \"pooling_mode_mean_tokens\": %s,\n  \"pooling_mode_max_tokens\": %s,\n"
                      "  \"pooling_mode_mean_sqrt_len_tokens\": false,\n  \"pooling_mode_weightedmean_tokens\": %s,\n"
                      "  \"pooling_mode_lasttoken\": false,\n  \"include_prompt\": true\n}\n",
@@ -1372,7 +1327,7 @@ static void case_error_keeps_old_output(void) {
     fx_init(&fx, "", 0, 1, "F32");
     fx_config_edit(&fx, "\"bert\"", "\"distilbert\"");
     char *dir = fx_write(&fx, tmp, "hf");
-    char *out = fmt_alloc("%s/m.yaml", tmp);
+    char *out = tbuf_format("%s/m.yaml", tmp);
     CHECK(write_file(out, "old\n", 4) == 0, "cannot write %s", out);
     diag d;
     diag_init(&d);

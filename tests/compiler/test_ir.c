@@ -1,8 +1,9 @@
 /*
  * test_ir — the graph container and shape inference.
  *
- * Graphs are built by hand with ir_graph_add (leaves given dtype and shape
- * directly, as the loader would), with sizes drawn at random each run, and
+ * Graphs are built by hand with the tests' graph builder (support/tgraph.h:
+ * leaves given dtype and shape directly, as the loader would, every node at
+ * a random line:col), with sizes drawn at random each run, and
  * the expected shapes are written from the op table of docs/model-yaml.md,
  * not from ir.c.  Every inference rule has an error case that breaks
  * exactly that rule on a node with a random line:col, and the message must
@@ -12,6 +13,7 @@
 
 #include "check.h"
 #include "ir.h"
+#include "tgraph.h"
 
 #define T_FILE "model.yaml"
 
@@ -26,55 +28,15 @@ static void t_src_init(void) {
                                       "  - {op: something, out: node%03d, x: a_fairly_long_tail}\n", l);
 }
 
-static int t_input(ir_graph *g, const char *name) {
-    int i = ir_graph_add(g, IR_OP_INPUT, name, NULL, 0);
-    ir_node *n = &g->nodes[i];
-    n->dtype = IR_DTYPE_I32;
-    n->ndim = 1;
-    n->shape[0] = IR_DIM_SEQ;
-    n->line = (int)check_rng_range(1, 150);
-    n->col = (int)check_rng_range(1, 40);
-    return i;
-}
-
-static int t_weight(ir_graph *g, const char *name, ir_dtype dt, int ndim, int64_t d0, int64_t d1) {
-    int i = ir_graph_add(g, IR_OP_WEIGHT, name, NULL, 0);
-    ir_node *n = &g->nodes[i];
-    n->dtype = dt;
-    n->ndim = ndim;
-    n->shape[0] = d0;
-    n->shape[1] = d1;
-    char w[128];
-    snprintf(w, sizeof w, "file.%s", name);
-    n->weight = strdup(w);
-    n->line = (int)check_rng_range(1, 150);
-    n->col = (int)check_rng_range(1, 40);
-    return i;
-}
-
 static ir_dtype t_float_dtype(void) {
     static const ir_dtype f[3] = {IR_DTYPE_F32, IR_DTYPE_F16, IR_DTYPE_BF16};
     return f[check_rng_range(0, 2)];
 }
 
-/* An op node; a, b, c are source indices, -1 for none. */
-static int t_op(ir_graph *g, ir_op op, const char *name, int a, int b, int c) {
-    int src[3] = {a, b, c}, n = 0;
-    while (n < 3 && src[n] >= 0) n++;
-    int i = ir_graph_add(g, op, name, src, n);
-    g->nodes[i].line = (int)check_rng_range(1, 150);
-    g->nodes[i].col = (int)check_rng_range(1, 40);
-    return i;
-}
-
-static void t_set_shape(ir_node *n, int ndim, const int64_t *dims) {
-    n->ndim = ndim;
-    for (int d = 0; d < ndim; d++) n->shape[d] = dims[d];
-}
-
-static void t_set_perm(ir_node *n, int len, const int *perm) {
-    n->ndim = len;  /* the loader leaves the perm's length in ndim */
-    for (int d = 0; d < len; d++) n->perm[d] = perm[d];
+/* A graph whose weights are named "file.<node>" in the weights file. */
+static void t_init(tgraph *t) {
+    tgraph_init(t);
+    t->weight_prefix = "file.";
 }
 
 static int t_shape_is(const ir_node *n, int ndim, const int64_t *dims) {
@@ -107,83 +69,79 @@ static int t_infer(ir_graph *g, diag *d) {
 
 static void test_infer_embeddings(void) {
     int64_t V = check_rng_range(5, 300), P = check_rng_range(8, 64), D = check_rng_range(2, 200);
-    ir_graph g;
-    ir_graph_init(&g);
-    int ids = t_input(&g, "input_ids");
-    int types = t_input(&g, "token_type_ids");
-    int wt = t_weight(&g, "word", t_float_dtype(), 2, V, D);
-    int pt = t_weight(&g, "pos", t_float_dtype(), 2, P, D);
-    int tt = t_weight(&g, "type", t_float_dtype(), 2, 2, D);
-    int gam = t_weight(&g, "gamma", t_float_dtype(), 1, D, 0);
-    int bet = t_weight(&g, "beta", t_float_dtype(), 1, D, 0);
-    int pos = t_op(&g, IR_OP_ARANGE, "position_ids", ids, -1, -1);
-    int we = t_op(&g, IR_OP_GATHER, "word_emb", wt, ids, -1);
-    int pe = t_op(&g, IR_OP_GATHER, "pos_emb", pt, pos, -1);
-    int te = t_op(&g, IR_OP_GATHER, "type_emb", tt, types, -1);
-    int s0 = t_op(&g, IR_OP_ADD, "sum0", we, pe, -1);
-    int s1 = t_op(&g, IR_OP_ADD, "sum", s0, te, -1);
-    int h0 = t_op(&g, IR_OP_LAYER_NORM, "h0", s1, gam, bet);
-    g.nodes[h0].eps = 1e-12f;
-    ir_dtype wdt = g.nodes[wt].dtype;
+    tgraph t;
+    t_init(&t);
+    int ids = tgraph_input(&t, "input_ids");
+    int types = tgraph_input(&t, "token_type_ids");
+    int wt = tgraph_weight(&t, "word", t_float_dtype(), 2, V, D);
+    int pt = tgraph_weight(&t, "pos", t_float_dtype(), 2, P, D);
+    int tt = tgraph_weight(&t, "type", t_float_dtype(), 2, 2, D);
+    int gam = tgraph_weight(&t, "gamma", t_float_dtype(), 1, D, 0);
+    int bet = tgraph_weight(&t, "beta", t_float_dtype(), 1, D, 0);
+    int pos = tgraph_op(&t, IR_OP_ARANGE, "position_ids", ids);
+    int we = tgraph_op(&t, IR_OP_GATHER, "word_emb", wt, ids);
+    int pe = tgraph_op(&t, IR_OP_GATHER, "pos_emb", pt, pos);
+    int te = tgraph_op(&t, IR_OP_GATHER, "type_emb", tt, types);
+    int s0 = tgraph_op(&t, IR_OP_ADD, "sum0", we, pe);
+    int s1 = tgraph_op(&t, IR_OP_ADD, "sum", s0, te);
+    int h0 = tgraph_op(&t, IR_OP_LAYER_NORM, "h0", s1, gam, bet);
+    t.g.nodes[h0].eps = 1e-12f;
+    ir_dtype wdt = t.g.nodes[wt].dtype;
     diag d;
-    CHECK(t_infer(&g, &d) == 0, "infer failed: %s", d.text);
-    CHECK_SHAPE(&g, pos, IR_DTYPE_I32, S);
-    CHECK_SHAPE(&g, we, IR_DTYPE_F32, S, D);
-    CHECK_SHAPE(&g, pe, IR_DTYPE_F32, S, D);
-    CHECK_SHAPE(&g, te, IR_DTYPE_F32, S, D);
-    CHECK_SHAPE(&g, s1, IR_DTYPE_F32, S, D);
-    CHECK_SHAPE(&g, h0, IR_DTYPE_F32, S, D);
+    CHECK(t_infer(&t.g, &d) == 0, "infer failed: %s", d.text);
+    CHECK_SHAPE(&t.g, pos, IR_DTYPE_I32, S);
+    CHECK_SHAPE(&t.g, we, IR_DTYPE_F32, S, D);
+    CHECK_SHAPE(&t.g, pe, IR_DTYPE_F32, S, D);
+    CHECK_SHAPE(&t.g, te, IR_DTYPE_F32, S, D);
+    CHECK_SHAPE(&t.g, s1, IR_DTYPE_F32, S, D);
+    CHECK_SHAPE(&t.g, h0, IR_DTYPE_F32, S, D);
     /* Weights keep the type they are stored in. */
-    CHECK_SHAPE(&g, wt, wdt, V, D);
-    CHECK(ir_graph_find(&g, "type_emb") == te, "find type_emb");
-    CHECK(ir_graph_find(&g, "nope") == -1, "find nope");
-    ir_graph_free(&g);
+    CHECK_SHAPE(&t.g, wt, wdt, V, D);
+    CHECK(ir_graph_find(&t.g, "type_emb") == te, "find type_emb");
+    CHECK(ir_graph_find(&t.g, "nope") == -1, "find nope");
+    tgraph_free(&t);
 }
 
 static void test_infer_attention(void) {
     int64_t NH = check_rng_range(1, 8), HD = check_rng_range(1, 24), H = NH * HD;
-    ir_graph g;
-    ir_graph_init(&g);
-    int ids = t_input(&g, "input_ids");
-    int am = t_input(&g, "attention_mask");
-    int tab = t_weight(&g, "table", t_float_dtype(), 2, 50, H);
-    int wq = t_weight(&g, "wq", t_float_dtype(), 2, H, H);
-    int bq = t_weight(&g, "bq", t_float_dtype(), 1, H, 0);
-    int h = t_op(&g, IR_OP_GATHER, "h", tab, ids, -1);
-    int qm = t_op(&g, IR_OP_MATMUL, "q_mm", h, wq, -1);
-    int q = t_op(&g, IR_OP_BIAS_ADD, "q", qm, bq, -1);
-    int qr = t_op(&g, IR_OP_RESHAPE, "q_r", q, -1, -1);
-    t_set_shape(&g.nodes[qr], 3, (int64_t[]){S, NH, HD});
-    int qh = t_op(&g, IR_OP_TRANSPOSE, "q_h", qr, -1, -1);
-    t_set_perm(&g.nodes[qh], 3, (int[]){1, 0, 2});
-    int sc = t_op(&g, IR_OP_BATCHED_MATMUL, "scores", qh, qh, -1);
-    g.nodes[sc].transpose_b = 1;
-    int ss = t_op(&g, IR_OP_SCALE, "scores_s", sc, -1, -1);
-    g.nodes[ss].scale = 0.25f;
-    int sm = t_op(&g, IR_OP_MASK, "scores_m", ss, am, -1);
-    int pr = t_op(&g, IR_OP_SOFTMAX, "probs", sm, -1, -1);
-    int cx = t_op(&g, IR_OP_BATCHED_MATMUL, "ctx_h", pr, qh, -1);
-    int ct = t_op(&g, IR_OP_TRANSPOSE, "ctx_t", cx, -1, -1);
-    t_set_perm(&g.nodes[ct], 3, (int[]){1, 0, 2});
-    int c2 = t_op(&g, IR_OP_RESHAPE, "ctx", ct, -1, -1);
-    t_set_shape(&g.nodes[c2], 2, (int64_t[]){S, H});
-    int ac = t_op(&g, IR_OP_ACTIVATION, "act", c2, -1, -1);
-    g.nodes[ac].act = (ir_act)check_rng_range(0, IR_ACT_COUNT - 1);
+    tgraph t;
+    t_init(&t);
+    int ids = tgraph_input(&t, "input_ids");
+    int am = tgraph_input(&t, "attention_mask");
+    int tab = tgraph_weight(&t, "table", t_float_dtype(), 2, 50, H);
+    int wq = tgraph_weight(&t, "wq", t_float_dtype(), 2, H, H);
+    int bq = tgraph_weight(&t, "bq", t_float_dtype(), 1, H, 0);
+    int h = tgraph_op(&t, IR_OP_GATHER, "h", tab, ids);
+    int qm = tgraph_op(&t, IR_OP_MATMUL, "q_mm", h, wq);
+    int q = tgraph_op(&t, IR_OP_BIAS_ADD, "q", qm, bq);
+    int qr = tgraph_reshape(&t, "q_r", q, 3, (int64_t[]){S, NH, HD});
+    int qh = tgraph_transpose(&t, "q_h", qr, 3, (int[]){1, 0, 2});
+    int sc = tgraph_op(&t, IR_OP_BATCHED_MATMUL, "scores", qh, qh);
+    t.g.nodes[sc].transpose_b = 1;
+    int ss = tgraph_op(&t, IR_OP_SCALE, "scores_s", sc);
+    t.g.nodes[ss].scale = 0.25f;
+    int sm = tgraph_op(&t, IR_OP_MASK, "scores_m", ss, am);
+    int pr = tgraph_op(&t, IR_OP_SOFTMAX, "probs", sm);
+    int cx = tgraph_op(&t, IR_OP_BATCHED_MATMUL, "ctx_h", pr, qh);
+    int ct = tgraph_transpose(&t, "ctx_t", cx, 3, (int[]){1, 0, 2});
+    int c2 = tgraph_reshape(&t, "ctx", ct, 2, (int64_t[]){S, H});
+    int ac = tgraph_op(&t, IR_OP_ACTIVATION, "act", c2);
+    t.g.nodes[ac].act = (ir_act)check_rng_range(0, IR_ACT_COUNT - 1);
     diag d;
-    CHECK(t_infer(&g, &d) == 0, "infer failed: %s", d.text);
-    CHECK_SHAPE(&g, qm, IR_DTYPE_F32, S, H);
-    CHECK_SHAPE(&g, q, IR_DTYPE_F32, S, H);
-    CHECK_SHAPE(&g, qr, IR_DTYPE_F32, S, NH, HD);
-    CHECK_SHAPE(&g, qh, IR_DTYPE_F32, NH, S, HD);
-    CHECK_SHAPE(&g, sc, IR_DTYPE_F32, NH, S, S);
-    CHECK_SHAPE(&g, ss, IR_DTYPE_F32, NH, S, S);
-    CHECK_SHAPE(&g, sm, IR_DTYPE_F32, NH, S, S);
-    CHECK_SHAPE(&g, pr, IR_DTYPE_F32, NH, S, S);
-    CHECK_SHAPE(&g, cx, IR_DTYPE_F32, NH, S, HD);
-    CHECK_SHAPE(&g, ct, IR_DTYPE_F32, S, NH, HD);
-    CHECK_SHAPE(&g, c2, IR_DTYPE_F32, S, H);
-    CHECK_SHAPE(&g, ac, IR_DTYPE_F32, S, H);
-    ir_graph_free(&g);
+    CHECK(t_infer(&t.g, &d) == 0, "infer failed: %s", d.text);
+    CHECK_SHAPE(&t.g, qm, IR_DTYPE_F32, S, H);
+    CHECK_SHAPE(&t.g, q, IR_DTYPE_F32, S, H);
+    CHECK_SHAPE(&t.g, qr, IR_DTYPE_F32, S, NH, HD);
+    CHECK_SHAPE(&t.g, qh, IR_DTYPE_F32, NH, S, HD);
+    CHECK_SHAPE(&t.g, sc, IR_DTYPE_F32, NH, S, S);
+    CHECK_SHAPE(&t.g, ss, IR_DTYPE_F32, NH, S, S);
+    CHECK_SHAPE(&t.g, sm, IR_DTYPE_F32, NH, S, S);
+    CHECK_SHAPE(&t.g, pr, IR_DTYPE_F32, NH, S, S);
+    CHECK_SHAPE(&t.g, cx, IR_DTYPE_F32, NH, S, HD);
+    CHECK_SHAPE(&t.g, ct, IR_DTYPE_F32, S, NH, HD);
+    CHECK_SHAPE(&t.g, c2, IR_DTYPE_F32, S, H);
+    CHECK_SHAPE(&t.g, ac, IR_DTYPE_F32, S, H);
+    tgraph_free(&t);
 }
 
 /* matmul to a different width, batched matmul without transpose_b and with
@@ -192,70 +150,54 @@ static void test_infer_shapes_misc(void) {
     int64_t K = check_rng_range(1, 64), N = check_rng_range(1, 64);
     int64_t B = check_rng_range(1, 5), M = check_rng_range(1, 9), K2 = check_rng_range(1, 9);
     int64_t N2 = check_rng_range(1, 9);
-    ir_graph g;
-    ir_graph_init(&g);
-    int ids = t_input(&g, "input_ids");
-    int tab = t_weight(&g, "table", IR_DTYPE_F32, 2, 10, K);
-    int w = t_weight(&g, "w", IR_DTYPE_BF16, 2, N, K);
-    int x = t_op(&g, IR_OP_GATHER, "x", tab, ids, -1);
-    int y = t_op(&g, IR_OP_MATMUL, "y", x, w, -1);
-    int cls = t_op(&g, IR_OP_SLICE, "cls", y, -1, -1);
-    g.nodes[cls].axis = 0;
-    g.nodes[cls].start = 0;
-    g.nodes[cls].len = 1;
+    tgraph t;
+    t_init(&t);
+    int ids = tgraph_input(&t, "input_ids");
+    int tab = tgraph_weight(&t, "table", IR_DTYPE_F32, 2, 10, K);
+    int w = tgraph_weight(&t, "w", IR_DTYPE_BF16, 2, N, K);
+    int x = tgraph_op(&t, IR_OP_GATHER, "x", tab, ids);
+    int y = tgraph_op(&t, IR_OP_MATMUL, "y", x, w);
+    int cls = tgraph_slice(&t, "cls", y, 0, 0, 1);
     int64_t st = check_rng_range(0, N - 1);
-    int cols = t_op(&g, IR_OP_SLICE, "cols", y, -1, -1);
-    g.nodes[cols].axis = 1;
-    g.nodes[cols].start = st;
-    g.nodes[cols].len = check_rng_range(1, N - st);
-    int pooled = t_op(&g, IR_OP_RESHAPE, "pooled", cls, -1, -1);
-    t_set_shape(&g.nodes[pooled], 1, (int64_t[]){N});
+    int cols = tgraph_slice(&t, "cols", y, 1, st, check_rng_range(1, N - st));
+    int pooled = tgraph_reshape(&t, "pooled", cls, 1, (int64_t[]){N});
     /* Batched operands made by reshaping 2-D weights. */
-    int t3 = t_weight(&g, "t3", IR_DTYPE_F16, 2, B * M, K2);
-    int t4 = t_weight(&g, "t4", IR_DTYPE_F32, 2, B * K2, N2);
-    int a3 = t_op(&g, IR_OP_RESHAPE, "a3", t3, -1, -1);
-    t_set_shape(&g.nodes[a3], 3, (int64_t[]){B, M, K2});
-    int b3 = t_op(&g, IR_OP_RESHAPE, "b3", t4, -1, -1);
-    t_set_shape(&g.nodes[b3], 3, (int64_t[]){B, K2, N2});
-    int bmm = t_op(&g, IR_OP_BATCHED_MATMUL, "bmm", a3, b3, -1);
-    int r4 = t_op(&g, IR_OP_RESHAPE, "r4", bmm, -1, -1);
-    t_set_shape(&g.nodes[r4], 4, (int64_t[]){B, 1, M, N2});
-    int tr4 = t_op(&g, IR_OP_TRANSPOSE, "tr4", r4, -1, -1);
-    t_set_perm(&g.nodes[tr4], 4, (int[]){3, 1, 0, 2});
+    int t3 = tgraph_weight(&t, "t3", IR_DTYPE_F16, 2, B * M, K2);
+    int t4 = tgraph_weight(&t, "t4", IR_DTYPE_F32, 2, B * K2, N2);
+    int a3 = tgraph_reshape(&t, "a3", t3, 3, (int64_t[]){B, M, K2});
+    int b3 = tgraph_reshape(&t, "b3", t4, 3, (int64_t[]){B, K2, N2});
+    int bmm = tgraph_op(&t, IR_OP_BATCHED_MATMUL, "bmm", a3, b3);
+    int r4 = tgraph_reshape(&t, "r4", bmm, 4, (int64_t[]){B, 1, M, N2});
+    int tr4 = tgraph_transpose(&t, "tr4", r4, 4, (int[]){3, 1, 0, 2});
     diag d;
-    CHECK(t_infer(&g, &d) == 0, "infer failed: %s", d.text);
-    CHECK_SHAPE(&g, y, IR_DTYPE_F32, S, N);
-    CHECK_SHAPE(&g, cls, IR_DTYPE_F32, 1, N);
-    CHECK_SHAPE(&g, cols, IR_DTYPE_F32, S, g.nodes[cols].len);
-    CHECK_SHAPE(&g, pooled, IR_DTYPE_F32, N);
-    CHECK_SHAPE(&g, a3, IR_DTYPE_F32, B, M, K2);
-    CHECK_SHAPE(&g, bmm, IR_DTYPE_F32, B, M, N2);
-    CHECK_SHAPE(&g, tr4, IR_DTYPE_F32, N2, 1, B, M);
-    ir_graph_free(&g);
+    CHECK(t_infer(&t.g, &d) == 0, "infer failed: %s", d.text);
+    CHECK_SHAPE(&t.g, y, IR_DTYPE_F32, S, N);
+    CHECK_SHAPE(&t.g, cls, IR_DTYPE_F32, 1, N);
+    CHECK_SHAPE(&t.g, cols, IR_DTYPE_F32, S, t.g.nodes[cols].len);
+    CHECK_SHAPE(&t.g, pooled, IR_DTYPE_F32, N);
+    CHECK_SHAPE(&t.g, a3, IR_DTYPE_F32, B, M, K2);
+    CHECK_SHAPE(&t.g, bmm, IR_DTYPE_F32, B, M, N2);
+    CHECK_SHAPE(&t.g, tr4, IR_DTYPE_F32, N2, 1, B, M);
+    tgraph_free(&t);
 }
 
 /* Data movement on ids keeps them int32; a slice of an S axis is legal at
  * any start (checked at run time). */
 static void test_infer_int_movement(void) {
-    ir_graph g;
-    ir_graph_init(&g);
-    int ids = t_input(&g, "input_ids");
-    int r = t_op(&g, IR_OP_RESHAPE, "r", ids, -1, -1);
-    t_set_shape(&g.nodes[r], 2, (int64_t[]){1, S});
-    int t = t_op(&g, IR_OP_TRANSPOSE, "t", r, -1, -1);
-    t_set_perm(&g.nodes[t], 2, (int[]){1, 0});
-    int sl = t_op(&g, IR_OP_SLICE, "sl", t, -1, -1);
-    g.nodes[sl].axis = 0;
-    g.nodes[sl].start = check_rng_range(0, 1000);
-    g.nodes[sl].len = check_rng_range(1, 1000);
-    int ar = t_op(&g, IR_OP_ARANGE, "ar", t, -1, -1);
+    tgraph t;
+    t_init(&t);
+    int ids = tgraph_input(&t, "input_ids");
+    int r = tgraph_reshape(&t, "r", ids, 2, (int64_t[]){1, S});
+    int tr = tgraph_transpose(&t, "t", r, 2, (int[]){1, 0});
+    int sl = tgraph_slice(&t, "sl", tr, 0, check_rng_range(0, 1000), check_rng_range(1, 1000));
+    int ar = tgraph_op(&t, IR_OP_ARANGE, "ar", tr);
     diag d;
-    CHECK(t_infer(&g, &d) == 0, "infer failed: %s", d.text);
-    CHECK_SHAPE(&g, r, IR_DTYPE_I32, 1, S);
-    CHECK_SHAPE(&g, t, IR_DTYPE_I32, S, 1);
-    CHECK_SHAPE(&g, sl, IR_DTYPE_I32, g.nodes[sl].len, 1);
-    CHECK_SHAPE(&g, ar, IR_DTYPE_I32, S);
-    ir_graph_free(&g);
+    CHECK(t_infer(&t.g, &d) == 0, "infer failed: %s", d.text);
+    CHECK_SHAPE(&t.g, r, IR_DTYPE_I32, 1, S);
+    CHECK_SHAPE(&t.g, tr, IR_DTYPE_I32, S, 1);
+    CHECK_SHAPE(&t.g, sl, IR_DTYPE_I32, t.g.nodes[sl].len, 1);
+    CHECK_SHAPE(&t.g, ar, IR_DTYPE_I32, S);
+    tgraph_free(&t);
 }
 
 /* ---- names, numbers, dump ------------------------------------------------ */
@@ -334,21 +276,21 @@ static void test_graph_grow_and_outputs(void) {
 }
 
 static void test_dump(void) {
-    ir_graph g;
-    ir_graph_init(&g);
+    tgraph t;
+    t_init(&t);
     int64_t H = check_rng_range(2, 500);
-    int ids = t_input(&g, "input_ids");
-    int tab = t_weight(&g, "emb.table", IR_DTYPE_F16, 2, 30, H);
-    int x = t_op(&g, IR_OP_GATHER, "word_emb", tab, ids, -1);
-    int ln = t_op(&g, IR_OP_SCALE, "scaled", x, -1, -1);
-    g.nodes[ln].scale = 0.125f;
-    ir_graph_add_output(&g, "last_hidden_state", ln);
+    int ids = tgraph_input(&t, "input_ids");
+    int tab = tgraph_weight(&t, "emb.table", IR_DTYPE_F16, 2, 30, H);
+    int x = tgraph_op(&t, IR_OP_GATHER, "word_emb", tab, ids);
+    int ln = tgraph_op(&t, IR_OP_SCALE, "scaled", x);
+    t.g.nodes[ln].scale = 0.125f;
+    ir_graph_add_output(&t.g, "last_hidden_state", ln);
     diag d;
-    CHECK(t_infer(&g, &d) == 0, "infer: %s", d.text);
+    CHECK(t_infer(&t.g, &d) == 0, "infer: %s", d.text);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    ir_graph_dump(&g, f);
+    ir_graph_dump(&t.g, f);
     fclose(f);
     char want[160];
     snprintf(want, sizeof want, "word_emb = gather(emb.table, input_ids) float32 [S, %lld]",
@@ -360,10 +302,10 @@ static void test_dump(void) {
     CHECK(text && strstr(text, "output last_hidden_state = scaled"), "dump lacks the output");
     int lines = 0;
     for (size_t i = 0; text && i < len; i++) lines += text[i] == '\n';
-    CHECK(lines == g.count + g.noutputs, "%d lines for %d nodes", lines, g.count);
+    CHECK(lines == t.g.count + t.g.noutputs, "%d lines for %d nodes", lines, t.g.count);
     free(text);
     (void)x;
-    ir_graph_free(&g);
+    tgraph_free(&t);
 }
 
 /* ---- errors: one case per rule ------------------------------------------- */
@@ -390,126 +332,124 @@ static void t_expect_error(ir_graph *g, int bad, const char *phrase) {
 
 /* The usual start of an error graph: ids, mask and x = gather(table, ids) [S, H]. */
 typedef struct t_base {
-    ir_graph g;
+    tgraph t;
     int ids, mask, table, x;
     int64_t H;
 } t_base;
 
 static void t_base_init(t_base *b) {
-    ir_graph_init(&b->g);
+    t_init(&b->t);
     b->H = check_rng_range(4, 64);
-    b->ids = t_input(&b->g, "input_ids");
-    b->mask = t_input(&b->g, "attention_mask");
-    b->table = t_weight(&b->g, "table", t_float_dtype(), 2, 20, b->H);
-    b->x = t_op(&b->g, IR_OP_GATHER, "x", b->table, b->ids, -1);
+    b->ids = tgraph_input(&b->t, "input_ids");
+    b->mask = tgraph_input(&b->t, "attention_mask");
+    b->table = tgraph_weight(&b->t, "table", t_float_dtype(), 2, 20, b->H);
+    b->x = tgraph_op(&b->t, IR_OP_GATHER, "x", b->table, b->ids);
 }
 
 static void test_error_order_and_arity(void) {
     t_base b;
     t_base_init(&b);
-    int y = t_op(&b.g, IR_OP_ADD, "y", b.x, b.x, -1);
-    int z = t_op(&b.g, IR_OP_SCALE, "z", y, -1, -1);
-    b.g.nodes[y].src[1] = z;  /* a forward reference */
-    t_expect_error(&b.g, y, "does not come before it");
-    ir_graph_free(&b.g);
+    int y = tgraph_op(&b.t, IR_OP_ADD, "y", b.x, b.x);
+    int z = tgraph_op(&b.t, IR_OP_SCALE, "z", y);
+    b.t.g.nodes[y].src[1] = z;  /* a forward reference */
+    t_expect_error(&b.t.g, y, "does not come before it");
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int w = t_op(&b.g, IR_OP_ADD, "w", b.x, -1, -1);
-    t_expect_error(&b.g, w, "has 1 operand (expected 2)");
-    ir_graph_free(&b.g);
+    int w = tgraph_op(&b.t, IR_OP_ADD, "w", b.x);
+    t_expect_error(&b.t.g, w, "has 1 operand (expected 2)");
+    tgraph_free(&b.t);
 }
 
 static void test_error_leaves(void) {
-    ir_graph g;
-    ir_graph_init(&g);
-    int ids = t_input(&g, "input_ids");
-    g.nodes[ids].dtype = IR_DTYPE_F32;
-    t_expect_error(&g, ids, "expected int32");
-    ir_graph_free(&g);
+    tgraph t;
+    t_init(&t);
+    int ids = tgraph_input(&t, "input_ids");
+    t.g.nodes[ids].dtype = IR_DTYPE_F32;
+    t_expect_error(&t.g, ids, "expected int32");
+    tgraph_free(&t);
 
-    ir_graph_init(&g);
-    int w = t_weight(&g, "w", IR_DTYPE_I32, 2, 3, 3);
-    t_expect_error(&g, w, "expected float32, float16 or bfloat16");
-    ir_graph_free(&g);
+    t_init(&t);
+    int w = tgraph_weight(&t, "w", IR_DTYPE_I32, 2, 3, 3);
+    t_expect_error(&t.g, w, "expected float32, float16 or bfloat16");
+    tgraph_free(&t);
 
-    ir_graph_init(&g);
-    w = t_weight(&g, "w", IR_DTYPE_F32, 2, 3, IR_DIM_SEQ);
-    t_expect_error(&g, w, "invalid dimension 1");
-    ir_graph_free(&g);
+    t_init(&t);
+    w = tgraph_weight(&t, "w", IR_DTYPE_F32, 2, 3, IR_DIM_SEQ);
+    t_expect_error(&t.g, w, "invalid dimension 1");
+    tgraph_free(&t);
 }
 
 static void test_error_arange(void) {
     t_base b;
     t_base_init(&b);
-    int t = t_op(&b.g, IR_OP_TRANSPOSE, "t", b.x, -1, -1);
-    t_set_perm(&b.g.nodes[t], 2, (int[]){1, 0});
-    int a = t_op(&b.g, IR_OP_ARANGE, "pos", t, -1, -1);
+    int t = tgraph_transpose(&b.t, "t", b.x, 2, (int[]){1, 0});
+    int a = tgraph_op(&b.t, IR_OP_ARANGE, "pos", t);
     char want[96];
     snprintf(want, sizeof want, "like 't' is [%lld, S] (expected [S, ...])", (long long)b.H);
-    t_expect_error(&b.g, a, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, a, want);
+    tgraph_free(&b.t);
 }
 
 static void test_error_gather(void) {
     t_base b;
     t_base_init(&b);
-    int g1 = t_op(&b.g, IR_OP_GATHER, "g1", b.x, b.x, -1);  /* index is float */
-    t_expect_error(&b.g, g1, "index 'x' is float32 (expected int32)");
-    ir_graph_free(&b.g);
+    int g1 = tgraph_op(&b.t, IR_OP_GATHER, "g1", b.x, b.x);  /* index is float */
+    t_expect_error(&b.t.g, g1, "index 'x' is float32 (expected int32)");
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int v = t_weight(&b.g, "vec", IR_DTYPE_F32, 1, 7, 0);
-    int g2 = t_op(&b.g, IR_OP_GATHER, "g2", v, b.ids, -1);
-    t_expect_error(&b.g, g2, "table 'vec' is [7] (expected a 2-D table [V, D])");
-    ir_graph_free(&b.g);
+    int v = tgraph_weight(&b.t, "vec", IR_DTYPE_F32, 1, 7, 0);
+    int g2 = tgraph_op(&b.t, IR_OP_GATHER, "g2", v, b.ids);
+    t_expect_error(&b.t.g, g2, "table 'vec' is [7] (expected a 2-D table [V, D])");
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int r = t_op(&b.g, IR_OP_RESHAPE, "r", b.ids, -1, -1);
-    t_set_shape(&b.g.nodes[r], 2, (int64_t[]){S, 1});
-    int g3 = t_op(&b.g, IR_OP_GATHER, "g3", b.table, r, -1);
-    t_expect_error(&b.g, g3, "index 'r' is [S, 1] (expected a 1-D index [S])");
-    ir_graph_free(&b.g);
+    int r = tgraph_reshape(&b.t, "r", b.ids, 2, (int64_t[]){S, 1});
+    int g3 = tgraph_op(&b.t, IR_OP_GATHER, "g3", b.table, r);
+    t_expect_error(&b.t.g, g3, "index 'r' is [S, 1] (expected a 1-D index [S])");
+    tgraph_free(&b.t);
 }
 
 static void test_error_add(void) {
     t_base b;
     t_base_init(&b);
-    int other = t_weight(&b.g, "other", IR_DTYPE_F32, 2, 20, b.H + 1);
-    int x2 = t_op(&b.g, IR_OP_GATHER, "x2", other, b.ids, -1);
-    int a = t_op(&b.g, IR_OP_ADD, "sum", b.x, x2, -1);
+    int other = tgraph_weight(&b.t, "other", IR_DTYPE_F32, 2, 20, b.H + 1);
+    int x2 = tgraph_op(&b.t, IR_OP_GATHER, "x2", other, b.ids);
+    int a = tgraph_op(&b.t, IR_OP_ADD, "sum", b.x, x2);
     char want[128];
     snprintf(want, sizeof want, "a 'x' is [S, %lld] but b 'x2' is [S, %lld] (expected the same shape)",
              (long long)b.H, (long long)b.H + 1);
-    t_expect_error(&b.g, a, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, a, want);
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int a2 = t_op(&b.g, IR_OP_ADD, "sum2", b.x, b.ids, -1);
-    t_expect_error(&b.g, a2, "b 'input_ids' is int32 (expected a floating-point tensor)");
-    ir_graph_free(&b.g);
+    int a2 = tgraph_op(&b.t, IR_OP_ADD, "sum2", b.x, b.ids);
+    t_expect_error(&b.t.g, a2, "b 'input_ids' is int32 (expected a floating-point tensor)");
+    tgraph_free(&b.t);
 }
 
 static void test_error_bias_add(void) {
     t_base b;
     t_base_init(&b);
     int64_t wrong = b.H + check_rng_range(1, 5);
-    int bias = t_weight(&b.g, "bias", t_float_dtype(), 1, wrong, 0);
-    int y = t_op(&b.g, IR_OP_BIAS_ADD, "y", b.x, bias, -1);
+    int bias = tgraph_weight(&b.t, "bias", t_float_dtype(), 1, wrong, 0);
+    int y = tgraph_op(&b.t, IR_OP_BIAS_ADD, "y", b.x, bias);
     char want[128];
     snprintf(want, sizeof want, "bias 'bias' is [%lld] but x 'x' is [S, %lld] (expected [%lld])",
              (long long)wrong, (long long)b.H, (long long)b.H);
-    t_expect_error(&b.g, y, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, y, want);
+    tgraph_free(&b.t);
 }
 
 static void test_error_layer_norm(void) {
     for (int which = 0; which < 3; which++) {
         t_base b;
         t_base_init(&b);
-        int gam = t_weight(&b.g, "gamma", t_float_dtype(), which == 0 ? 2 : 1, b.H, b.H);
-        int bet = t_weight(&b.g, "beta", t_float_dtype(), 1, which == 1 ? b.H - 1 : b.H, 0);
-        int ln = t_op(&b.g, IR_OP_LAYER_NORM, "ln", b.x, gam, bet);
-        b.g.nodes[ln].eps = which == 2 ? -(float)check_rng_uniform() : 1e-5f;
+        int gam = tgraph_weight(&b.t, "gamma", t_float_dtype(), which == 0 ? 2 : 1, b.H, b.H);
+        int bet = tgraph_weight(&b.t, "beta", t_float_dtype(), 1, which == 1 ? b.H - 1 : b.H, 0);
+        int ln = tgraph_op(&b.t, IR_OP_LAYER_NORM, "ln", b.x, gam, bet);
+        b.t.g.nodes[ln].eps = which == 2 ? -(float)check_rng_uniform() : 1e-5f;
         char want[128];
         if (which == 0)
             snprintf(want, sizeof want, "gamma 'gamma' is [%lld, %lld] but x 'x' is [S, %lld] (expected [%lld])",
@@ -518,8 +458,8 @@ static void test_error_layer_norm(void) {
             snprintf(want, sizeof want, "beta 'beta' is [%lld]", (long long)b.H - 1);
         else
             snprintf(want, sizeof want, "(expected a positive number)");
-        t_expect_error(&b.g, ln, want);
-        ir_graph_free(&b.g);
+        t_expect_error(&b.t.g, ln, want);
+        tgraph_free(&b.t);
     }
 }
 
@@ -527,91 +467,84 @@ static void test_error_matmul(void) {
     t_base b;
     t_base_init(&b);
     int64_t N = check_rng_range(1, 100), K = b.H + check_rng_range(1, 9);
-    int w = t_weight(&b.g, "encoder.layer.0.attention.self.query.weight", t_float_dtype(), 2, N, K);
-    int q = t_op(&b.g, IR_OP_MATMUL, "q_mm", b.x, w, -1);
+    int w = tgraph_weight(&b.t, "encoder.layer.0.attention.self.query.weight", t_float_dtype(), 2, N, K);
+    int q = tgraph_op(&b.t, IR_OP_MATMUL, "q_mm", b.x, w);
     char want[256];
     snprintf(want, sizeof want,
              "matmul 'q_mm': weight 'encoder.layer.0.attention.self.query.weight' is [%lld, %lld] but x 'x' is [S, %lld] (expected [N, %lld])",
              (long long)N, (long long)K, (long long)b.H, (long long)b.H);
-    t_expect_error(&b.g, q, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, q, want);
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int r = t_op(&b.g, IR_OP_RESHAPE, "r3", b.x, -1, -1);
-    t_set_shape(&b.g.nodes[r], 3, (int64_t[]){S, 1, b.H});
-    int w2 = t_weight(&b.g, "w", IR_DTYPE_F32, 2, 3, b.H);
-    int q2 = t_op(&b.g, IR_OP_MATMUL, "m2", r, w2, -1);
-    t_expect_error(&b.g, q2, "(expected a 2-D [M, K])");
-    ir_graph_free(&b.g);
+    int r = tgraph_reshape(&b.t, "r3", b.x, 3, (int64_t[]){S, 1, b.H});
+    int w2 = tgraph_weight(&b.t, "w", IR_DTYPE_F32, 2, 3, b.H);
+    int q2 = tgraph_op(&b.t, IR_OP_MATMUL, "m2", r, w2);
+    t_expect_error(&b.t.g, q2, "(expected a 2-D [M, K])");
+    tgraph_free(&b.t);
 }
 
 static void test_error_elementwise(void) {
     t_base b;
     t_base_init(&b);
-    int a = t_op(&b.g, IR_OP_ACTIVATION, "act", b.x, -1, -1);
-    b.g.nodes[a].act = IR_ACT_COUNT;
-    t_expect_error(&b.g, a, "unknown activation");
-    ir_graph_free(&b.g);
+    int a = tgraph_op(&b.t, IR_OP_ACTIVATION, "act", b.x);
+    b.t.g.nodes[a].act = IR_ACT_COUNT;
+    t_expect_error(&b.t.g, a, "unknown activation");
+    tgraph_free(&b.t);
 
     static const ir_op ops[3] = {IR_OP_ACTIVATION, IR_OP_SCALE, IR_OP_SOFTMAX};
     for (int k = 0; k < 3; k++) {
         t_base_init(&b);
-        int e = t_op(&b.g, ops[k], "elt", b.ids, -1, -1);
-        t_expect_error(&b.g, e, "x 'input_ids' is int32 (expected a floating-point tensor)");
-        ir_graph_free(&b.g);
+        int e = tgraph_op(&b.t, ops[k], "elt", b.ids);
+        t_expect_error(&b.t.g, e, "x 'input_ids' is int32 (expected a floating-point tensor)");
+        tgraph_free(&b.t);
     }
 }
 
 static void test_error_reshape(void) {
     t_base b;
     t_base_init(&b);
-    int r = t_op(&b.g, IR_OP_RESHAPE, "r", b.x, -1, -1);
-    t_set_shape(&b.g.nodes[r], 3, (int64_t[]){S, 2, b.H});
+    int r = tgraph_reshape(&b.t, "r", b.x, 3, (int64_t[]){S, 2, b.H});
     char want[160];
     snprintf(want, sizeof want, "x 'x' is [S, %lld] but the shape is [S, 2, %lld] (expected the same number of elements)",
              (long long)b.H, (long long)b.H);
-    t_expect_error(&b.g, r, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, r, want);
+    tgraph_free(&b.t);
 
     /* Same element count for no S but S gone: refused. */
     t_base_init(&b);
-    r = t_op(&b.g, IR_OP_RESHAPE, "flat", b.x, -1, -1);
-    t_set_shape(&b.g.nodes[r], 1, (int64_t[]){b.H});
-    t_expect_error(&b.g, r, "S must stay a whole dimension");
-    ir_graph_free(&b.g);
+    r = tgraph_reshape(&b.t, "flat", b.x, 1, (int64_t[]){b.H});
+    t_expect_error(&b.t.g, r, "S must stay a whole dimension");
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    r = t_op(&b.g, IR_OP_RESHAPE, "zero", b.x, -1, -1);
-    t_set_shape(&b.g.nodes[r], 3, (int64_t[]){S, 0, b.H});
-    t_expect_error(&b.g, r, "invalid dimension 1");
-    ir_graph_free(&b.g);
+    r = tgraph_reshape(&b.t, "zero", b.x, 3, (int64_t[]){S, 0, b.H});
+    t_expect_error(&b.t.g, r, "invalid dimension 1");
+    tgraph_free(&b.t);
 }
 
 static void test_error_transpose(void) {
     t_base b;
     t_base_init(&b);
-    int t = t_op(&b.g, IR_OP_TRANSPOSE, "t", b.x, -1, -1);
     int dup = (int)check_rng_range(0, 1);
-    t_set_perm(&b.g.nodes[t], 2, (int[]){dup, dup});
+    int t = tgraph_transpose(&b.t, "t", b.x, 2, (int[]){dup, dup});
     char want[128];
     snprintf(want, sizeof want, "perm [%d, %d] is not a permutation of 0..1", dup, dup);
-    t_expect_error(&b.g, t, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, t, want);
+    tgraph_free(&b.t);
 
     /* A perm of the wrong length (the loader keeps its length in ndim). */
     t_base_init(&b);
-    t = t_op(&b.g, IR_OP_TRANSPOSE, "t3", b.x, -1, -1);
-    t_set_perm(&b.g.nodes[t], 3, (int[]){1, 0, 2});
+    t = tgraph_transpose(&b.t, "t3", b.x, 3, (int[]){1, 0, 2});
     snprintf(want, sizeof want, "perm [1, 0, 2] has 3 entries but x 'x' is [S, %lld] (expected 2)",
              (long long)b.H);
-    t_expect_error(&b.g, t, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, t, want);
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    t = t_op(&b.g, IR_OP_TRANSPOSE, "t2", b.x, -1, -1);
-    t_set_perm(&b.g.nodes[t], 2, (int[]){0, 2});
-    t_expect_error(&b.g, t, "perm [0, 2] is not a permutation");
-    ir_graph_free(&b.g);
+    t = tgraph_transpose(&b.t, "t2", b.x, 2, (int[]){0, 2});
+    t_expect_error(&b.t.g, t, "perm [0, 2] is not a permutation");
+    tgraph_free(&b.t);
 }
 
 static void test_error_batched_matmul(void) {
@@ -620,19 +553,16 @@ static void test_error_batched_matmul(void) {
         t_base_init(&b);
         int64_t B = check_rng_range(1, 4), K = check_rng_range(1, 6);
         int64_t Bb = which == 0 ? B + 1 : B, Kb = which == 1 || which == 2 ? K + 1 : K;
-        int a = t_weight(&b.g, "wa", IR_DTYPE_F32, 2, B * 3, K);
-        int bw = t_weight(&b.g, "wb", IR_DTYPE_F32, 2, Bb * 5, Kb);
-        int a3 = t_op(&b.g, IR_OP_RESHAPE, "a3", a, -1, -1);
-        t_set_shape(&b.g.nodes[a3], 3, (int64_t[]){B, 3, K});
-        int b3 = t_op(&b.g, IR_OP_RESHAPE, "b3", bw, -1, -1);
+        int a = tgraph_weight(&b.t, "wa", IR_DTYPE_F32, 2, B * 3, K);
+        int bw = tgraph_weight(&b.t, "wb", IR_DTYPE_F32, 2, Bb * 5, Kb);
+        int a3 = tgraph_reshape(&b.t, "a3", a, 3, (int64_t[]){B, 3, K});
         /* transpose_b: b is [B, N=5, K]; without it [B, K, N=5]. */
         int tb = which != 2;
-        if (tb) t_set_shape(&b.g.nodes[b3], 3, (int64_t[]){Bb, 5, Kb});
-        else t_set_shape(&b.g.nodes[b3], 3, (int64_t[]){Bb, Kb, 5});
+        int b3 = tgraph_reshape(&b.t, "b3", bw, 3, tb ? (int64_t[]){Bb, 5, Kb} : (int64_t[]){Bb, Kb, 5});
         int src_b = b3;
         if (which == 3) src_b = b.x;  /* 2-D b */
-        int m = t_op(&b.g, IR_OP_BATCHED_MATMUL, "bmm", a3, src_b, -1);
-        b.g.nodes[m].transpose_b = tb;
+        int m = tgraph_op(&b.t, IR_OP_BATCHED_MATMUL, "bmm", a3, src_b);
+        b.t.g.nodes[m].transpose_b = tb;
         char want[160];
         if (which == 3)
             snprintf(want, sizeof want, "b 'x' is [S, %lld] (expected a 3-D [B, N, K])", (long long)b.H);
@@ -642,35 +572,34 @@ static void test_error_batched_matmul(void) {
         else
             snprintf(want, sizeof want, "b 'b3' is [%lld, %lld, 5] but a 'a3' is [%lld, 3, %lld] (expected [%lld, %lld, N] since transpose_b is false)",
                      (long long)Bb, (long long)Kb, (long long)B, (long long)K, (long long)B, (long long)K);
-        t_expect_error(&b.g, m, want);
-        ir_graph_free(&b.g);
+        t_expect_error(&b.t.g, m, want);
+        tgraph_free(&b.t);
     }
 }
 
 static void test_error_mask(void) {
     t_base b;
     t_base_init(&b);
-    int m = t_op(&b.g, IR_OP_MASK, "m", b.x, b.mask, -1);  /* last dim H, mask [S] */
+    int m = tgraph_op(&b.t, IR_OP_MASK, "m", b.x, b.mask);  /* last dim H, mask [S] */
     char want[128];
     snprintf(want, sizeof want, "mask 'attention_mask' is [S] but x 'x' is [S, %lld] (expected [%lld])",
              (long long)b.H, (long long)b.H);
-    t_expect_error(&b.g, m, want);
-    ir_graph_free(&b.g);
+    t_expect_error(&b.t.g, m, want);
+    tgraph_free(&b.t);
 
     t_base_init(&b);
-    int t = t_op(&b.g, IR_OP_TRANSPOSE, "xt", b.x, -1, -1);
-    t_set_perm(&b.g.nodes[t], 2, (int[]){1, 0});
-    m = t_op(&b.g, IR_OP_MASK, "m2", t, t, -1);  /* float mask */
-    t_expect_error(&b.g, m, "mask 'xt' is float32 (expected int32)");
-    ir_graph_free(&b.g);
+    int t = tgraph_transpose(&b.t, "xt", b.x, 2, (int[]){1, 0});
+    m = tgraph_op(&b.t, IR_OP_MASK, "m2", t, t);  /* float mask */
+    t_expect_error(&b.t.g, m, "mask 'xt' is float32 (expected int32)");
+    tgraph_free(&b.t);
 }
 
 static void test_error_slice(void) {
     for (int which = 0; which < 4; which++) {
         t_base b;
         t_base_init(&b);
-        int s = t_op(&b.g, IR_OP_SLICE, "sl", b.x, -1, -1);
-        ir_node *n = &b.g.nodes[s];
+        int s = tgraph_op(&b.t, IR_OP_SLICE, "sl", b.x);
+        ir_node *n = &b.t.g.nodes[s];
         n->axis = 1;
         n->start = 0;
         n->len = 1;
@@ -690,19 +619,19 @@ static void test_error_slice(void) {
                      (long long)n->start, (long long)(n->start + n->len));
             want = buf;
         }
-        t_expect_error(&b.g, s, want);
-        ir_graph_free(&b.g);
+        t_expect_error(&b.t.g, s, want);
+        tgraph_free(&b.t);
     }
 }
 
 static void test_error_bad_output(void) {
     t_base b;
     t_base_init(&b);
-    ir_graph_add_output(&b.g, "out", b.g.count + 3);
+    ir_graph_add_output(&b.t.g, "out", b.t.g.count + 3);
     diag d;
-    CHECK(t_infer(&b.g, &d) == -1, "no error");
+    CHECK(t_infer(&b.t.g, &d) == -1, "no error");
     CHECK(strstr(d.text, "output 'out'") != NULL, "'%s'", d.text);
-    ir_graph_free(&b.g);
+    tgraph_free(&b.t);
 }
 
 int main(int argc, char **argv) {

@@ -15,9 +15,9 @@
  *     (every truncation, random byte flips) that must never crash.
  */
 #include <math.h>
-#include <stdarg.h>
 
 #include "check.h"
+#include "tbuf.h"
 #include "json.h"
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -274,30 +274,6 @@ struct tnode {
     tnode *kids;
     char **keys;
 };
-
-typedef struct tbuf {
-    char *p;
-    size_t n, cap;
-} tbuf;
-
-static void tbuf_put(tbuf *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void tbuf_printf(tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tbuf_printf(tbuf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    tbuf_put(b, tmp, (size_t)n);
-}
 
 static void tbuf_space(tbuf *b) {
     static const char ws[] = " \t\n\r";

@@ -8,47 +8,32 @@
  * from the text, not copied from the loader's output.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "ir.h"
 #include "model.h"
 #include "safetensors.h"
+#include "stimage.h"
+#include "tbuf.h"
 
 static char weights_path[512];
 
 /* A small safetensors file: emb [10, 8], g [8], b [8], w [4, 8], w8 [8, 8], ids64 I64 [2]. */
 static void write_weights(void) {
-    struct { const char *name; const char *dtype; int64_t shape[2]; int ndim; size_t esize; } t[] = {
-        {"b", "F32", {8}, 1, 4},          {"emb", "F32", {10, 8}, 2, 4}, {"g", "F32", {8}, 1, 4},
-        {"ids64", "I64", {2}, 1, 8},      {"w", "F32", {4, 8}, 2, 4},    {"w8", "F16", {8, 8}, 2, 2},
+    static const struct { const char *name; st_dtype dtype; int64_t shape[2]; int ndim; } t[] = {
+        {"b", ST_DTYPE_F32, {8}, 1},          {"emb", ST_DTYPE_F32, {10, 8}, 2}, {"g", ST_DTYPE_F32, {8}, 1},
+        {"ids64", ST_DTYPE_I64, {2}, 1},      {"w", ST_DTYPE_F32, {4, 8}, 2},    {"w8", ST_DTYPE_F16, {8, 8}, 2},
     };
-    size_t nt = sizeof t / sizeof t[0];
-    char header[2048];
-    size_t off = 0, hl = 0;
-    hl += (size_t)snprintf(header + hl, sizeof header - hl, "{");
-    for (size_t i = 0; i < nt; i++) {
-        size_t numel = 1;
-        for (int k = 0; k < t[i].ndim; k++) numel *= (size_t)t[i].shape[k];
-        size_t bytes = numel * t[i].esize;
-        hl += (size_t)snprintf(header + hl, sizeof header - hl, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "",
-                               t[i].name, t[i].dtype);
-        for (int k = 0; k < t[i].ndim; k++)
-            hl += (size_t)snprintf(header + hl, sizeof header - hl, "%s%lld", k ? "," : "", (long long)t[i].shape[k]);
-        hl += (size_t)snprintf(header + hl, sizeof header - hl, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
-        off += bytes;
-    }
-    hl += (size_t)snprintf(header + hl, sizeof header - hl, "}");
-    while (hl % 8) header[hl++] = ' ';
-    size_t total = 8 + hl + off;
-    unsigned char *img = malloc(total);
-    uint64_t h = hl;
-    memcpy(img, &h, 8);
-    memcpy(img + 8, header, hl);
-    for (size_t i = 0; i < off; i++) img[8 + hl + i] = (unsigned char)(check_rng_u64() & 0x3f); /* small finite values */
+    stimage s;
+    stimage_init(&s);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) stimage_add(&s, t[i].name, t[i].dtype, t[i].ndim, t[i].shape);
+    stimage_fill_random(&s, 0x3f); /* small finite values */
+    size_t total;
+    unsigned char *img = stimage_build(&s, &total, NULL);
     const char *p = check_write_temp("weights.safetensors", img, total);
     free(img);
+    stimage_free(&s);
     snprintf(weights_path, sizeof weights_path, "%s", p ? p : "/nonexistent");
 }
 
@@ -68,31 +53,6 @@ static const char *BASE =
     "  - {op: gather, out: e, table: emb, index: input_ids}\n"
     "  - {op: layer_norm, out: n, x: e, gamma: g, beta: b, eps: 1e-5}\n"
     "  - {op: matmul, out: y, x: n, weight: w}\n";
-
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = malloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-/* Replace the first occurrence of `from` in text by `to` (new string). */
-static char *edit(const char *text, const char *from, const char *to) {
-    const char *p = strstr(text, from);
-    if (!p) return NULL;
-    size_t a = (size_t)(p - text), lf = strlen(from), lt = strlen(to), n = strlen(text);
-    char *s = malloc(n - lf + lt + 1);
-    memcpy(s, text, a);
-    memcpy(s + a, to, lt);
-    memcpy(s + a + lt, p + lf, n - a - lf + 1);
-    return s;
-}
 
 static void position_of(const char *text, const char *needle, int *line, int *col) {
     const char *p = strstr(text, needle);
@@ -129,8 +89,8 @@ static void expect_error(const char *text, const char *needle, int line, int col
 
 /* Apply one edit to BASE and expect an error at the needle. */
 static void expect_edit_error(const char *from, const char *to, const char *needle, const char *msg) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, from, to);
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, from, to);
     CHECK(text != NULL, "edit '%s' does not apply", from);
     if (text) expect_error(text, needle, 0, 0, msg);
     free(text);
@@ -138,7 +98,7 @@ static void expect_edit_error(const char *from, const char *to, const char *need
 }
 
 static void test_base_loads(void) {
-    char *text = format(BASE, weights_path);
+    char *text = tbuf_format(BASE, weights_path);
     model m;
     diag d;
     int rc = load_text(&m, text, &d);
@@ -161,9 +121,9 @@ static void test_base_loads(void) {
 
 /* Ops written out of order are sorted; the result is the same graph. */
 static void test_out_of_order(void) {
-    char *base = format(BASE, weights_path);
-    char *t1 = edit(base, "  - {op: gather, out: e, table: emb, index: input_ids}\n", "");
-    char *t2 = format("%s  - {op: gather, out: e, table: emb, index: input_ids}\n", t1);
+    char *base = tbuf_format(BASE, weights_path);
+    char *t1 = tbuf_replace(base, "  - {op: gather, out: e, table: emb, index: input_ids}\n", "");
+    char *t2 = tbuf_format("%s  - {op: gather, out: e, table: emb, index: input_ids}\n", t1);
     model m;
     diag d;
     int rc = load_text(&m, t2, &d);
@@ -180,15 +140,15 @@ static void test_out_of_order(void) {
 
 /* repeat: locals per iteration, templated names global, weights templated. */
 static void test_repeat_scoping(void) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, "  - {op: matmul, out: y, x: n, weight: w}\n",
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, "  - {op: matmul, out: y, x: n, weight: w}\n",
                       "  - repeat: 3\n"
                       "    index: k\n"
                       "    ops:\n"
                       "      - {op: matmul, out: t, x: \"h{k}\", weight: w8}\n"
                       "      - {op: add, out: \"h{k+1}\", a: t, b: \"h{k}\"}\n"
                       "  - {op: matmul, out: y, x: h3, weight: w}\n");
-    char *t2 = edit(text, "out: n,", "out: h0,");
+    char *t2 = tbuf_replace(text, "out: n,", "out: h0,");
     model m;
     diag d;
     int rc = load_text(&m, t2, &d);
@@ -237,7 +197,7 @@ static void test_doc_example_loads(void) {
         text[end - start] = '\0';
         char wpath[600];
         snprintf(wpath, sizeof wpath, "../%s/hf/tiny-bert/model.safetensors", check_build_dir());
-        char *fixed = edit(text, "../build/hf/tiny-bert/model.safetensors", wpath);
+        char *fixed = tbuf_replace(text, "../build/hf/tiny-bert/model.safetensors", wpath);
         model m;
         diag d;
         diag_init(&d);
@@ -258,8 +218,8 @@ static void test_doc_example_loads(void) {
 }
 
 static void test_syntax_errors(void) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, "eps: 1e-5}", "eps: 1e-5");
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, "eps: 1e-5}", "eps: 1e-5");
     model m;
     diag d;
     CHECK(load_text(&m, text, &d) != 0, "unclosed flow mapping loaded");
@@ -274,8 +234,8 @@ static void test_syntax_errors(void) {
 }
 
 static void test_second_document(void) {
-    char *base = format(BASE, weights_path);
-    char *two = format("%s---\nextra: 1\n", base);
+    char *base = tbuf_format(BASE, weights_path);
+    char *two = tbuf_format("%s---\nextra: 1\n", base);
     expect_error(two, "extra: 1", 0, 0, "a second YAML document");
     free(two);
     free(base);
@@ -344,12 +304,12 @@ static void test_op_errors(void) {
 
 /* pool and l2_normalize: the sentence-transformers head, and its mistakes. */
 static void test_pool_ops(void) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, "{op: matmul, out: y, x: n, weight: w}",
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, "{op: matmul, out: y, x: n, weight: w}",
                       "{op: pool, out: p, x: n, mask: attention_mask, mode: mean}\n"
                       "  - {op: l2_normalize, out: y, x: p}\n"
                       "  - {op: pool, out: c, x: e, mode: cls}");
-    char *text2 = text ? edit(text, "  y: y\n", "  y: y\n  c: c\n") : NULL;
+    char *text2 = text ? tbuf_replace(text, "  y: y\n", "  y: y\n  c: c\n") : NULL;
     model m;
     diag d;
     int rc = text2 ? load_text(&m, text2, &d) : -1;
@@ -405,9 +365,9 @@ static void test_shape_errors(void) {
 }
 
 static void test_cycle(void) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, "x: e, gamma", "x: y2, gamma");
-    char *t2 = format("%s  - {op: matmul, out: y2, x: n, weight: w8}\n", text);
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, "x: e, gamma", "x: y2, gamma");
+    char *t2 = tbuf_format("%s  - {op: matmul, out: y2, x: n, weight: w8}\n", text);
     model m;
     diag d;
     CHECK(load_text(&m, t2, &d) != 0, "a cycle loaded");
@@ -423,7 +383,7 @@ static void test_cycle(void) {
 static void test_repeat_errors(void) {
     const char *ops_ok = "    ops:\n      - {op: matmul, out: \"h{i+1}\", x: \"h{i}\", weight: w8}\n";
     char *body;
-    body = format("  - repeat: 0\n%s", ops_ok);
+    body = tbuf_format("  - repeat: 0\n%s", ops_ok);
     expect_edit_error("  - {op: matmul, out: y, x: n, weight: w}\n", body, "0\n    ops", "repeat (the number of iterations) must be between 1");
     free(body);
     expect_edit_error("  - {op: matmul, out: y, x: n, weight: w}\n",
@@ -450,8 +410,8 @@ static void test_repeat_errors(void) {
 }
 
 static void test_weights_file_errors(void) {
-    char *base = format(BASE, weights_path);
-    char *text = edit(base, weights_path, "/nonexistent/dir/model.safetensors");
+    char *base = tbuf_format(BASE, weights_path);
+    char *text = tbuf_replace(base, weights_path, "/nonexistent/dir/model.safetensors");
     expect_error(text, "/nonexistent", 0, 0, "cannot use the weights file");
     free(text);
     free(base);

@@ -1,14 +1,16 @@
 /*
  * test_safetensors — the safetensors reader against images the test writes.
  *
- * A small writer below lays out random tensors (random dtypes, shapes with
- * zero-size dimensions now and then, random bytes, data in a shuffled order
- * with gaps) behind a JSON header it prints itself; the reader must return
+ * The tests' safetensors writer (support/stimage.c) lays out random tensors
+ * (random dtypes, shapes with zero-size dimensions now and then, random
+ * bytes, data in a shuffled order with gaps) behind a JSON header it prints
+ * itself, not through the library; the reader must return
  * exactly those tensors, find each by name and decode every element to the
  * value an independent decoder here computes.  Half and bfloat16 conversions
  * are checked against references built from first principles: decoding by
  * ldexp over all 65536 bit patterns, encoding by searching the two nearest
- * representable values and comparing distances (ties to the even pattern).
+ * representable values and comparing distances (ties to the even pattern);
+ * the writer's own exact encoders must give every finite value its bits.
  * Hostile images — truncated at every length, lying header lengths, bad JSON,
  * bad entries, overflowing shapes, overlapping or out-of-range offsets,
  * random byte flips — must fail with a message naming the file and the
@@ -16,13 +18,14 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "half.h"
 #include "safetensors.h"
+#include "stimage.h"
+#include "tbuf.h"
 
 /* ---- independent references ------------------------------------------- */
 
@@ -78,18 +81,6 @@ static uint16_t ref_f32_to_bf16(float x) {
     return (uint16_t)(sign | ref_nearest(fabs((double)x), 0x7f80, ldexp(1.0, 128), ref_bf16_value));
 }
 
-static float bits_f32(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t f32_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* Equal values with equal signs, or both NaN. */
 static int same_value(double got, double want) {
     if (isnan(want)) return isnan(got) && signbit(got) == signbit(want);
@@ -106,8 +97,8 @@ static void test_f16_decode_exhaustive(void) {
         if (!same_value(got, want) && bad++ < 5)
             CHECK(0, "f16 0x%04x -> %.9g, expected %.9g", h, (double)got, want);
         /* A NaN keeps its payload in the top mantissa bits. */
-        if (isnan(want) && ((f32_bits(got) >> 13) & 0x3ff) != (h & 0x3ff) && bad++ < 5)
-            CHECK(0, "f16 NaN 0x%04x lost its payload: 0x%08x", h, f32_bits(got));
+        if (isnan(want) && ((check_f32_bits(got) >> 13) & 0x3ff) != (h & 0x3ff) && bad++ < 5)
+            CHECK(0, "f16 NaN 0x%04x lost its payload: 0x%08x", h, check_f32_bits(got));
         /* Every non-NaN half survives a round trip. */
         if (!isnan(want) && half_f32_to_f16(got) != h && bad++ < 5)
             CHECK(0, "round trip 0x%04x -> 0x%04x", h, half_f32_to_f16(got));
@@ -128,10 +119,26 @@ static void test_bf16_decode_exhaustive(void) {
     CHECK(bad == 0, "%d mismatches", bad);
 }
 
+/* The tests' writer (support/stimage.c) stores exactly the values it is
+ * given: every finite float16 and bfloat16 value goes through its exact
+ * encoders to its own bit pattern, so the tests that rely on it compare
+ * with the numbers the file really holds. */
+static void test_writer_exact_encoders(void) {
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        double v16 = ref_f16_value((uint16_t)h), vbf = ref_bf16_value((uint16_t)h);
+        if (isfinite(v16) && stimage_f16_exact((float)v16) != h && bad++ < 5)
+            CHECK(0, "float16 %.9g encoded as 0x%04x, expected 0x%04x", v16, stimage_f16_exact((float)v16), h);
+        if (isfinite(vbf) && stimage_bf16_exact((float)vbf) != h && bad++ < 5)
+            CHECK(0, "bfloat16 %.9g encoded as 0x%04x, expected 0x%04x", vbf, stimage_bf16_exact((float)vbf), h);
+    }
+    CHECK(bad == 0, "%d mismatches", bad);
+}
+
 /* A float drawn to cover every regime: any bit pattern, or near half range. */
 static float random_float(void) {
     switch (check_rng_range(0, 3)) {
-    case 0: return bits_f32((uint32_t)check_rng_u64());
+    case 0: return check_bits_f32((uint32_t)check_rng_u64());
     case 1: {
         float v = (float)ldexp(1.0 + check_rng_uniform(), (int)check_rng_range(-27, 17));
         return check_rng_range(0, 1) ? -v : v;
@@ -147,7 +154,7 @@ static float random_float(void) {
         do u = (uint32_t)check_rng_u64();
         while ((u & 0x7f800000u) == 0x7f800000u);
         u = (u & 0xffff0000u) | 0x8000u;
-        return bits_f32(u + (uint32_t)check_rng_range(-1, 1));
+        return check_bits_f32(u + (uint32_t)check_rng_range(-1, 1));
     }
     }
 }
@@ -159,12 +166,12 @@ static void test_f32_to_half_rounding(void) {
         if (isnan(x)) continue;
         uint16_t got = half_f32_to_f16(x), want = ref_f32_to_f16(x);
         if (got != want && bad++ < 5)
-            CHECK(0, "f32->f16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x), got,
+            CHECK(0, "f32->f16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, check_f32_bits(x), got,
                   want);
         got = half_f32_to_bf16(x);
         want = ref_f32_to_bf16(x);
         if (got != want && bad++ < 5)
-            CHECK(0, "f32->bf16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, f32_bits(x),
+            CHECK(0, "f32->bf16 %a (0x%08x): got 0x%04x, expected 0x%04x", (double)x, check_f32_bits(x),
                   got, want);
     }
     /* Every tie between neighbouring halves, both signs. */
@@ -185,7 +192,7 @@ static void test_f32_to_half_rounding(void) {
     for (int k = 0; k < 1000; k++) {
         uint32_t u = 0x7f800000u | (uint32_t)check_rng_range(1, 0x7fffff);
         if (check_rng_range(0, 1)) u |= 0x80000000u;
-        uint16_t h = half_f32_to_f16(bits_f32(u)), b = half_f32_to_bf16(bits_f32(u));
+        uint16_t h = half_f32_to_f16(check_bits_f32(u)), b = half_f32_to_bf16(check_bits_f32(u));
         if ((!isnan(ref_f16_value(h)) || (h >> 15) != (u >> 31) || !isnan(ref_bf16_value(b)) ||
              (b >> 15) != (u >> 31)) &&
             bad++ < 5)
@@ -194,64 +201,31 @@ static void test_f32_to_half_rounding(void) {
     CHECK(bad == 0, "%d mismatches", bad);
 }
 
-/* ---- a tiny safetensors writer ---------------------------------------- */
-
-typedef struct tbuf {
-    unsigned char *p;
-    size_t n, cap;
-} tbuf;
-
-static void tbuf_put(tbuf *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
-static void tbuf_printf(tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tbuf_printf(tbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    tbuf_put(b, tmp, (size_t)n);
-}
+/* ---- random images, written by the tests' safetensors writer ---------- */
 
 static const char *const dtype_names[ST_DTYPE_COUNT] = {"F32", "F16", "BF16", "F64", "I64",
                                                         "I32", "I16", "I8",   "U8",  "BOOL"};
 static const size_t dtype_sizes[ST_DTYPE_COUNT] = {4, 2, 2, 8, 8, 4, 2, 1, 1, 1};
 
-typedef struct wt {
-    char name[64];
-    st_dtype dtype;
-    int ndim;
-    int64_t shape[ST_MAX_DIMS];
-    unsigned char *bytes;
-    size_t nbytes;
-    uint64_t begin, end;
-} wt;
-
+/* The tensors (support/stimage.h) and the image built from them. */
 typedef struct wimage {
-    wt *t;
-    size_t count;
-    tbuf img;
-    size_t header_len;
+    stimage s;
+    unsigned char *img;
+    size_t n, header_len;
 } wimage;
 
+typedef stimage_tensor wt;
+
 static void wimage_free(wimage *w) {
-    for (size_t i = 0; i < w->count; i++) free(w->t[i].bytes);
-    free(w->t);
-    free(w->img.p);
+    stimage_free(&w->s);
+    free(w->img);
     memset(w, 0, sizeof *w);
 }
 
 static void random_element(st_dtype dt, unsigned char *p) {
     switch (dt) {
     case ST_DTYPE_F32: {
-        float v = check_rng_range(0, 3) ? (float)(check_rng_uniform() * 8 - 4) : bits_f32((uint32_t)check_rng_u64());
+        float v = check_rng_range(0, 3) ? (float)(check_rng_uniform() * 8 - 4) : check_bits_f32((uint32_t)check_rng_u64());
         memcpy(p, &v, 4);
         break;
     }
@@ -272,78 +246,47 @@ static void random_element(st_dtype dt, unsigned char *p) {
 /*
  * Random tensors, written in a shuffled order with random gaps, the last
  * written one ending exactly at the end of the file so every truncation
- * breaks something.
+ * breaks something; sometimes with a metadata entry.
  */
 static void wimage_random(wimage *w, size_t count) {
     memset(w, 0, sizeof *w);
-    w->count = count;
-    w->t = calloc(count, sizeof *w->t);
+    stimage_init(&w->s);
     for (size_t i = 0; i < count; i++) {
-        wt *t = &w->t[i];
-        snprintf(t->name, sizeof t->name, "encoder.layer.%zu.%s%llx", i,
-                 check_rng_range(0, 1) ? "weight" : "bias", (unsigned long long)(check_rng_u64() & 0xfff));
-        t->dtype = (st_dtype)check_rng_range(0, ST_DTYPE_COUNT - 1);
-        t->ndim = (int)check_rng_range(0, 4);
+        char name[64];
+        snprintf(name, sizeof name, "encoder.layer.%zu.%s%llx", i, check_rng_range(0, 1) ? "weight" : "bias",
+                 (unsigned long long)(check_rng_u64() & 0xfff));
+        st_dtype dtype = (st_dtype)check_rng_range(0, ST_DTYPE_COUNT - 1);
+        int ndim = (int)check_rng_range(0, 4);
+        int64_t shape[ST_MAX_DIMS];
         size_t numel = 1;
-        for (int d = 0; d < t->ndim; d++) {
-            t->shape[d] = check_rng_range(0, 9) == 0 ? 0 : check_rng_range(1, 6);
-            numel *= (size_t)t->shape[d];
+        for (int d = 0; d < ndim; d++) {
+            shape[d] = check_rng_range(0, 9) == 0 ? 0 : check_rng_range(1, 6);
+            numel *= (size_t)shape[d];
         }
         if (i == count - 1 && numel == 0) { /* the last one must hold data */
-            t->ndim = 1;
-            t->shape[0] = 3;
+            ndim = 1;
+            shape[0] = 3;
             numel = 3;
         }
-        t->nbytes = numel * dtype_sizes[t->dtype];
-        t->bytes = malloc(t->nbytes ? t->nbytes : 1);
+        wt *t = stimage_add(&w->s, name, dtype, ndim, shape);
         for (size_t e = 0; e < numel; e++) random_element(t->dtype, t->bytes + e * dtype_sizes[t->dtype]);
     }
     /* Data order: a shuffle that keeps the last tensor last. */
-    size_t *order = malloc(count * sizeof *order);
-    for (size_t i = 0; i < count; i++) order[i] = i;
+    int *order = malloc(count * sizeof *order);
+    for (size_t i = 0; i < count; i++) order[i] = (int)i;
     for (size_t i = count - 1; i > 1; i--) {
         size_t j = (size_t)check_rng_range(0, (int64_t)i - 1);
-        size_t tmp = order[i - 1];
+        int tmp = order[i - 1];
         order[i - 1] = order[j];
         order[j] = tmp;
     }
-    tbuf data = {0};
-    for (size_t k = 0; k < count; k++) {
-        wt *t = &w->t[order[k]];
-        size_t gap = check_rng_range(0, 3) == 0 ? (size_t)check_rng_range(1, 7) : 0;
-        for (size_t g = 0; g < gap; g++) tbuf_put(&data, "\xee", 1);
-        t->begin = data.n;
-        tbuf_put(&data, t->bytes, t->nbytes);
-        t->end = data.n;
-    }
+    for (size_t k = 0; k < count; k++)
+        w->s.t[order[k]].gap = check_rng_range(0, 3) == 0 ? (size_t)check_rng_range(1, 7) : 0;
+    w->s.order = order;
+    if (check_rng_range(0, 1)) w->s.metadata = "{\"format\": \"pt\", \"note\": \"x\"}";
+    w->img = stimage_build(&w->s, &w->n, &w->header_len);
+    w->s.order = NULL;
     free(order);
-
-    tbuf h = {0};
-    tbuf_printf(&h, "{");
-    int first = 1;
-    if (check_rng_range(0, 1)) {
-        tbuf_printf(&h, "\"__metadata__\": {\"format\": \"pt\", \"note\": \"x\"}");
-        first = 0;
-    }
-    for (size_t i = 0; i < count; i++) {
-        wt *t = &w->t[i];
-        tbuf_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", first ? "" : ",", t->name,
-                    dtype_names[t->dtype]);
-        first = 0;
-        for (int d = 0; d < t->ndim; d++) tbuf_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
-        tbuf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
-                    (unsigned long long)t->end);
-    }
-    tbuf_printf(&h, "}");
-    while (h.n % 8) tbuf_put(&h, " ", 1);
-    w->header_len = h.n;
-    unsigned char len8[8];
-    for (int k = 0; k < 8; k++) len8[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
-    tbuf_put(&w->img, len8, 8);
-    tbuf_put(&w->img, h.p, h.n);
-    tbuf_put(&w->img, data.p, data.n);
-    free(h.p);
-    free(data.p);
 }
 
 static double ref_element(const wt *t, size_t e) {
@@ -368,12 +311,12 @@ static double ref_element(const wt *t, size_t e) {
 /* Compare an opened file with what the writer wrote; returns mismatches. */
 static int compare_with_image(const st_file *f, const wimage *w) {
     int bad = 0;
-    CHECK(f->count == w->count, "count %zu, expected %zu", f->count, w->count);
+    CHECK(f->count == (size_t)w->s.count, "count %zu, expected %d", f->count, w->s.count);
     CHECK(f->header_len == w->header_len, "header_len %zu, expected %zu", f->header_len, w->header_len);
     for (size_t i = 1; i < f->count; i++)
         CHECK(strcmp(f->tensors[i - 1].name, f->tensors[i].name) < 0, "tensors not sorted at %zu", i);
-    for (size_t i = 0; i < w->count; i++) {
-        const wt *t = &w->t[i];
+    for (int i = 0; i < w->s.count; i++) {
+        const wt *t = &w->s.t[i];
         const st_tensor *s = st_file_find(f, t->name);
         if (!s) {
             CHECK(0, "'%s' not found", t->name);
@@ -402,7 +345,7 @@ static int compare_with_image(const st_file *f, const wimage *w) {
         CHECK(isnan(weights_tensor_get_f32(&s->view, -1)) && isnan(weights_tensor_get_f32(&s->view, numel)),
               "'%s': out-of-range index not NaN", t->name);
         /* Names that are not there. */
-        char other[80];
+        char other[160];
         snprintf(other, sizeof other, "%sx", t->name);
         CHECK(st_file_find(f, other) == NULL, "found '%s'", other);
         snprintf(other, sizeof other, "%.*s", (int)strlen(t->name) - 1, t->name);
@@ -419,11 +362,11 @@ static void test_roundtrip_memory(void) {
         st_file f;
         diag d;
         diag_init(&d);
-        int rc = st_file_open_memory(&f, w.img.p, w.img.n, "mem.safetensors", &d);
+        int rc = st_file_open_memory(&f, w.img, w.n, "mem.safetensors", &d);
         CHECK(rc == 0, "open failed: %s", d.text);
         if (rc == 0) {
             /* The reader copied the image: scribbling on ours changes nothing. */
-            memset(w.img.p, 0, w.img.n);
+            memset(w.img, 0, w.n);
             int bad = compare_with_image(&f, &w);
             st_file_close(&f);
             if (bad) iter = 1 << 30;
@@ -454,7 +397,7 @@ static void test_dtype_table(void) {
 static void test_real_file(void) {
     wimage w;
     wimage_random(&w, 8);
-    const char *path = check_write_temp("st_real.safetensors", w.img.p, w.img.n);
+    const char *path = check_write_temp("st_real.safetensors", w.img, w.n);
     CHECK(path != NULL, "cannot write temp file");
     if (!path) {
         wimage_free(&w);
@@ -466,7 +409,7 @@ static void test_real_file(void) {
     int rc = st_file_open(&f, path, &d);
     CHECK(rc == 0, "open %s: %s", path, d.text);
     if (rc == 0) {
-        CHECK(strcmp(f.path, path) == 0 && f.map_len == w.img.n, "path/map_len");
+        CHECK(strcmp(f.path, path) == 0 && f.map_len == w.n, "path/map_len");
         compare_with_image(&f, &w);
         st_file_close(&f);
     }
@@ -520,7 +463,7 @@ static int open_header(const char *json, size_t data_len, diag *d) {
     diag_init(d);
     int rc = st_file_open_memory(&f, b.p, b.n, "hostile.safetensors", d);
     if (rc == 0) st_file_close(&f);
-    free(b.p);
+    tbuf_free(&b);
     return rc;
 }
 
@@ -628,12 +571,12 @@ static void test_hostile_headers(void) {
 static void test_truncation_and_flips(void) {
     wimage w;
     wimage_random(&w, 6);
-    size_t full = w.img.n, data_at = 8 + w.header_len;
+    size_t full = w.n, data_at = 8 + w.header_len;
     for (size_t n = 0; n <= full; n++) {
         st_file f;
         diag d;
         diag_init(&d);
-        int rc = st_file_open_memory(&f, w.img.p, n, "trunc.safetensors", &d);
+        int rc = st_file_open_memory(&f, w.img, n, "trunc.safetensors", &d);
         if (n == full) {
             CHECK(rc == 0, "full image: %s", d.text);
             if (rc == 0) st_file_close(&f);
@@ -649,7 +592,7 @@ static void test_truncation_and_flips(void) {
     unsigned char *buf = malloc(full);
     int opened = 0;
     for (int iter = 0; iter < 20000; iter++) {
-        memcpy(buf, w.img.p, full);
+        memcpy(buf, w.img, full);
         int flips = (int)check_rng_range(1, 3);
         for (int k = 0; k < flips; k++) {
             size_t at = check_rng_range(0, 7) == 0 ? (size_t)check_rng_range(0, (int64_t)full - 1)
@@ -688,6 +631,7 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_f16_decode_exhaustive);
     CHECK_CASE(test_bf16_decode_exhaustive);
+    CHECK_CASE(test_writer_exact_encoders);
     CHECK_CASE(test_f32_to_half_rounding);
     CHECK_CASE(test_dtype_table);
     CHECK_CASE(test_roundtrip_memory);

@@ -16,9 +16,11 @@
  * configurations must be refused.  It ends by measuring the cost of a fiber
  * switch and of a launch (printed, not judged).
  *
- * All kernels go into two units compiled in parallel (g++ dominates the
- * run time).  Test data are random (BERTC_TEST_SEED replays them) and
- * never all zeros.
+ * All kernels go into three units compiled in parallel (g++ dominates the
+ * run time): two written here, and the faulting kernels (k_trap,
+ * k_divergent) this test shares with test_emudev_driver
+ * (support/kimage.c).  Test data are random (BERTC_TEST_SEED replays them)
+ * and never all zeros.
  */
 #include <math.h>
 #include <pthread.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kimage.h"
 #include "emu_build.h"
 #include "emu.h"
 
@@ -168,27 +171,11 @@ static const char core_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_deadlock)\n"
     "\n"
-    "extern \"C\" __global__ void k_divergent(int *out) {\n"
-    "    if (threadIdx.x < 32) {\n"
-    "        __syncthreads();\n"
-    "    } else {\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_divergent)\n"
-    "\n"
     "extern \"C\" __global__ void k_exited_lane(int *out) {\n"
     "    if (threadIdx.x == 5) return;\n"
     "    out[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x, 0);\n"
     "}\n"
     "BERTC_KERNEL_EXPORT(k_exited_lane)\n"
-    "\n"
-    "extern \"C\" __global__ void k_trap(int *out) {\n"
-    "    if (threadIdx.x == 3) __trap();\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_trap)\n"
     "\n"
     "extern \"C\" __global__ void k_dims(unsigned *out, unsigned *dims, int scale, float fscale) {\n"
     "    unsigned tl = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n"
@@ -298,6 +285,8 @@ static const char half_src[] =
 static emu_image *img;
 static char img_error[4096];
 
+static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 static const emu_schedule all_scheds[] = {EMU_SCHEDULE_ROUND_ROBIN, EMU_SCHEDULE_WARP_GREEDY,
                                           EMU_SCHEDULE_WARP_GREEDY_REVERSE, EMU_SCHEDULE_RANDOM};
 #define NSCHED 4
@@ -314,13 +303,7 @@ static emu_status launch(const char *entry, unsigned gx, unsigned bx, unsigned s
     return emu_launch(img, entry, grid, block, smem, args, s, check_rng_u64(), d);
 }
 
-#define NEED_IMAGE()                                          \
-    do {                                                      \
-        if (!img) {                                           \
-            CHECK(0, "no kernel image: %s", img_error);       \
-            return;                                           \
-        }                                                     \
-    } while (0)
+#define NEED_IMAGE() CHECK_REQUIRE(img, "no kernel image: %s", img_error)
 
 static float rnd_float(void) { return (float)(check_rng_uniform() * 4.0 - 2.0); }
 static int rnd_nonzero(int lo, int hi) {
@@ -612,16 +595,6 @@ static void test_dims_and_scalars(void) {
 
 /* ------------------------------------------------------------ 16-bit floats */
 
-static uint32_t f2u(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static float u2f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 static uint16_t ref_f2h(float f) {
     if (isnan(f)) return 0x7fff; /* CUDA's canonical NaN */
     _Float16 h = (_Float16)f;
@@ -638,14 +611,14 @@ static uint16_t ref_d2h(double x) {
 }
 static double bf16_value(uint16_t b) {
     if ((b & 0x7fff) == 0x7f80) return (b & 0x8000) ? -ldexp(1.0, 128) : ldexp(1.0, 128); /* inf as 2^128 */
-    return (double)u2f((uint32_t)b << 16);
+    return (double)check_bits_f32((uint32_t)b << 16);
 }
 /* Nearest bfloat16 by comparing distances in long double (ties to even);
  * independent of the emulator's bit-twiddling rounding. */
 static uint16_t ref_ld2bf(long double x) {
     if (isnan(x)) return 0x7fff;
     if (isinf(x)) return x < 0 ? 0xff80 : 0x7f80;
-    uint16_t lo = (uint16_t)(f2u((float)x) >> 16); /* a neighbour; the search below decides */
+    uint16_t lo = (uint16_t)(check_f32_bits((float)x) >> 16); /* a neighbour; the search below decides */
     uint16_t best = lo;
     long double bd = -1.0L;
     for (int k = -1; k <= 1; k++) {
@@ -677,10 +650,10 @@ static void test_half_to_float_exhaustive(void) {
         memcpy(&h, &b, 2);
         float want = (float)h;
         if (isnan(want))
-            CHECK(f2u(hf[i]) == 0x7fffffffu, "half 0x%04x (NaN) -> 0x%08x, want CUDA's 0x7fffffff", i, f2u(hf[i]));
+            CHECK(check_f32_bits(hf[i]) == 0x7fffffffu, "half 0x%04x (NaN) -> 0x%08x, want CUDA's 0x7fffffff", i, check_f32_bits(hf[i]));
         else
-            CHECK(f2u(hf[i]) == f2u(want), "half 0x%04x -> 0x%08x, want 0x%08x", i, f2u(hf[i]), f2u(want));
-        CHECK(f2u(bf[i]) == i << 16, "bf16 0x%04x -> 0x%08x", i, f2u(bf[i]));
+            CHECK(check_f32_bits(hf[i]) == check_f32_bits(want), "half 0x%04x -> 0x%08x, want 0x%08x", i, check_f32_bits(hf[i]), check_f32_bits(want));
+        CHECK(check_f32_bits(bf[i]) == i << 16, "bf16 0x%04x -> 0x%08x", i, check_f32_bits(bf[i]));
     }
 }
 
@@ -702,7 +675,7 @@ static float interesting_float(void) {
     case 2: e = (uint32_t)check_rng_range(100, 113); break;    /* half subnormal range */
     default: e = (uint32_t)check_rng_range(110, 144); break;   /* half normal range and overflow */
     }
-    return u2f(sign | e << 23 | mant);
+    return check_bits_f32(sign | e << 23 | mant);
 }
 
 static void test_float_to_half_rounding(void) {
@@ -726,9 +699,9 @@ static void test_float_to_half_rounding(void) {
     CHECK(st == EMU_STATUS_OK, "%s", d.text);
     for (int i = 0; i < N; i++) {
         uint16_t wh = ref_f2h(in[i]), wb = ref_f2bf(in[i]);
-        CHECK(h[i] == wh, "__float2half(%a = 0x%08x) = 0x%04x, want 0x%04x", (double)in[i], f2u(in[i]), h[i], wh);
+        CHECK(h[i] == wh, "__float2half(%a = 0x%08x) = 0x%04x, want 0x%04x", (double)in[i], check_f32_bits(in[i]), h[i], wh);
         CHECK(hc[i] == wh, "__half(%a) = 0x%04x, want 0x%04x", (double)in[i], hc[i], wh);
-        CHECK(b[i] == wb, "__float2bfloat16(%a = 0x%08x) = 0x%04x, want 0x%04x", (double)in[i], f2u(in[i]), b[i], wb);
+        CHECK(b[i] == wb, "__float2bfloat16(%a = 0x%08x) = 0x%04x, want 0x%04x", (double)in[i], check_f32_bits(in[i]), b[i], wb);
         CHECK(bc[i] == wb, "__nv_bfloat16(%a) = 0x%04x, want 0x%04x", (double)in[i], bc[i], wb);
     }
 }
@@ -1177,16 +1150,11 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_core.so", "", 0));
-    const char *units[2] = {core_src, half_src};
+    const char *units[3] = {core_src, half_src, kimage_faulting_src};
     double t0 = now_s();
-    int st = emu_build_image_file(units, 2, path, &d);
-    double tb = now_s() - t0;
-    if (st == 0) img = emu_image_load(path, &d);
-    unlink(path); /* a loaded mapping stays valid */
+    img = kimage_build("emu_core.so", units, 3, image_load, &d); /* a loaded mapping outlives its file */
     if (!img) snprintf(img_error, sizeof img_error, "%s", d.text);
-    else printf("info: built 2 kernel units in %.2f s\n", tb);
+    else printf("info: built 3 kernel units in %.2f s\n", now_s() - t0);
 
     CHECK_CASE(test_block_sum);
     CHECK_CASE(test_early_exit);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kimage.h"
 #include "emu_build.h"
 #include "device.h"
 #include "emu.h"
@@ -54,35 +55,13 @@ static const char kernels_src[] =
     "    __syncthreads();\n"
     "    out[t] = s[blockDim.x - 1 - t];\n"
     "}\n"
-    "BERTC_KERNEL_EXPORT(k_smem_copy)\n"
-    "\n"
-    "extern \"C\" __global__ void k_trap(int *out) {\n"
-    "    if (threadIdx.x == 3) __trap();\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_trap)\n"
-    "\n"
-    "extern \"C\" __global__ void k_divergent(int *out) {\n"
-    "    if (threadIdx.x < 32) {\n"
-    "        __syncthreads();\n"
-    "    } else {\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    out[threadIdx.x] = 1;\n"
-    "}\n"
-    "BERTC_KERNEL_EXPORT(k_divergent)\n";
+    "BERTC_KERNEL_EXPORT(k_smem_copy)\n";
 
 static char *image;          /* the EMU image's bytes */
 static size_t image_size;
 static char image_error[4096];
 
-#define NEED_IMAGE()                                              \
-    do {                                                          \
-        if (!image) {                                             \
-            CHECK(0, "no kernel image: %s", image_error);         \
-            return;                                               \
-        }                                                         \
-    } while (0)
+#define NEED_IMAGE() CHECK_REQUIRE(image, "no kernel image: %s", image_error)
 
 #define CU(call) CHECK((call) == CUDA_SUCCESS, "%s failed: %s", #call, bertc_emudev_last_error())
 #define CU_IS(call, code)                                                                                        \
@@ -130,6 +109,34 @@ static CUfunction function_get(CUmodule m, const char *name) {
 static CUresult launch_int(CUfunction f, CUstream s, CUdeviceptr out, int value, int n) {
     void *args[] = {&out, &value, &n};
     return cuLaunchKernel(f, (unsigned)(n + 63) / 64, 1, 1, 64, 1, 1, 0, s, args, NULL);
+}
+
+/* What most cases start from: a retained context, the image loaded as a
+ * module, one of its kernels and a stream. */
+typedef struct drv {
+    CUcontext ctx;
+    CUmodule m;
+    CUfunction f;
+    CUstream s;
+} drv;
+
+/* NEED_IMAGE, ctx_up, the module, kernel `kernel` and (flags >= 0) a stream
+ * created with flags: 0, or -1 (CHECKed) when there is no image. */
+static int drv_up(drv *dv, const char *kernel, int flags) {
+    memset(dv, 0, sizeof *dv);
+    CHECK(image != NULL, "no kernel image: %s", image_error);
+    if (!image) return -1;
+    dv->ctx = ctx_up();
+    dv->m = module_load();
+    dv->f = function_get(dv->m, kernel);
+    if (flags >= 0) CU(cuStreamCreate(&dv->s, (unsigned)flags));
+    return 0;
+}
+
+/* The module unloaded and the context released (ctx_down's checks). */
+static void drv_down(drv *dv) {
+    CU(cuModuleUnload(dv->m));
+    ctx_down();
 }
 
 /* ------------------------------------------------------------ cases */
@@ -292,65 +299,56 @@ static void test_memory(void) {
 }
 
 static void test_deferred_execution(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction set = function_get(m, "k_set");
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    drv dv;
+    if (drv_up(&dv, "k_set", 0)) return;
     int n = 100;
     CUdeviceptr out;
     CU(cuMemAlloc(&out, (size_t)n * 4));
     const int *view = (const int *)(uintptr_t)out;
-    CU(launch_int(set, s, out, 7, n));
+    CU(launch_int(dv.f, dv.s, out, 7, n));
     CHECK(view[0] == -1 && view[n - 1] == -1, "the kernel ran before a synchronisation: %d", view[0]);
     int *pinned;
     CU(cuMemHostAlloc((void **)&pinned, (size_t)n * 4, 0));
-    CU(cuMemcpyDtoHAsync(pinned, out, (size_t)n * 4, s));
+    CU(cuMemcpyDtoHAsync(pinned, out, (size_t)n * 4, dv.s));
     CHECK(pinned[5] == -1, "a pinned copy completed before a synchronisation");
-    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize(dv.s));
     int ok = 1;
     for (int i = 0; i < n; i++) ok &= view[i] == 7 + i && pinned[i] == 7 + i;
     CHECK(ok, "wrong results after synchronisation: %d %d", view[3], pinned[3]);
 
     /* pageable device-to-host returns only when done; pageable host-to-device reads at the call */
-    CU(launch_int(set, s, out, 100, n));
+    CU(launch_int(dv.f, dv.s, out, 100, n));
     int pageable[100];
     memset(pageable, 0, sizeof pageable);
-    CU(cuMemcpyDtoHAsync(pageable, out, sizeof pageable, s));
+    CU(cuMemcpyDtoHAsync(pageable, out, sizeof pageable, dv.s));
     CHECK(pageable[10] == 110, "pageable device-to-host copy did not complete at return: %d", pageable[10]);
     int staged[100];
     for (int i = 0; i < n; i++) staged[i] = 3 * i;
-    CU(cuMemcpyHtoDAsync(out, staged, sizeof staged, s));
+    CU(cuMemcpyHtoDAsync(out, staged, sizeof staged, dv.s));
     staged[10] = -5;
-    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize(dv.s));
     CHECK(view[10] == 30, "pageable host-to-device copy read the buffer late: %d", view[10]);
 
     /* the synchronous copy drains the legacy stream, which waits for blocking streams */
-    CU(launch_int(set, s, out, 1, n));
+    CU(launch_int(dv.f, dv.s, out, 1, n));
     CU(cuMemcpyHtoD(out, staged, 4));
     CHECK(view[0] == 3 * 0 && view[1] == 2, "cuMemcpyHtoD did not order after queued work: %d %d", view[0], view[1]);
 
     bertc_emudev_stats st;
     bertc_emudev_get_stats(&st);
     CHECK(st.live_streams == 1 && st.live_modules == 1, "streams %ld modules %ld", st.live_streams, st.live_modules);
-    CU(launch_int(set, s, out, 9, n));
-    CU(cuStreamDestroy(s));   /* runs what is queued */
+    CU(launch_int(dv.f, dv.s, out, 9, n));
+    CU(cuStreamDestroy(dv.s));   /* runs what is queued */
     CHECK(view[2] == 11, "cuStreamDestroy dropped queued work: %d", view[2]);
-    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuStreamSynchronize(dv.s), CUDA_ERROR_INVALID_HANDLE);
     CU(cuMemFreeHost(pinned));
     CU(cuMemFree(out));
-    CU(cuModuleUnload(m));
-    ctx_down();
+    drv_down(&dv);
 }
 
 static void test_arguments_copied(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction axpy = function_get(m, "k_axpy");
-    CUstream s;
-    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    drv dv;
+    if (drv_up(&dv, "k_axpy", CU_STREAM_NON_BLOCKING)) return;
     enum { N = 333 };
     float x[N], y[N];
     for (int i = 0; i < N; i++) {
@@ -360,37 +358,32 @@ static void test_arguments_copied(void) {
     CUdeviceptr dx, dy;
     CU(cuMemAlloc(&dx, sizeof x));
     CU(cuMemAlloc(&dy, sizeof y));
-    CU(cuMemcpyHtoDAsync(dx, x, sizeof x, s));
-    CU(cuMemcpyHtoDAsync(dy, y, sizeof y, s));
+    CU(cuMemcpyHtoDAsync(dx, x, sizeof x, dv.s));
+    CU(cuMemcpyHtoDAsync(dy, y, sizeof y, dv.s));
     float a = 2.5f;
     int n = N;
     void *args[] = {&dy, &dx, &a, &n};
-    CU(cuLaunchKernel(axpy, (N + 127) / 128, 1, 1, 128, 1, 1, 0, s, args, NULL));
+    CU(cuLaunchKernel(dv.f, (N + 127) / 128, 1, 1, 128, 1, 1, 0, dv.s, args, NULL));
     const float a_used = a;
     const CUdeviceptr dy_used = dy;
     a = -100.0f;   /* after the launch: none of this may reach the kernel */
     n = 1;
     dy = dx;
     float r[N];
-    CU(cuMemcpyDtoHAsync(r, dy_used, sizeof r, s));   /* pageable: complete at return */
+    CU(cuMemcpyDtoHAsync(r, dy_used, sizeof r, dv.s));   /* pageable: complete at return */
     int ok = 1;
     for (int i = 0; i < N; i++) ok &= fabsf(r[i] - (a_used * x[i] + y[i])) <= 1e-6f;
-    CHECK(ok, "axpy used changed arguments: r[300] = %g, expected %g", r[300], a_used * x[300] + y[300]);
+    CHECK(ok, "dv.f used changed arguments: r[300] = %g, expected %g", r[300], a_used * x[300] + y[300]);
     CHECK(memcmp((const void *)(uintptr_t)dx, x, sizeof x) == 0, "x was written");
     CU(cuMemFree(dx));
     CU(cuMemFree(dy_used));
-    CU(cuStreamDestroy(s));
-    CU(cuModuleUnload(m));
-    ctx_down();
+    CU(cuStreamDestroy(dv.s));
+    drv_down(&dv);
 }
 
 static void test_graph_replay(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction add = function_get(m, "k_add");
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    drv dv;
+    if (drv_up(&dv, "k_add", 0)) return;
     enum { N = 200 };
     CUdeviceptr out;
     CU(cuMemAlloc(&out, N * 4));
@@ -399,17 +392,17 @@ static void test_graph_replay(void) {
     bertc_emudev_stats before, after;
     bertc_emudev_get_stats(&before);
 
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_IS(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_IS(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
     int v = 7;
     void *args[] = {&out, &v, &(int){N}};
-    CU(cuLaunchKernel(add, 4, 1, 1, 64, 1, 1, 0, s, args, NULL));
+    CU(cuLaunchKernel(dv.f, 4, 1, 1, 64, 1, 1, 0, dv.s, args, NULL));
     v = 1000;   /* frozen at capture: the node keeps 7 */
-    CU(launch_int(add, s, out, 1, N));
+    CU(launch_int(dv.f, dv.s, out, 1, N));
     CUgraph g = NULL;
-    CU(cuStreamEndCapture(s, &g));
+    CU(cuStreamEndCapture(dv.s, &g));
     CHECK(g != NULL, "no graph");
-    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize(dv.s));
     const int *view = (const int *)(uintptr_t)out;
     CHECK(view[0] == 0, "captured work ran: %d", view[0]);
 
@@ -417,9 +410,9 @@ static void test_graph_replay(void) {
     CU(cuGraphInstantiate(&x, g, 0));
     CU(cuGraphDestroy(g));   /* the exec is a deep copy */
     CU_IS(cuGraphDestroy(g), CUDA_ERROR_INVALID_HANDLE);
-    for (int i = 0; i < 3; i++) CU(cuGraphLaunch(x, s));
+    for (int i = 0; i < 3; i++) CU(cuGraphLaunch(x, dv.s));
     CHECK(view[N - 1] == 0, "graph launches ran before a synchronisation");
-    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize(dv.s));
     int ok = 1;
     for (int i = 0; i < N; i++) ok &= view[i] == 24;
     CHECK(ok, "after 3 replays of (+7, +1): %d %d, expected 24", view[0], view[N - 1]);
@@ -430,40 +423,39 @@ static void test_graph_replay(void) {
           after.kernel_launches - before.kernel_launches);
 
     /* an empty capture is a valid graph too; launching onto the legacy stream works */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-    CU(cuStreamEndCapture(s, &g));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU(cuStreamEndCapture(dv.s, &g));
     CU(cuGraphDestroy(g));
     CU(cuGraphLaunch(x, NULL));
     CU(cuStreamSynchronize(NULL));
     CHECK(view[0] == 32, "graph launch on the legacy stream: %d", view[0]);
     CU(cuGraphExecDestroy(x));
-    CU_IS(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_HANDLE);
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    CU_IS(cuGraphLaunch(x, dv.s), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_ILLEGAL_STATE);
     CU_IS(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 
     /* memory freed under a graph: the copy node reports it instead of touching freed memory */
     CUdeviceptr tmp;
     CU(cuMemAlloc(&tmp, 64));
     int host[16];
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU(cuMemcpyDtoHAsync(host, tmp, sizeof host, s));
-    CU(cuStreamEndCapture(s, &g));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(cuMemcpyDtoHAsync(host, tmp, sizeof host, dv.s));
+    CU(cuStreamEndCapture(dv.s, &g));
     CU(cuGraphInstantiate(&x, g, 0));
     CU(cuMemFree(tmp));
-    CU(cuGraphLaunch(x, s));
-    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    CU(cuGraphLaunch(x, dv.s));
+    CU_IS(cuStreamSynchronize(dv.s), CUDA_ERROR_ILLEGAL_ADDRESS);
     CU(cuGraphExecDestroy(x));
     CU(cuGraphDestroy(g));
-    CU(cuStreamDestroy(s));
+    CU(cuStreamDestroy(dv.s));
     CU(cuMemFree(out));
-    CU(cuModuleUnload(m));
-    ctx_down();   /* also clears the sticky error */
+    drv_down(&dv);   /* also clears the sticky error */
 }
 
 typedef struct capture_peer {
+    void (*job)(struct capture_peer *);   /* what its thread does */
     CUcontext ctx;
     CUstream stream;
-    CUstreamCaptureMode mode;
     pthread_barrier_t *barrier;
     CUresult alloc_rc, end_rc, begin_rc;
     CUgraph graph;
@@ -471,45 +463,44 @@ typedef struct capture_peer {
     CUdeviceptr out;
 } capture_peer;
 
-/* Runs on another thread: one cuMemAlloc (and free) while the main thread captures. */
-static void *peer_alloc(void *arg) {
+/* A peer's thread: the context made current, then the peer's job. */
+static void *peer_thread(void *arg) {
     capture_peer *p = arg;
     cuCtxSetCurrent(p->ctx);
+    p->job(p);
+    return NULL;
+}
+
+/* Runs the jobs of n (<= 2) peers on threads of their own, at once, and waits for them. */
+static void peers_run(capture_peer *p, int n) {
+    pthread_t t[2];
+    for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, peer_thread, &p[i]);
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+}
+
+/* One cuMemAlloc (and free) while the main thread captures. */
+static void peer_alloc(capture_peer *p) {
     CUdeviceptr q = 0;
     p->alloc_rc = cuMemAlloc(&q, 32);
     if (p->alloc_rc == CUDA_SUCCESS) cuMemFree(q);
-    return NULL;
 }
 
-static void *peer_end(void *arg) {
-    capture_peer *p = arg;
-    cuCtxSetCurrent(p->ctx);
-    p->end_rc = cuStreamEndCapture(p->stream, &p->graph);
-    return NULL;
-}
+static void peer_end(capture_peer *p) { p->end_rc = cuStreamEndCapture(p->stream, &p->graph); }
 
 /* Both threads capture in thread-local mode at once; each one's own alloc fails, the other's capture is no obstacle. */
-static void *peer_thread_local(void *arg) {
-    capture_peer *p = arg;
-    cuCtxSetCurrent(p->ctx);
+static void peer_thread_local(capture_peer *p) {
     p->begin_rc = cuStreamBeginCapture(p->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
     launch_int(p->f, p->stream, p->out, 5, 16);
     pthread_barrier_wait(p->barrier);   /* both capturing now */
-    CUdeviceptr q = 0;
-    p->alloc_rc = cuMemAlloc(&q, 32);   /* own capture: prohibited */
-    if (p->alloc_rc == CUDA_SUCCESS) cuMemFree(q);
+    peer_alloc(p);                      /* own capture: prohibited */
     pthread_barrier_wait(p->barrier);
-    p->end_rc = cuStreamEndCapture(p->stream, &p->graph);
-    return NULL;
+    peer_end(p);
 }
 
 static void test_capture_rules(void) {
-    NEED_IMAGE();
-    CUcontext ctx = ctx_up();
-    CUmodule m = module_load();
-    CUfunction set = function_get(m, "k_set");
-    CUstream s, s2;
-    CU(cuStreamCreate(&s, 0));
+    drv dv;
+    if (drv_up(&dv, "k_set", 0)) return;
+    CUstream s2;
     CU(cuStreamCreate(&s2, 0));
     CUdeviceptr out, out2, q;
     CU(cuMemAlloc(&out, 256));
@@ -517,52 +508,46 @@ static void test_capture_rules(void) {
     CUgraph g = (CUgraph)1;
 
     /* global mode: an allocation on this thread fails and invalidates the capture */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU(launch_int(set, s, out, 1, 16));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(launch_int(dv.f, dv.s, out, 1, 16));
     CU_IS(cuMemAlloc(&q, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CU_IS(launch_int(set, s, out, 1, 16), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_IS(launch_int(dv.f, dv.s, out, 1, 16), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     CHECK(g == NULL, "an invalidated capture gave a graph");
-    CU(launch_int(set, s, out, 1, 16));   /* the stream works normally again */
-    CU(cuStreamSynchronize(s));
+    CU(launch_int(dv.f, dv.s, out, 1, 16));   /* the stream works normally again */
+    CU(cuStreamSynchronize(dv.s));
 
     /* global mode: any other thread's unsafe call fails too */
-    capture_peer peer = {.ctx = ctx, .stream = s};
-    pthread_t t;
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    pthread_create(&t, NULL, peer_alloc, &peer);
-    pthread_join(t, NULL);
+    capture_peer peer = {.job = peer_alloc, .ctx = dv.ctx, .stream = dv.s};
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    peers_run(&peer, 1);
     CHECK(peer.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "other thread's alloc during global capture: %d",
           (int)peer.alloc_rc);
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 
     /* thread-local mode: other threads may allocate */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pthread_create(&t, NULL, peer_alloc, &peer);
-    pthread_join(t, NULL);
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    peers_run(&peer, 1);
     CHECK(peer.alloc_rc == CUDA_SUCCESS, "other thread's alloc during a thread-local capture: %d", (int)peer.alloc_rc);
     CU_IS(cuMemHostAlloc((void **)&q, 64, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);   /* but not this one */
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 
     /* relaxed mode tolerates unsafe calls */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CU(cuMemAlloc(&q, 64));
     CU(cuMemFree(q));
-    CU(launch_int(set, s, out, 1, 16));
-    CU(cuStreamEndCapture(s, &g));
+    CU(launch_int(dv.f, dv.s, out, 1, 16));
+    CU(cuStreamEndCapture(dv.s, &g));
     CU(cuGraphDestroy(g));
 
     /* two threads capturing in thread-local mode at once */
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
-    capture_peer a = {.ctx = ctx, .stream = s, .barrier = &barrier, .f = set, .out = out};
-    capture_peer b = {.ctx = ctx, .stream = s2, .barrier = &barrier, .f = set, .out = out2};
-    pthread_t ta, tb;
-    pthread_create(&ta, NULL, peer_thread_local, &a);
-    pthread_create(&tb, NULL, peer_thread_local, &b);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
+    capture_peer ab[2] = {{.job = peer_thread_local, .ctx = dv.ctx, .stream = dv.s, .barrier = &barrier, .f = dv.f, .out = out},
+                          {.job = peer_thread_local, .ctx = dv.ctx, .stream = s2, .barrier = &barrier, .f = dv.f, .out = out2}};
+    peers_run(ab, 2);
     pthread_barrier_destroy(&barrier);
+    const capture_peer a = ab[0], b = ab[1];
     CHECK(a.begin_rc == CUDA_SUCCESS && b.begin_rc == CUDA_SUCCESS, "begin: %d %d", (int)a.begin_rc, (int)b.begin_rc);
     CHECK(a.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && b.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
           "own alloc during thread-local capture: %d %d", (int)a.alloc_rc, (int)b.alloc_rc);
@@ -570,24 +555,23 @@ static void test_capture_rules(void) {
           "end after own unsafe call: %d %d", (int)a.end_rc, (int)b.end_rc);
 
     /* ... and without the unsafe call both graphs come out, independent of each other */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    CU(launch_int(set, s, out, 40, 16));
-    capture_peer c = {.ctx = ctx, .stream = s2};
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CU(launch_int(dv.f, dv.s, out, 40, 16));
+    capture_peer c = {.job = peer_end, .ctx = dv.ctx, .stream = s2};
     CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    CU(launch_int(set, s2, out2, 50, 16));
+    CU(launch_int(dv.f, s2, out2, 50, 16));
     /* wrong thread: a non-relaxed capture ends on the thread that began it */
-    pthread_create(&t, NULL, peer_end, &c);
-    pthread_join(t, NULL);
+    peers_run(&c, 1);
     CHECK(c.end_rc == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "end from another thread: %d", (int)c.end_rc);
     CUgraph g1, g2;
     CU(cuStreamEndCapture(s2, &g2));
-    CU(cuStreamEndCapture(s, &g1));
+    CU(cuStreamEndCapture(dv.s, &g1));
     CUgraphExec x1, x2;
     CU(cuGraphInstantiate(&x1, g1, 0));
     CU(cuGraphInstantiate(&x2, g2, 0));
-    CU(cuGraphLaunch(x1, s));
+    CU(cuGraphLaunch(x1, dv.s));
     CU(cuGraphLaunch(x2, s2));
-    CU(cuStreamSynchronize(s));
+    CU(cuStreamSynchronize(dv.s));
     CU(cuStreamSynchronize(s2));
     CHECK(((int *)(uintptr_t)out)[3] == 43 && ((int *)(uintptr_t)out2)[3] == 53, "graphs gave %d %d",
           ((int *)(uintptr_t)out)[3], ((int *)(uintptr_t)out2)[3]);
@@ -597,22 +581,21 @@ static void test_capture_rules(void) {
     CU(cuGraphDestroy(g2));
 
     /* a relaxed capture may be ended elsewhere */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-    c.stream = s;
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    c.stream = dv.s;
     c.graph = NULL;
-    pthread_create(&t, NULL, peer_end, &c);
-    pthread_join(t, NULL);
+    peers_run(&c, 1);
     CHECK(c.end_rc == CUDA_SUCCESS && c.graph, "relaxed end from another thread: %d", (int)c.end_rc);
     if (c.graph) CU(cuGraphDestroy(c.graph));
 
     /* synchronising a capturing stream, and legacy-stream work while a blocking stream captures */
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_IS(cuStreamSynchronize(dv.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_RELAXED));
     int one = 1;
     CU_IS(cuMemcpyHtoD(out, &one, 4), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
-    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     CUstream nb;
     CU(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
     CU(cuStreamBeginCapture(nb, CU_STREAM_CAPTURE_MODE_RELAXED));
@@ -623,29 +606,24 @@ static void test_capture_rules(void) {
     /* an event recorded in a capture cannot be waited for */
     CUevent e;
     CU(cuEventCreate(&e, 0));
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU(cuEventRecord(e, s));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(cuEventRecord(e, dv.s));
     CU_IS(cuEventSynchronize(e), CUDA_ERROR_CAPTURED_EVENT);
-    CU(cuStreamEndCapture(s, &g));
+    CU(cuStreamEndCapture(dv.s, &g));
     CU(cuGraphDestroy(g));
     CU(cuEventDestroy(e));
 
     CU(cuStreamDestroy(nb));
-    CU(cuStreamDestroy(s));
+    CU(cuStreamDestroy(dv.s));
     CU(cuStreamDestroy(s2));
     CU(cuMemFree(out));
     CU(cuMemFree(out2));
-    CU(cuModuleUnload(m));
-    ctx_down();
+    drv_down(&dv);
 }
 
 static void test_events(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction add = function_get(m, "k_add");
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    drv dv;
+    if (drv_up(&dv, "k_add", 0)) return;
     enum { N = 1 << 16 };
     CUdeviceptr out;
     CU(cuMemAlloc(&out, N * 4));
@@ -658,10 +636,10 @@ static void test_events(void) {
     float ms = -1;
     CU_IS(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);   /* never recorded */
     CU(cuEventSynchronize(never));
-    CU(cuEventRecord(a, s));
-    for (int i = 0; i < 20; i++) CU(launch_int(add, s, out, 1, N));
-    CU(cuEventRecord(b, s));
-    CU(cuEventRecord(nt, s));
+    CU(cuEventRecord(a, dv.s));
+    for (int i = 0; i < 20; i++) CU(launch_int(dv.f, dv.s, out, 1, N));
+    CU(cuEventRecord(b, dv.s));
+    CU(cuEventRecord(nt, dv.s));
     CU_IS(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
     CU(cuEventSynchronize(b));
     CU(cuEventElapsedTime(&ms, a, b));
@@ -670,7 +648,7 @@ static void test_events(void) {
     CU_IS(cuEventElapsedTime(&ms, a, never), CUDA_ERROR_INVALID_HANDLE);
     CU_IS(cuEventElapsedTime(NULL, a, b), CUDA_ERROR_INVALID_VALUE);
     /* re-recording makes the event pending again */
-    CU(cuEventRecord(a, s));
+    CU(cuEventRecord(a, dv.s));
     CU_IS(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
     CU(cuEventSynchronize(a));
     CU(cuEventElapsedTime(&ms, b, a));
@@ -678,18 +656,17 @@ static void test_events(void) {
     /* an event destroyed with its record still queued is released after the record runs */
     CUevent late;
     CU(cuEventCreate(&late, 0));
-    CU(cuEventRecord(late, s));
+    CU(cuEventRecord(late, dv.s));
     CU(cuEventDestroy(late));
-    CU_IS(cuEventRecord(late, s), CUDA_ERROR_INVALID_HANDLE);
-    CU(cuStreamSynchronize(s));
+    CU_IS(cuEventRecord(late, dv.s), CUDA_ERROR_INVALID_HANDLE);
+    CU(cuStreamSynchronize(dv.s));
     CU(cuEventDestroy(a));
     CU(cuEventDestroy(b));
     CU(cuEventDestroy(nt));
     CU(cuEventDestroy(never));
-    CU(cuStreamDestroy(s));
+    CU(cuStreamDestroy(dv.s));
     CU(cuMemFree(out));
-    CU(cuModuleUnload(m));
-    ctx_down();
+    drv_down(&dv);
 }
 
 static void sticky_after(const char *kernel, CUresult expect, const char *text) {
@@ -852,16 +829,14 @@ static void test_failure_injection(void) {
 }
 
 static void test_null_mode(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction set = function_get(m, "k_set");
+    drv dv;
+    if (drv_up(&dv, "k_set", -1)) return;
     CUdeviceptr out;
     CU(cuMemAlloc(&out, 64 * 4));
     bertc_emudev_set_null(1);
     bertc_emudev_stats a, b;
     bertc_emudev_get_stats(&a);
-    CU(launch_int(set, NULL, out, 1, 64));
+    CU(launch_int(dv.f, NULL, out, 1, 64));
     int host[64];
     CU(cuMemcpyDtoHAsync(host, out, sizeof host, NULL));
     bertc_emudev_get_stats(&b);
@@ -869,35 +844,30 @@ static void test_null_mode(void) {
     CHECK(host[5] == -1, "the null device ran a kernel: %d", host[5]);
     CHECK(b.kernel_launches - a.kernel_launches == 1 && b.copies - a.copies == 1, "counted %ld launches, %ld copies",
           b.kernel_launches - a.kernel_launches, b.copies - a.copies);
-    CU(cuLaunchKernel(set, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE ? CUDA_SUCCESS
+    CU(cuLaunchKernel(dv.f, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE ? CUDA_SUCCESS
                                                                                                    : CUDA_ERROR_UNKNOWN);
     CU(cuMemFree(out));
-    CU(cuModuleUnload(m));
-    ctx_down();
+    drv_down(&dv);
 }
 
 /* The last release destroys whatever the user left behind, as the driver does. */
 static void test_release_destroys(void) {
-    NEED_IMAGE();
-    ctx_up();
-    CUmodule m = module_load();
-    CUfunction set = function_get(m, "k_set");
-    CUstream s;
-    CU(cuStreamCreate(&s, 0));
+    drv dv;
+    if (drv_up(&dv, "k_set", 0)) return;
     CUdeviceptr out;
     CU(cuMemAlloc(&out, 256));
     void *pinned;
     CU(cuMemHostAlloc(&pinned, 64, 0));
     CUevent e;
     CU(cuEventCreate(&e, 0));
-    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU(launch_int(set, s, out, 1, 16));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(launch_int(dv.f, dv.s, out, 1, 16));
     CUgraph g;
-    CU(cuStreamEndCapture(s, &g));
+    CU(cuStreamEndCapture(dv.s, &g));
     CUgraphExec x;
     CU(cuGraphInstantiate(&x, g, 0));
-    CU(cuGraphLaunch(x, s));
-    CU(cuEventRecord(e, s));
+    CU(cuGraphLaunch(x, dv.s));
+    CU(cuEventRecord(e, dv.s));
     CU(cuCtxSetCurrent(NULL));
     CU(cuDevicePrimaryCtxRelease(0));
     bertc_emudev_stats st;
@@ -906,8 +876,8 @@ static void test_release_destroys(void) {
               st.live_events == 0 && st.live_graphs == 0 && st.live_graph_execs == 0 && st.live_bytes == 0,
           "context destruction left objects alive");
     ctx_up();
-    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
-    CU_IS(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuStreamSynchronize(dv.s), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuModuleUnload(dv.m), CUDA_ERROR_INVALID_HANDLE);
     CU_IS(cuMemFree(out), CUDA_ERROR_INVALID_VALUE);
     ctx_down();
 }
@@ -1014,11 +984,9 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emudev_driver.so", "", 0));
-    if (emu_build_image_file(&(const char *){kernels_src}, 1, path, &d) == 0) image = check_read_file(path, &image_size);
-    else snprintf(image_error, sizeof image_error, "%s", d.text);
-    unlink(path);
+    image = kimage_build_bytes("emudev_driver.so", (const char *const[]){kernels_src, kimage_faulting_src}, 2,
+                               &image_size, &d);
+    if (!image) snprintf(image_error, sizeof image_error, "%s", d.text);
 
     CHECK_CASE(test_before_init);
     CHECK_CASE(test_device_queries);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kimage.h"
 #include "emu_build.h"
 #include "emu_abi.h"
 #include "emu.h"
@@ -872,14 +873,9 @@ int main(int argc, char **argv) {
     kb_ok = kbuild_compile(units, 3, all_archs, NARCHS, &opt, &kb, &d) == 0;
     if (!kb_ok) snprintf(kb_error, sizeof kb_error, "%s", d.text);
 
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emudev_image.so", "", 0));
     diag_init(&d);
-    if (emu_build_image_file(&(const char *){emu_src}, 1, path, &d) == 0)
-        emu_img = (unsigned char *)check_read_file(path, &emu_size);
-    else
-        snprintf(emu_error, sizeof emu_error, "%s", d.text);
-    unlink(path);
+    emu_img = (unsigned char *)kimage_build_bytes("emudev_image.so", &(const char *){emu_src}, 1, &emu_size, &d);
+    if (!emu_img) snprintf(emu_error, sizeof emu_error, "%s", d.text);
     printf("info: kbuild gave %d images in %.2f s; EMU image of %zu bytes\n", kb_ok ? kb.nimages : 0,
            kb_ok ? kb.seconds : 0.0, emu_size);
 

@@ -1,6 +1,7 @@
 /*
  * test_emu_kernels — every generated kernel kind, run on the emulated
- * device, against a plain C reference written from kernels.h alone.
+ * device, against the plain C reference of its kind (support/kref.c,
+ * written from the catalogue in plan_types.h alone).
  *
  * The generator (compiler/kernels.c + kernels_templates/) is checked here
  * for what a GPU would compute: each kind is generated for several
@@ -30,72 +31,14 @@
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
+#include "kimage.h"
+#include "kref.h"
 
 #define NSCHED 2
 static const emu_schedule scheds[NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
 #define CANARY 64 /* bytes after each output */
 
-static double dtype_tol(plan_dtype dt) {
-    switch (dt) {
-    case PLAN_DTYPE_F16: return 2e-3;
-    case PLAN_DTYPE_BF16: return 1.6e-2;
-    default: return 1e-5;
-    }
-}
-
-static size_t dtype_size(plan_dtype dt) { return dt == PLAN_DTYPE_F32 ? 4 : 2; }
-
 /* ------------------------------------------------------------ storage */
-
-static float bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static float ld_val(plan_dtype dt, const void *p, size_t i) {
-    switch (dt) {
-    case PLAN_DTYPE_F16: {
-        _Float16 h;
-        memcpy(&h, (const char *)p + 2 * i, 2);
-        return (float)h;
-    }
-    case PLAN_DTYPE_BF16: {
-        uint16_t b;
-        memcpy(&b, (const char *)p + 2 * i, 2);
-        return bf16_to_f32(b);
-    }
-    default: {
-        float f;
-        memcpy(&f, (const char *)p + 4 * i, 4);
-        return f;
-    }
-    }
-}
-
-static void st_val(plan_dtype dt, void *p, size_t i, float v) {
-    switch (dt) {
-    case PLAN_DTYPE_F16: {
-        _Float16 h = (_Float16)v;
-        memcpy((char *)p + 2 * i, &h, 2);
-        break;
-    }
-    case PLAN_DTYPE_BF16: {
-        uint16_t b = f32_to_bf16(v);
-        memcpy((char *)p + 2 * i, &b, 2);
-        break;
-    }
-    default: memcpy((char *)p + 4 * i, &v, 4); break;
-    }
-}
 
 /* A tensor of `rows` x `ld` elements plus a canary tail. */
 typedef struct tensor {
@@ -108,9 +51,9 @@ typedef struct tensor {
 
 static tensor tensor_new(plan_dtype dt, size_t rows, size_t ld) {
     tensor t = {dt, rows, ld, NULL};
-    size_t body = rows * ld * dtype_size(dt);
+    size_t body = rows * ld * kref_dtype_size(dt);
     t.p = malloc(body + CANARY);
-    for (size_t i = 0; i < rows * ld; i++) st_val(dt, t.p, i, NAN);
+    for (size_t i = 0; i < rows * ld; i++) kref_store(dt, t.p, i, NAN);
     memset((char *)t.p + body, CANARY_BYTE, CANARY);
     return t;
 }
@@ -129,20 +72,27 @@ static float rnd_val(double scale) {
 static void tensor_fill(tensor *t, size_t live, size_t cols, double scale) {
     for (size_t r = 0; r < t->rows; r++)
         for (size_t c = 0; c < t->ld; c++)
-            st_val(t->dt, t->p, r * t->ld + c, (r < live && c < cols) ? rnd_val(scale) : NAN);
+            kref_store(t->dt, t->p, r * t->ld + c, (r < live && c < cols) ? rnd_val(scale) : NAN);
 }
 
-static float tget(const tensor *t, size_t r, size_t c) { return ld_val(t->dt, t->p, r * t->ld + c); }
+/* A tensor of rows x ld filled with random values in rows [0, live) x cols [0, cols). */
+static tensor tensor_rand(plan_dtype dt, size_t rows, size_t ld, size_t live, size_t cols, double scale) {
+    tensor t = tensor_new(dt, rows, ld);
+    tensor_fill(&t, live, cols, scale);
+    return t;
+}
+
+static float tget(const tensor *t, size_t r, size_t c) { return kref_load(t->dt, t->p, r * t->ld + c); }
 
 static int canary_ok(const tensor *t) {
-    const unsigned char *c = (const unsigned char *)t->p + t->rows * t->ld * dtype_size(t->dt);
+    const unsigned char *c = (const unsigned char *)t->p + t->rows * t->ld * kref_dtype_size(t->dt);
     for (size_t i = 0; i < CANARY; i++)
         if (c[i] != CANARY_BYTE) return 0;
     return 1;
 }
 
 static void tensor_reset_output(tensor *t) {
-    for (size_t i = 0; i < t->rows * t->ld; i++) st_val(t->dt, t->p, i, NAN);
+    for (size_t i = 0; i < t->rows * t->ld; i++) kref_store(t->dt, t->p, i, NAN);
 }
 
 /* Compares rows [0, len) x cols [0, cols) of got with want (row stride cols). */
@@ -150,7 +100,7 @@ static void compare(const char *what, const tensor *got, const double *want, siz
     double maxw = 0;
     for (size_t i = 0; i < len * cols; i++)
         if (fabs(want[i]) > maxw) maxw = fabs(want[i]);
-    double tol = dtype_tol(got->dt) * (maxw > 0 ? maxw : 1.0);
+    double tol = kref_tolerance(got->dt) * (maxw > 0 ? maxw : 1.0);
     size_t bad = 0, first_r = 0, first_c = 0;
     double first_g = 0, first_w = 0;
     for (size_t r = 0; r < len; r++)
@@ -193,66 +143,35 @@ static request request_new(int bucket, int len, int vocab, int ntypes, int maske
     return q;
 }
 
-/* ------------------------------------------------------------ references */
-
-static void ref_layernorm(const double *x, int hidden, double eps, const tensor *gamma, const tensor *beta,
-                          double *out) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < hidden; c++) mean += x[c];
-    mean /= hidden;
-    for (int c = 0; c < hidden; c++) var += (x[c] - mean) * (x[c] - mean);
-    var /= hidden;
-    double r = 1.0 / sqrt(var + eps);
-    for (int c = 0; c < hidden; c++) out[c] = (x[c] - mean) * r * tget(gamma, 0, (size_t)c) + tget(beta, 0, (size_t)c);
-}
-
-static double ref_act(plan_act a, double x) {
-    switch (a) {
-    case PLAN_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case PLAN_ACT_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case PLAN_ACT_RELU: return x > 0 ? x : 0;
-    case PLAN_ACT_TANH: return tanh(x);
-    default: return NAN;
-    }
-}
-
-static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 /* ------------------------------------------------------------ the image */
 
-typedef struct kcase {
-    kernel_spec spec;
-    int len;
-    char *text, *entry;
-    kernel_launch_dims dims;
-} kcase;
+typedef kimage_case kcase;
 
 static emu_image *img;       /* every case */
 static emu_image *img_simt;  /* the small 16-bit GEMMs with BERTC_GEMM_FORCE_SIMT (the sm_75 path) */
 static emu_image *cur_img;   /* the one run_case uses */
 
-/* Runs the case under each schedule (pointer values in vals) and compares
- * rows < len with the reference `ref` computes once ([len][cols]). */
-static void run_case(const kcase *kc, void **vals, int nvals, tensor *out, double *(*ref)(const kcase *, size_t *cols)) {
-    size_t cols = 0;
-    double *want = ref(kc, &cols);
+/* Runs the case under each schedule: vals are the kernel's arguments
+ * (out, the request block, the inputs); rows < len of out are compared with
+ * the case's reference (support/kref.c), computed once.  Frees the tensors. */
+static void run_case(const kcase *kc, void **vals, int nvals, tensor *out, tensor *in, int nin) {
+    size_t cols = kref_cols(&kc->spec);
+    double *want = kref_kernel(&kc->spec, vals[1], (const void *const *)(vals + 2));
     diag d;
     diag_init(&d);
     emu_kernel *k = emu_image_kernel(cur_img, kc->entry, &d);
     CHECK(k != NULL, "%s", d.text);
-    if (!k) {
-        free(want);
-        return;
-    }
-    CHECK((int)emu_kernel_arg_count(k) == kernel_arg_count(kc->spec.kind) && nvals == kernel_arg_count(kc->spec.kind),
-          "%s: %u arguments, kernels.h says %d", kc->entry, emu_kernel_arg_count(k), kernel_arg_count(kc->spec.kind));
-    for (unsigned i = 0; i < emu_kernel_arg_count(k); i++)
+    CHECK(!k || ((int)emu_kernel_arg_count(k) == kernel_arg_count(kc->spec.kind) &&
+                 nvals == kernel_arg_count(kc->spec.kind)),
+          "%s: %u arguments, kernels.h says %d", kc->entry, k ? emu_kernel_arg_count(k) : 0,
+          kernel_arg_count(kc->spec.kind));
+    for (unsigned i = 0; k && i < emu_kernel_arg_count(k); i++)
         CHECK(emu_kernel_arg_sizes(k)[i] == sizeof(void *), "%s: argument %u is %u bytes, not a pointer", kc->entry, i,
               emu_kernel_arg_sizes(k)[i]);
-    if (kc->dims.shared_bytes > EMU_SMEM_DEFAULT_LIMIT) emu_kernel_set_max_dynamic_smem(k, kc->dims.shared_bytes, &d);
+    if (k && kc->dims.shared_bytes > EMU_SMEM_DEFAULT_LIMIT) emu_kernel_set_max_dynamic_smem(k, kc->dims.shared_bytes, &d);
     void *args[8];
     for (int i = 0; i < nvals; i++) args[i] = &vals[i];
-    for (int s = 0; s < NSCHED; s++) {
+    for (int s = 0; k && s < NSCHED; s++) {
         tensor_reset_output(out);
         diag_init(&d);
         emu_status st = emu_kernel_launch(k, kc->dims.grid, kc->dims.block, kc->dims.shared_bytes, args, scheds[s],
@@ -263,215 +182,93 @@ static void run_case(const kcase *kc, void **vals, int nvals, tensor *out, doubl
         if (st == EMU_STATUS_OK) compare(what, out, want, (size_t)kc->len, cols);
     }
     free(want);
+    free(vals[1]);
+    tensor_free(out);
+    for (int i = 0; i < nin; i++) tensor_free(&in[i]);
 }
 
 /* ---- embed_ln */
 
-static tensor g_tables[KERNEL_MAX_GATHERS], g_gamma, g_beta, g_x, g_bias, g_res, g_w, g_qkv;
-static request g_req;
-
-static double *ref_embed(const kcase *kc, size_t *cols) {
-    const kernel_spec *s = &kc->spec;
-    double *want = calloc((size_t)kc->len * (size_t)s->hidden, sizeof *want);
-    double *x = calloc((size_t)s->hidden, sizeof *x);
-    const int32_t *ids = g_req.w + KERNEL_REQ_HEADER_WORDS;
-    for (int r = 0; r < kc->len; r++) {
-        for (int c = 0; c < s->hidden; c++) x[c] = 0;
-        for (int g = 0; g < s->ngathers; g++) {
-            int idx = s->gather_index[g] == KERNEL_INDEX_INPUT_IDS     ? ids[r]
-                      : s->gather_index[g] == KERNEL_INDEX_TOKEN_TYPES ? ids[s->bucket + r]
-                                                                       : r;
-            idx = clampi(idx, 0, s->table_rows[g] - 1);
-            for (int c = 0; c < s->hidden; c++) x[c] += tget(&g_tables[g], (size_t)idx, (size_t)c);
-        }
-        ref_layernorm(x, s->hidden, s->eps, &g_gamma, &g_beta, want + (size_t)r * (size_t)s->hidden);
-    }
-    *cols = (size_t)s->hidden;
-    free(x);
-    return want;
-}
-
 static void run_embed(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
-    g_req = request_new(s->bucket, kc->len, s->table_rows[0], 2, 0);
+    size_t H = (size_t)s->hidden;
+    request q = request_new(s->bucket, kc->len, s->table_rows[0], 2, 0);
     /* a few out-of-range ids among the real rows: the kernel clamps them */
     if (kc->len > 2) {
-        g_req.w[KERNEL_REQ_HEADER_WORDS + 1] = s->table_rows[0] + 7;
-        g_req.w[KERNEL_REQ_HEADER_WORDS + 2] = -3;
+        q.w[KERNEL_REQ_HEADER_WORDS + 1] = s->table_rows[0] + 7;
+        q.w[KERNEL_REQ_HEADER_WORDS + 2] = -3;
     }
+    tensor in[KERNEL_MAX_GATHERS + 2] = {{0}};
     void *vals[7] = {NULL};
     for (int g = 0; g < s->ngathers; g++) {
-        g_tables[g] = tensor_new(s->dtype, (size_t)s->table_rows[g], (size_t)s->hidden);
-        tensor_fill(&g_tables[g], (size_t)s->table_rows[g], (size_t)s->hidden, 1.0);
-        vals[2 + g] = g_tables[g].p;
+        in[g] = tensor_rand(s->dtype, (size_t)s->table_rows[g], H, (size_t)s->table_rows[g], H, 1.0);
+        vals[2 + g] = in[g].p;
     }
-    g_gamma = tensor_new(s->dtype, 1, (size_t)s->hidden);
-    g_beta = tensor_new(s->dtype, 1, (size_t)s->hidden);
-    tensor_fill(&g_gamma, 1, (size_t)s->hidden, 1.5);
-    tensor_fill(&g_beta, 1, (size_t)s->hidden, 0.5);
-    tensor out = tensor_new(s->dtype, (size_t)s->bucket, (size_t)s->hidden);
+    in[3] = tensor_rand(s->dtype, 1, H, 1, H, 1.5);
+    in[4] = tensor_rand(s->dtype, 1, H, 1, H, 0.5);
+    tensor out = tensor_new(s->dtype, (size_t)s->bucket, H);
     vals[0] = out.p;
-    vals[1] = g_req.w;
-    vals[5] = g_gamma.p;
-    vals[6] = g_beta.p;
-    run_case(kc, vals, 7, &out, ref_embed);
-    for (int g = 0; g < s->ngathers; g++) tensor_free(&g_tables[g]);
-    tensor_free(&g_gamma);
-    tensor_free(&g_beta);
-    tensor_free(&out);
-    free(g_req.w);
+    vals[1] = q.w;
+    vals[5] = in[3].p;
+    vals[6] = in[4].p;
+    run_case(kc, vals, 7, &out, in, 5);
 }
 
 /* ---- add_ln */
 
-static double *ref_add_ln(const kcase *kc, size_t *cols) {
-    const kernel_spec *s = &kc->spec;
-    double *want = calloc((size_t)kc->len * (size_t)s->hidden, sizeof *want);
-    double *x = calloc((size_t)s->hidden, sizeof *x);
-    for (int r = 0; r < kc->len; r++) {
-        for (int c = 0; c < s->hidden; c++) {
-            x[c] = tget(&g_x, (size_t)r, (size_t)c);
-            if (s->has_bias) x[c] += tget(&g_bias, 0, (size_t)c);
-            if (s->has_residual) x[c] += tget(&g_res, (size_t)r, (size_t)c);
-        }
-        ref_layernorm(x, s->hidden, s->eps, &g_gamma, &g_beta, want + (size_t)r * (size_t)s->hidden);
-    }
-    *cols = (size_t)s->hidden;
-    free(x);
-    return want;
-}
-
 static void run_add_ln(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
     size_t S = (size_t)s->bucket, H = (size_t)s->hidden, L = (size_t)kc->len;
-    g_req = request_new(s->bucket, kc->len, 100, 2, 0);
-    g_x = tensor_new(s->dtype, S, H);
-    g_res = tensor_new(s->dtype, S, H);
-    g_bias = tensor_new(s->dtype, 1, H);
-    g_gamma = tensor_new(s->dtype, 1, H);
-    g_beta = tensor_new(s->dtype, 1, H);
-    tensor_fill(&g_x, L, H, 2.0);
-    tensor_fill(&g_res, L, H, 1.0);
-    tensor_fill(&g_bias, 1, H, 0.5);
-    tensor_fill(&g_gamma, 1, H, 1.5);
-    tensor_fill(&g_beta, 1, H, 0.5);
+    request q = request_new(s->bucket, kc->len, 100, 2, 0);
+    /* x, residual, bias, gamma, beta */
+    tensor in[5] = {tensor_rand(s->dtype, S, H, L, H, 2.0), tensor_rand(s->dtype, S, H, L, H, 1.0),
+                    tensor_rand(s->dtype, 1, H, 1, H, 0.5), tensor_rand(s->dtype, 1, H, 1, H, 1.5),
+                    tensor_rand(s->dtype, 1, H, 1, H, 0.5)};
     tensor out = tensor_new(s->dtype, S, H);
-    void *vals[7] = {out.p, g_req.w, g_x.p, s->has_bias ? g_bias.p : NULL, s->has_residual ? g_res.p : NULL,
-                     g_gamma.p, g_beta.p};
-    run_case(kc, vals, 7, &out, ref_add_ln);
-    tensor_free(&g_x);
-    tensor_free(&g_res);
-    tensor_free(&g_bias);
-    tensor_free(&g_gamma);
-    tensor_free(&g_beta);
-    tensor_free(&out);
-    free(g_req.w);
+    void *vals[7] = {out.p, q.w, in[0].p, s->has_bias ? in[2].p : NULL, s->has_residual ? in[1].p : NULL,
+                     in[3].p, in[4].p};
+    run_case(kc, vals, 7, &out, in, 5);
 }
 
 /* ---- attention */
 
-static double *ref_attention(const kcase *kc, size_t *cols) {
-    const kernel_spec *s = &kc->spec;
-    int L = kc->len, H = s->heads, D = s->head_dim, W = H * D;
-    const int32_t *mask = g_req.w + KERNEL_REQ_HEADER_WORDS + 2 * s->bucket;
-    double *want = calloc((size_t)L * (size_t)W, sizeof *want);
-    double *p = calloc((size_t)L, sizeof *p);
-    for (int h = 0; h < H; h++)
-        for (int q = 0; q < L; q++) {
-            double mx = -INFINITY;
-            for (int k = 0; k < L; k++) {
-                double dot = 0;
-                for (int d = 0; d < D; d++)
-                    dot += (double)tget(&g_qkv, (size_t)q, (size_t)(s->q_off + h * D + d)) *
-                           tget(&g_qkv, (size_t)k, (size_t)(s->k_off + h * D + d));
-                p[k] = (double)s->scale * dot + (mask[k] ? 0.0 : -(double)FLT_MAX);
-                if (p[k] > mx) mx = p[k];
-            }
-            double sum = 0;
-            for (int k = 0; k < L; k++) sum += p[k] = exp(p[k] - mx);
-            for (int d = 0; d < D; d++) {
-                double acc = 0;
-                for (int k = 0; k < L; k++) acc += p[k] * tget(&g_qkv, (size_t)k, (size_t)(s->v_off + h * D + d));
-                want[(size_t)q * (size_t)W + (size_t)(h * D + d)] = acc / sum;
-            }
-        }
-    *cols = (size_t)W;
-    free(p);
-    return want;
-}
-
 static void run_attention(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
     size_t S = (size_t)s->bucket;
-    g_req = request_new(s->bucket, kc->len, 100, 2, 5);
-    g_qkv = tensor_new(s->dtype, S, (size_t)s->qkv_ld);
-    tensor_fill(&g_qkv, (size_t)kc->len, (size_t)s->qkv_ld, 1.0);
+    request q = request_new(s->bucket, kc->len, 100, 2, 5);
+    tensor qkv = tensor_rand(s->dtype, S, (size_t)s->qkv_ld, (size_t)kc->len, (size_t)s->qkv_ld, 1.0);
     /* columns that are none of q, k, v are NaN too */
     int w = s->heads * s->head_dim;
     for (size_t r = 0; r < S; r++)
         for (int c = 0; c < s->qkv_ld; c++) {
             int in_q = c >= s->q_off && c < s->q_off + w, in_k = c >= s->k_off && c < s->k_off + w;
             int in_v = c >= s->v_off && c < s->v_off + w;
-            if (!in_q && !in_k && !in_v) st_val(s->dtype, g_qkv.p, r * (size_t)s->qkv_ld + (size_t)c, NAN);
+            if (!in_q && !in_k && !in_v) kref_store(s->dtype, qkv.p, r * (size_t)s->qkv_ld + (size_t)c, NAN);
         }
     tensor out = tensor_new(s->dtype, S, (size_t)s->ctx_ld);
-    void *vals[3] = {out.p, g_req.w, g_qkv.p};
-    run_case(kc, vals, 3, &out, ref_attention);
-    tensor_free(&g_qkv);
-    tensor_free(&out);
-    free(g_req.w);
+    void *vals[3] = {out.p, q.w, qkv.p};
+    run_case(kc, vals, 3, &out, &qkv, 1);
 }
 
 /* ---- gemm */
 
-static double *ref_gemm(const kcase *kc, size_t *cols) {
-    const kernel_spec *s = &kc->spec;
-    int L = kc->len;
-    double *want = calloc((size_t)L * (size_t)s->n, sizeof *want);
-    for (int m = 0; m < L; m++)
-        for (int n = 0; n < s->n; n++) {
-            double acc = 0;
-            for (int k = 0; k < s->k; k++) acc += (double)tget(&g_x, (size_t)m, (size_t)k) * tget(&g_w, (size_t)n, (size_t)k);
-            if (s->has_bias) acc += tget(&g_bias, 0, (size_t)n);
-            if (s->has_residual) acc += tget(&g_res, (size_t)m, (size_t)n);
-            if (s->has_act) acc = ref_act(s->act, acc);
-            want[(size_t)m * (size_t)s->n + (size_t)n] = acc;
-        }
-    *cols = (size_t)s->n;
-    return want;
-}
-
 static void run_gemm(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
-    size_t S = (size_t)s->bucket, L = (size_t)kc->len;
-    g_req = request_new(s->bucket, kc->len, 100, 2, 0);
-    g_x = tensor_new(s->dtype, S, (size_t)s->x_ld);
-    g_w = tensor_new(s->dtype, (size_t)s->n, (size_t)s->k);
-    g_bias = tensor_new(s->dtype, 1, (size_t)s->n);
-    g_res = tensor_new(s->dtype, S, (size_t)s->res_ld);
-    tensor_fill(&g_x, L, (size_t)s->k, 1.0);
-    tensor_fill(&g_w, (size_t)s->n, (size_t)s->k, 1.0 / sqrt((double)s->k));
-    tensor_fill(&g_bias, 1, (size_t)s->n, 0.5);
-    tensor_fill(&g_res, L, (size_t)s->n, 1.0);
+    size_t S = (size_t)s->bucket, L = (size_t)kc->len, N = (size_t)s->n, K = (size_t)s->k;
+    request q = request_new(s->bucket, kc->len, 100, 2, 0);
+    /* x, w, bias, residual */
+    tensor in[4] = {tensor_rand(s->dtype, S, (size_t)s->x_ld, L, K, 1.0),
+                    tensor_rand(s->dtype, N, K, N, K, 1.0 / sqrt((double)s->k)), tensor_rand(s->dtype, 1, N, 1, N, 0.5),
+                    tensor_rand(s->dtype, S, (size_t)s->res_ld, L, N, 1.0)};
     tensor out = tensor_new(s->dtype, S, (size_t)s->out_ld);
-    void *vals[6] = {out.p, g_req.w, g_x.p, g_w.p, s->has_bias ? g_bias.p : NULL, s->has_residual ? g_res.p : NULL};
-    run_case(kc, vals, 6, &out, ref_gemm);
-    tensor_free(&g_x);
-    tensor_free(&g_w);
-    tensor_free(&g_bias);
-    tensor_free(&g_res);
-    tensor_free(&out);
-    free(g_req.w);
+    void *vals[6] = {out.p, q.w, in[0].p, in[1].p, s->has_bias ? in[2].p : NULL, s->has_residual ? in[3].p : NULL};
+    run_case(kc, vals, 6, &out, in, 4);
 }
 
 /* ------------------------------------------------------------ the parameter sets */
 
 static kernel_spec embed_spec(plan_dtype dt, int bucket, int hidden, int ngathers, float eps) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_EMBED_LN;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_EMBED_LN, dt, bucket);
     s.hidden = hidden;
     s.eps = eps;
     s.ngathers = ngathers;
@@ -485,11 +282,7 @@ static kernel_spec embed_spec(plan_dtype dt, int bucket, int hidden, int ngather
 }
 
 static kernel_spec add_ln_spec(plan_dtype dt, int bucket, int hidden, int bias, int res) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ADD_LN, dt, bucket);
     s.hidden = hidden;
     s.eps = 1e-12f;
     s.has_bias = bias;
@@ -498,11 +291,7 @@ static kernel_spec add_ln_spec(plan_dtype dt, int bucket, int hidden, int bias, 
 }
 
 static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head_dim, int pad) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ATTENTION, dt, bucket);
     s.heads = heads;
     s.head_dim = head_dim;
     s.scale = (float)(1.0 / sqrt((double)head_dim));
@@ -517,11 +306,7 @@ static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head
 }
 
 static kernel_spec gemm_spec(plan_dtype dt, int bucket, int n, int k, int bias, int res, int act, plan_act a, int pad) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = dt;
-    s.bucket = bucket;
+    kernel_spec s = kimage_spec(KERNEL_KIND_GEMM, dt, bucket);
     s.n = n;
     s.k = k;
     s.x_ld = k + pad;
@@ -538,12 +323,7 @@ static kcase cases[64];
 static int ncases;
 static char build_error[4400];
 
-static void add_case(kernel_spec s, int len) {
-    kcase *c = &cases[ncases++];
-    memset(c, 0, sizeof *c);
-    c->spec = s;
-    c->len = len;
-}
+static void add_case(kernel_spec s, int len) { cases[ncases++] = (kcase){.spec = s, .len = len}; }
 
 static void make_cases(void) {
     add_case(embed_spec(PLAN_DTYPE_F32, 32, 96, 3, 1e-12f), 27);
@@ -576,18 +356,17 @@ static void make_cases(void) {
     add_case(gemm_spec(PLAN_DTYPE_F16, 512, 2000, 48, 1, 1, 0, PLAN_ACT_GELU_ERF, 8), 70);  /* 64x128 tiles */
 }
 
+static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 /* Generates every case's text, builds them into one image (one unit each,
  * compiled in parallel). */
 static int build_image(void) {
     diag d;
     diag_init(&d);
     const char *texts[64];
+    if (kimage_cases_generate(cases, ncases, build_error, sizeof build_error)) return -1;
     for (int i = 0; i < ncases; i++) {
         kcase *c = &cases[i];
-        if (kernel_source(&c->spec, &c->text, &c->entry, &d) != 0 || kernel_dims(&c->spec, &c->dims, &d) != 0) {
-            snprintf(build_error, sizeof build_error, "case %d (%s): %s", i, kernel_kind_name(c->spec.kind), d.text);
-            return -1;
-        }
         for (int j = 0; j < i; j++)
             if (strcmp(cases[j].entry, c->entry) == 0) {
                 snprintf(build_error, sizeof build_error, "cases %d and %d have the same entry %s", j, i, c->entry);
@@ -595,16 +374,7 @@ static int build_image(void) {
             }
         texts[i] = c->text;
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels.so", "", 0));
-    if (emu_build_image_file(texts, ncases, path, &d) != 0) {
-        snprintf(build_error, sizeof build_error, "%s", d.text);
-        unlink(path);
-        return -1;
-    }
-    img = emu_image_load(path, &d);
-    unlink(path);
-    if (!img) {
+    if (!(img = kimage_build("emu_kernels.so", texts, ncases, image_load, &d))) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
         return -1;
     }
@@ -615,21 +385,13 @@ static int build_image(void) {
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
         if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
-        size_t n = strlen(cases[i].text) + 64;
-        simt[nsimt] = malloc(n);
-        snprintf(simt[nsimt], n, "#define BERTC_GEMM_FORCE_SIMT 1\n%s", cases[i].text);
-        nsimt++;
+        simt[nsimt++] = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n", cases[i].text);
     }
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_simt.so", "", 0));
-    int rc = 0;
-    if (emu_build_image_file((const char *const *)simt, nsimt, path, &d) != 0 ||
-        !(img_simt = emu_image_load(path, &d))) {
-        snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
-        rc = -1;
-    }
-    unlink(path);
+    img_simt = kimage_build("emu_kernels_simt.so", (const char *const *)simt, nsimt, image_load, &d);
     for (int i = 0; i < nsimt; i++) free(simt[i]);
-    return rc;
+    if (img_simt) return 0;
+    snprintf(build_error, sizeof build_error, "SIMT image: %s", d.text);
+    return -1;
 }
 
 static double now_s(void) {
@@ -711,10 +473,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_gemm);
     CHECK_CASE(test_gemm_simt_path);
     CHECK_CASE(test_source_identity);
-    for (int i = 0; i < ncases; i++) {
-        free(cases[i].text);
-        free(cases[i].entry);
-    }
+    kimage_cases_free(cases, ncases);
     emu_image_free(img);
     emu_image_free(img_simt);
     return check_summary();

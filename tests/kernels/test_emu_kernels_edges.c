@@ -15,7 +15,8 @@
  * schedules, in two images: the tensor-core path (mma / ldmatrix /
  * cp.async through the portable helpers) and, with BERTC_GEMM_FORCE_SIMT
  * and BERTC_ATTENTION_FORCE_SIMT, the SIMT path sm_75 and float take.  The
- * reference computes in double from the same rounded inputs; tolerances
+ * reference of each kind (support/kref.c, shared with the other kernel
+ * tests) computes in double from the same rounded inputs; tolerances
  * are per dtype (float 2e-5, float16 2e-3, bfloat16 1.6e-2, relative to
  * |expected| + a small absolute floor).
  */
@@ -24,20 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
-
-static float bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    u &= 0xffff0000u;
-    memcpy(&f, &u, 4);
-    return f;
-}
+#include "kimage.h"
+#include "kref.h"
 
 /* Device buffers: 256-aligned like the runtime's arena, exact size so the
  * sanitizer sees any overrun. */
@@ -47,37 +42,15 @@ static void *xalloc(size_t n) {
     return p;
 }
 
-static int dsize(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 4 : 2; }
-
-static void st(plan_dtype t, void *p, size_t i, float v) {
-    if (t == PLAN_DTYPE_F32) ((float *)p)[i] = v;
-    else if (t == PLAN_DTYPE_F16) ((_Float16 *)p)[i] = (_Float16)v;
-    else {
-        float r = bf16_round(v);
-        uint32_t u;
-        memcpy(&u, &r, 4);
-        ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
-    }
-}
-
-static float ld(plan_dtype t, const void *p, size_t i) {
-    if (t == PLAN_DTYPE_F32) return ((const float *)p)[i];
-    if (t == PLAN_DTYPE_F16) return (float)((const _Float16 *)p)[i];
-    uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static void *tensor(plan_dtype t, size_t n, double scale, double offset) {
-    void *p = xalloc(n * (size_t)dsize(t));
-    for (size_t i = 0; i < n; i++) st(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
+    void *p = xalloc(n * kref_dtype_size(t));
+    for (size_t i = 0; i < n; i++) kref_store(t, p, i, (float)(offset + scale * (2.0 * check_rng_uniform() - 1.0)));
     return p;
 }
 
 static void *poisoned(plan_dtype t, size_t n) {
-    void *p = xalloc(n * (size_t)dsize(t));
-    memset(p, 0xff, n * (size_t)dsize(t));
+    void *p = xalloc(n * kref_dtype_size(t));
+    memset(p, 0xff, n * kref_dtype_size(t));
     return p;
 }
 
@@ -91,7 +64,7 @@ static void compare(const char *what, plan_dtype t, const void *out, const doubl
     int bad = 0;
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < cols; c++) {
-            float v = ld(t, out, (size_t)r * ld_ + c);
+            float v = kref_load(t, out, (size_t)r * ld_ + c);
             if (r >= len) {
                 if (!isnan(v)) {
                     if (bad++ < 3) fprintf(stderr, "    %s: padding row %d col %d written (%g)\n", what, r, c, v);
@@ -131,16 +104,6 @@ static int *request(int bucket, int len, int vocab, int ntypes, double pmask0) {
     return req;
 }
 
-static void ln_ref(double *v, int h, double eps, const float *g, const float *b, double *out) {
-    double m = 0, q = 0;
-    for (int c = 0; c < h; c++) m += v[c];
-    m /= h;
-    for (int c = 0; c < h; c++) q += (v[c] - m) * (v[c] - m);
-    q /= h;
-    double rs = 1.0 / sqrt(q + eps);
-    for (int c = 0; c < h; c++) out[c] = (v[c] - m) * rs * g[c] + b[c];
-}
-
 /* ------------------------------------------------------------ add_ln */
 static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, double scale, int sched) {
     plan_dtype t = s->dtype;
@@ -151,22 +114,11 @@ static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry,
     int *req = request(S, len, 10, 2, 0);
     void *args[7] = {&out, &req, &x, &bias, &res, &gm, &bt};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
-    float *g = malloc(4 * H), *b = malloc(4 * H);
-    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
-    for (int r = 0; r < len; r++) {
-        for (int c = 0; c < H; c++) {
-            float a = ld(t, x, (size_t)r * H + c);
-            if (s->has_bias) a += ld(t, bias, c);
-            if (s->has_residual) a += ld(t, res, (size_t)r * H + c);
-            v[c] = a;
-        }
-        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){x, bias, res, gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d scale %g sched %d", entry, len, scale, sched);
     compare(what, t, out, ref, S, H, H, len, 1.0);
-    free(x), free(bias), free(res), free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+    free(x), free(bias), free(res), free(gm), free(bt), free(out), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ embed_ln */
@@ -180,32 +132,19 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
     int *req = request(S, len, s->table_rows[0], 2, 0);
     void *args[7] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * H, sizeof(double)), *v = malloc(sizeof(double) * H);
-    float *g = malloc(4 * H), *b = malloc(4 * H);
-    for (int c = 0; c < H; c++) g[c] = ld(t, gm, c), b[c] = ld(t, bt, c);
-    for (int r = 0; r < len; r++) {
-        for (int c = 0; c < H; c++) v[c] = 0;
-        for (int gg = 0; gg < s->ngathers; gg++) {
-            int id = s->gather_index[gg] == KERNEL_INDEX_INPUT_IDS ? req[4 + r]
-                     : s->gather_index[gg] == KERNEL_INDEX_TOKEN_TYPES ? req[4 + S + r] : r;
-            if (id < 0) id = 0;
-            if (id >= s->table_rows[gg]) id = s->table_rows[gg] - 1;
-            for (int c = 0; c < H; c++) v[c] = (float)(v[c] + ld(t, tab[gg], (size_t)id * H + c));
-        }
-        ln_ref(v, H, s->eps, g, b, ref + (size_t)r * H);
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){tab[0], tab[1], tab[2], gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
     compare(what, t, out, ref, S, H, H, len, 1.0);
     for (int gg = 0; gg < 3; gg++) free(tab[gg]);
-    free(gm), free(bt), free(out), free(req), free(ref), free(v), free(g), free(b);
+    free(gm), free(bt), free(out), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ attention */
 static void check_attention(emu_image *im, const kernel_spec *s, const char *entry, int len, double pmask0,
                             int all_masked, int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket, D = s->head_dim, NH = s->heads;
+    int S = s->bucket;
     void *qkv = tensor(t, (size_t)S * s->qkv_ld, 1.5, 0);
     void *ctx = poisoned(t, (size_t)S * s->ctx_ld);
     int *req = request(S, len, 10, 2, pmask0);
@@ -214,50 +153,17 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
         for (int k = 0; k < S; k++) mask[k] = 0;
     /* padding keys may hold anything: NaN there must not leak */
     for (int k = len; k < S; k++)
-        for (int c = 0; c < s->qkv_ld; c++) st(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
+        for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
     void *args[3] = {&ctx, &req, &qkv};
     launch(im, s, entry, args, sched);
-    int W = NH * D;
-    double *ref = calloc((size_t)S * W, sizeof(double)), *p = malloc(sizeof(double) * S);
-    for (int h = 0; h < NH; h++) {
-        for (int q = 0; q < len; q++) {
-            double mx = -INFINITY;
-            for (int k = 0; k < len; k++) {
-                double sc = 0;
-                for (int d = 0; d < D; d++)
-                    sc += (double)ld(t, qkv, (size_t)q * s->qkv_ld + s->q_off + h * D + d) *
-                          ld(t, qkv, (size_t)k * s->qkv_ld + s->k_off + h * D + d);
-                sc = (float)(sc * s->scale);
-                if (mask[k] == 0) sc = (float)(sc + -3.4028234663852886e38);
-                p[k] = sc;
-                if (sc > mx) mx = sc;
-            }
-            double sum = 0;
-            for (int k = 0; k < len; k++) sum += (p[k] = exp(p[k] - mx));
-            for (int d = 0; d < D; d++) {
-                double a = 0;
-                for (int k = 0; k < len; k++) a += p[k] / sum * ld(t, qkv, (size_t)k * s->qkv_ld + s->v_off + h * D + d);
-                ref[(size_t)q * W + h * D + d] = a;
-            }
-        }
-    }
+    double *ref = kref_kernel(s, req, (const void *const[]){qkv});
     char what[300];
     snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
-    compare(what, t, ctx, ref, S, W, s->ctx_ld, len, 0.5);
-    free(qkv), free(ctx), free(req), free(ref), free(p);
+    compare(what, t, ctx, ref, S, (int)kref_cols(s), s->ctx_ld, len, 0.5);
+    free(qkv), free(ctx), free(req), free(ref);
 }
 
 /* ------------------------------------------------------------ gemm */
-static double act_ref(const kernel_spec *s, double x) {
-    if (!s->has_act) return x;
-    switch (s->act) {
-    case PLAN_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case PLAN_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    case PLAN_ACT_RELU: return x < 0 ? 0 : x;
-    default: return tanh(x);
-    }
-}
-
 static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
     plan_dtype t = s->dtype;
     int S = s->bucket, N = s->n, K = s->k;
@@ -265,19 +171,11 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
     void *bias = tensor(t, N, 0.5, 0), *res = tensor(t, (size_t)S * (s->res_ld ? s->res_ld : 1), 1.0, 0);
     void *out = poisoned(t, (size_t)S * s->out_ld);
     for (int r = len; r < S; r++)
-        for (int c = 0; c < s->x_ld; c++) st(t, x, (size_t)r * s->x_ld + c, NAN);
+        for (int c = 0; c < s->x_ld; c++) kref_store(t, x, (size_t)r * s->x_ld + c, NAN);
     int *req = request(S, len, 10, 2, 0);
     void *args[6] = {&out, &req, &x, &w, &bias, &res};
     launch(im, s, entry, args, sched);
-    double *ref = calloc((size_t)S * N, sizeof(double));
-    for (int m = 0; m < len; m++)
-        for (int n = 0; n < N; n++) {
-            double a = 0;
-            for (int k = 0; k < K; k++) a += (double)ld(t, x, (size_t)m * s->x_ld + k) * ld(t, w, (size_t)n * K + k);
-            if (s->has_bias) a += ld(t, bias, n);
-            if (s->has_residual) a += ld(t, res, (size_t)m * s->res_ld + n);
-            ref[(size_t)m * N + n] = act_ref(s, a);
-        }
+    double *ref = kref_kernel(s, req, (const void *const[]){x, w, bias, res});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
     compare(what, t, out, ref, S, N, s->out_ld, len, 0.5);
@@ -287,22 +185,14 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
 
 /* ------------------------------------------------------------ specs and images */
 
-#define T_MAX 64
-static kernel_spec t_specs[T_MAX];
-static int t_n;
+#define T_MAX KIMAGE_MAX_SPECS
+static kimage_specs t_list;
 
-static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) {
-    kernel_spec *s = &t_specs[t_n++];
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->dtype = dt;
-    s->bucket = bucket;
-    return s;
-}
+static kernel_spec *t_add(kernel_kind kind, plan_dtype dt, int bucket) { return kimage_specs_add(&t_list, kind, dt, bucket); }
 
 static void t_specs_init(void) {
     static const plan_dtype DT[3] = {PLAN_DTYPE_F32, PLAN_DTYPE_F16, PLAN_DTYPE_BF16};
-    if (t_n) return;
+    if (t_list.n) return;
     static const int hs[5] = {96, 384, 97, 80, 2048};
     for (int i = 0; i < 5; i++) {
         kernel_spec *s = t_add(KERNEL_KIND_ADD_LN, DT[i % 3], 16 + 8 * i);
@@ -367,30 +257,23 @@ static char *t_entries[T_MAX];
 static emu_image *t_images[2];   /* [0] tensor-core path, [1] SIMT forced */
 static int t_image_failed[2];
 
+static void *t_image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 static emu_image *t_image(int simt) {
     if (t_images[simt] || t_image_failed[simt]) return t_images[simt];
     t_specs_init();
     char *texts[T_MAX] = {0};
-    diag d;
-    diag_init(&d);
     int ok = 1;
-    for (int i = 0; i < t_n && ok; i++) {
+    for (int i = 0; i < t_list.n && ok; i++) {
         char *text, *entry;
-        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
+        if (kimage_source(&t_list.s[i], i, &text, &entry) != 0) {
             ok = 0;
             break;
         }
         if (simt) {
-            static const char force[] = "#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n";
-            char *t2 = malloc(sizeof force + strlen(text));
-            if (t2) {
-                memcpy(t2, force, sizeof force - 1);
-                strcpy(t2 + sizeof force - 1, text);
-            }
+            char *forced = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n", text);
             free(text);
-            text = t2;
-            if (!text) ok = 0;
+            text = forced;
         }
         texts[i] = text;
         if (!t_entries[i])
@@ -399,16 +282,12 @@ static emu_image *t_image(int simt) {
             free(entry);
     }
     if (ok) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s", check_write_temp(simt ? "emu_kernels_simt.so" : "emu_kernels.so", "", 0));
-        if (emu_build_image_file((const char *const *)texts, t_n, path, &d) != 0) {
-            CHECK(0, "image build: %s", d.text);
-        } else {
-            t_images[simt] = emu_image_load(path, &d);
-            CHECK(t_images[simt] != NULL, "image load: %s", d.text);
-        }
+        diag d;
+        t_images[simt] = kimage_build(simt ? "emu_kernels_simt.so" : "emu_kernels.so", (const char *const *)texts,
+                                      t_list.n, t_image_load, &d);
+        CHECK(t_images[simt] != NULL, "image build: %s", d.text);
     }
-    for (int i = 0; i < t_n; i++) free(texts[i]);
+    for (int i = 0; i < t_list.n; i++) free(texts[i]);
     if (!t_images[simt]) t_image_failed[simt] = 1;
     return t_images[simt];
 }
@@ -424,8 +303,8 @@ static void t_run_kind(kernel_kind kind) {
         if (!im) return;
         for (int si = 0; si < 2; si++) {
             int sched = (int)t_scheds[si];
-            for (int i = 0; i < t_n; i++) {
-                const kernel_spec *s = &t_specs[i];
+            for (int i = 0; i < t_list.n; i++) {
+                const kernel_spec *s = &t_list.s[i];
                 const char *e = t_entries[i];
                 int S = s->bucket;
                 if (s->kind != kind) continue;

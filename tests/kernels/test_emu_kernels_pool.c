@@ -1,8 +1,8 @@
 /*
  * test_emu_kernels_pool — the POOL kernel (a sentence-transformers head:
  * cls or mean pooling over the attention mask, optionally L2-normalised),
- * run on the emulated device against a plain C reference written from the
- * catalogue's formula in kernels.h.
+ * run on the emulated device against the plain C reference of the kind
+ * (support/kref.c, written from the catalogue's formula in plan_types.h).
  *
  * What can go wrong in such a kernel, and what each case is for:
  *   - padding rows leaking in: every row >= len is NaN and its mask is 1,
@@ -34,54 +34,14 @@
 #include "emu_build.h"
 #include "emu.h"
 #include "kernels.h"
+#include "kimage.h"
+#include "kref.h"
 
 #define POOL_NSCHED 2
 #define POOL_CANARY 64
 #define POOL_MAX_CASES 64
 
 static const emu_schedule pool_scheds[POOL_NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
-
-static size_t pool_dsize(plan_dtype t) { return t == PLAN_DTYPE_F32 ? 4 : 2; }
-
-static double pool_tol(plan_dtype t) { return t == PLAN_DTYPE_F16 ? 2e-3 : t == PLAN_DTYPE_BF16 ? 1.6e-2 : 1e-5; }
-
-static uint16_t pool_f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static void pool_st(plan_dtype t, void *p, size_t i, float v) {
-    if (t == PLAN_DTYPE_F32) {
-        memcpy((char *)p + 4 * i, &v, 4);
-    } else if (t == PLAN_DTYPE_F16) {
-        _Float16 h = (_Float16)v;
-        memcpy((char *)p + 2 * i, &h, 2);
-    } else {
-        uint16_t b = pool_f32_to_bf16(v);
-        memcpy((char *)p + 2 * i, &b, 2);
-    }
-}
-
-static float pool_ld(plan_dtype t, const void *p, size_t i) {
-    if (t == PLAN_DTYPE_F32) {
-        float f;
-        memcpy(&f, (const char *)p + 4 * i, 4);
-        return f;
-    }
-    if (t == PLAN_DTYPE_F16) {
-        _Float16 h;
-        memcpy(&h, (const char *)p + 2 * i, 2);
-        return (float)h;
-    }
-    uint16_t b;
-    memcpy(&b, (const char *)p + 2 * i, 2);
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 /* How a case's mask looks below len (padding rows always have mask 1). */
 typedef enum pool_mask_kind {
@@ -91,31 +51,22 @@ typedef enum pool_mask_kind {
     POOL_MASK_ZEROS,           /* all zero: the 1e-9 clamp */
 } pool_mask_kind;
 
-typedef struct pool_case {
-    kernel_spec spec;
-    int len;
-    pool_mask_kind mask;
-    char *text, *entry;
-    kernel_launch_dims dims;
-} pool_case;
+typedef kimage_case pool_case;
 
 static pool_case pool_cases[POOL_MAX_CASES];
+static pool_mask_kind pool_masks[POOL_MAX_CASES];   /* per case */
 static int pool_ncases;
 static emu_image *pool_img;
 static char pool_build_error[4400];
 
 static void pool_add(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize, int len,
                      pool_mask_kind mask) {
+    pool_masks[pool_ncases] = mask;
     pool_case *c = &pool_cases[pool_ncases++];
-    memset(c, 0, sizeof *c);
-    c->spec.kind = KERNEL_KIND_POOL;
-    c->spec.dtype = dt;
-    c->spec.bucket = bucket;
+    *c = (pool_case){.spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket), .len = len};
     c->spec.hidden = hidden;
     c->spec.pool_mode = mode;
     c->spec.normalize = normalize;
-    c->len = len;
-    c->mask = mask;
 }
 
 static void pool_make_cases(void) {
@@ -141,69 +92,30 @@ static void pool_make_cases(void) {
     pool_add(PLAN_DTYPE_F32, 32, 1100, PLAN_POOL_CLS, 1, 9, POOL_MASK_RANDOM);
 }
 
+static void *pool_image_load(const char *path, diag *d) { return emu_image_load(path, d); }
+
 static int pool_build_image(void) {
     diag d;
     diag_init(&d);
-    const char *texts[POOL_MAX_CASES];
-    for (int i = 0; i < pool_ncases; i++) {
-        pool_case *c = &pool_cases[i];
-        if (kernel_source(&c->spec, &c->text, &c->entry, &d) || kernel_dims(&c->spec, &c->dims, &d)) {
-            snprintf(pool_build_error, sizeof pool_build_error, "case %d: %s", i, d.text);
-            return -1;
-        }
-        texts[i] = c->text;
-    }
+    if (kimage_cases_generate(pool_cases, pool_ncases, pool_build_error, sizeof pool_build_error)) return -1;
     /* distinct texts only: a unit per distinct entry */
     const char *uniq[POOL_MAX_CASES];
     int nuniq = 0;
     for (int i = 0; i < pool_ncases; i++) {
         int dup = 0;
         for (int j = 0; j < i; j++) dup |= !strcmp(pool_cases[j].entry, pool_cases[i].entry);
-        if (!dup) uniq[nuniq++] = texts[i];
+        if (!dup) uniq[nuniq++] = pool_cases[i].text;
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s", check_write_temp("emu_kernels_pool.so", "", 0));
-    if (emu_build_image_file(uniq, nuniq, path, &d) != 0) {
-        snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
-        unlink(path);
-        return -1;
-    }
-    pool_img = emu_image_load(path, &d);
-    unlink(path);
-    if (!pool_img) {
+    if (!(pool_img = kimage_build("emu_kernels_pool.so", uniq, nuniq, pool_image_load, &d))) {
         snprintf(pool_build_error, sizeof pool_build_error, "%s", d.text);
         return -1;
     }
     return 0;
 }
 
-/* The catalogue's formula in double, from the stored (rounded) inputs. */
-static void pool_reference(const pool_case *c, const void *x, const int32_t *mask, double *want) {
+static void pool_run_case(const pool_case *c, pool_mask_kind mask_kind) {
     const kernel_spec *s = &c->spec;
-    int H = s->hidden;
-    for (int k = 0; k < H; k++) want[k] = 0;
-    if (s->pool_mode == PLAN_POOL_CLS) {
-        for (int k = 0; k < H; k++) want[k] = pool_ld(s->dtype, x, (size_t)k);
-    } else {
-        double count = 0;
-        for (int r = 0; r < c->len; r++) {
-            if (!mask[r]) continue;
-            count += 1;
-            for (int k = 0; k < H; k++) want[k] += pool_ld(s->dtype, x, (size_t)r * (size_t)H + (size_t)k);
-        }
-        for (int k = 0; k < H; k++) want[k] /= count > 0 ? count : 1e-9;
-    }
-    if (s->normalize) {
-        double ss = 0;
-        for (int k = 0; k < H; k++) ss += want[k] * want[k];
-        double norm = sqrt(ss) > 1e-12 ? sqrt(ss) : 1e-12;
-        for (int k = 0; k < H; k++) want[k] /= norm;
-    }
-}
-
-static void pool_run_case(const pool_case *c) {
-    const kernel_spec *s = &c->spec;
-    size_t B = (size_t)s->bucket, H = (size_t)s->hidden, es = pool_dsize(s->dtype);
+    size_t B = (size_t)s->bucket, H = (size_t)s->hidden, es = kref_dtype_size(s->dtype);
     int32_t *req = calloc((size_t)KERNEL_REQ_HEADER_WORDS + 3 * B, 4);
     int32_t *mask = req + KERNEL_REQ_HEADER_WORDS + 2 * B;
     req[0] = c->len;
@@ -211,7 +123,7 @@ static void pool_run_case(const pool_case *c) {
     for (size_t r = 0; r < B; r++) {
         int keep = 1;
         if ((int)r < c->len) {
-            switch (c->mask) {
+            switch (mask_kind) {
             case POOL_MASK_RANDOM: keep = r == 0 || check_rng_range(0, 2) != 0; break;
             case POOL_MASK_ONE_ROW: keep = (int)r == c->len - 1; break;
             case POOL_MASK_ZEROS: keep = 0; break;
@@ -228,10 +140,9 @@ static void pool_run_case(const pool_case *c) {
         for (size_t k = 0; k < H; k++) {
             int live = (int)r < c->len && (mask[r] || (r == 0 && s->pool_mode == PLAN_POOL_CLS));
             double m = 0.05 + 0.95 * check_rng_uniform();
-            pool_st(s->dtype, x, r * H + k, live ? (float)((check_rng_u64() & 1 ? m : -m) * 2.0) : NAN);
+            kref_store(s->dtype, x, r * H + k, live ? (float)((check_rng_u64() & 1 ? m : -m) * 2.0) : NAN);
         }
-    double *want = malloc(H * sizeof *want);
-    pool_reference(c, x, mask, want);
+    double *want = kref_kernel(s, req, (const void *const[]){x});
     unsigned char *out = malloc(H * es + POOL_CANARY);
 
     diag d;
@@ -248,9 +159,9 @@ static void pool_run_case(const pool_case *c) {
         void *args[3] = {&vals[0], &vals[1], &vals[2]};
         double maxw = 0;
         for (size_t i = 0; i < H; i++) maxw = fabs(want[i]) > maxw ? fabs(want[i]) : maxw;
-        double tol = pool_tol(s->dtype) * (maxw > 0 ? maxw : 1.0);
+        double tol = kref_tolerance(s->dtype) * (maxw > 0 ? maxw : 1.0);
         for (int sc = 0; sc < POOL_NSCHED; sc++) {
-            for (size_t i = 0; i < H; i++) pool_st(s->dtype, out, i, NAN);
+            for (size_t i = 0; i < H; i++) kref_store(s->dtype, out, i, NAN);
             memset(out + H * es, 0x5a, POOL_CANARY);
             diag_init(&d);
             emu_status st = emu_kernel_launch(k, c->dims.grid, c->dims.block, c->dims.shared_bytes, args,
@@ -259,24 +170,24 @@ static void pool_run_case(const pool_case *c) {
             if (st != EMU_STATUS_OK) continue;
             size_t bad = 0, first = 0;
             for (size_t i = 0; i < H; i++) {
-                double g = pool_ld(s->dtype, out, i);
+                double g = kref_load(s->dtype, out, i);
                 if (!isfinite(g) || fabs(g - want[i]) > tol) {
                     if (!bad++) first = i;
                 }
             }
             CHECK(bad == 0, "%s (len %d, mask %d, %s): %zu of %zu values off (tol %.3g); [%zu] = %.7g, want %.7g",
-                  c->entry, c->len, (int)c->mask, emu_schedule_name(pool_scheds[sc]), bad, H, tol, first,
-                  (double)pool_ld(s->dtype, out, first), want[first]);
+                  c->entry, c->len, (int)mask_kind, emu_schedule_name(pool_scheds[sc]), bad, H, tol, first,
+                  (double)kref_load(s->dtype, out, first), want[first]);
             int canary = 1;
             for (size_t i = 0; i < POOL_CANARY; i++) canary &= out[H * es + i] == 0x5a;
             CHECK(canary, "%s: wrote past the end of its output", c->entry);
-            if (c->mask == POOL_MASK_ZEROS && s->pool_mode == PLAN_POOL_MEAN)
+            if (mask_kind == POOL_MASK_ZEROS && s->pool_mode == PLAN_POOL_MEAN)
                 for (size_t i = 0; i < H; i++)
-                    CHECK(pool_ld(s->dtype, out, i) == 0.0f, "%s: an all-zero mask must give 0 at [%zu]", c->entry, i);
-            if (s->normalize && c->mask != POOL_MASK_ZEROS) {
+                    CHECK(kref_load(s->dtype, out, i) == 0.0f, "%s: an all-zero mask must give 0 at [%zu]", c->entry, i);
+            if (s->normalize && mask_kind != POOL_MASK_ZEROS) {
                 double ss = 0;
-                for (size_t i = 0; i < H; i++) ss += (double)pool_ld(s->dtype, out, i) * pool_ld(s->dtype, out, i);
-                CHECK(fabs(sqrt(ss) - 1.0) < 4 * pool_tol(s->dtype), "%s: |out| = %.7g", c->entry, sqrt(ss));
+                for (size_t i = 0; i < H; i++) ss += (double)kref_load(s->dtype, out, i) * kref_load(s->dtype, out, i);
+                CHECK(fabs(sqrt(ss) - 1.0) < 4 * kref_tolerance(s->dtype), "%s: |out| = %.7g", c->entry, sqrt(ss));
             }
         }
     }
@@ -291,7 +202,7 @@ static void test_pool_cases(void) {
         CHECK(0, "no kernel image: %s", pool_build_error);
         return;
     }
-    for (int i = 0; i < pool_ncases; i++) pool_run_case(&pool_cases[i]);
+    for (int i = 0; i < pool_ncases; i++) pool_run_case(&pool_cases[i], pool_masks[i]);
 }
 
 /* The generated text starts with the template-naming comment, names its
@@ -299,11 +210,7 @@ static void test_pool_cases(void) {
 static void test_pool_source(void) {
     diag d;
     diag_init(&d);
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_POOL;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 128;
+    kernel_spec s = kimage_spec(KERNEL_KIND_POOL, PLAN_DTYPE_F16, 128);
     s.hidden = 384;
     s.pool_mode = PLAN_POOL_MEAN;
     s.normalize = 1;
@@ -350,10 +257,7 @@ int main(int argc, char **argv) {
     pool_build_image();
     CHECK_CASE(test_pool_source);
     CHECK_CASE(test_pool_cases);
-    for (int i = 0; i < pool_ncases; i++) {
-        free(pool_cases[i].text);
-        free(pool_cases[i].entry);
-    }
+    kimage_cases_free(pool_cases, pool_ncases);
     emu_image_free(pool_img);
     return check_summary();
 }

@@ -28,20 +28,13 @@
 #include "arch.h"
 #include "kbuild.h"
 #include "kernels.h"
+#include "kimage.h"
 
-#define T_MAX_SPECS 64
+#define T_MAX_SPECS KIMAGE_MAX_SPECS
 
-static kernel_spec t_specs[T_MAX_SPECS];
-static int t_nspecs;
+static kimage_specs t_list;
 
-static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) {
-    kernel_spec *s = &t_specs[t_nspecs++];
-    memset(s, 0, sizeof *s);
-    s->kind = kind;
-    s->dtype = dt;
-    s->bucket = bucket;
-    return s;
-}
+static kernel_spec *t_new(kernel_kind kind, plan_dtype dt, int bucket) { return kimage_specs_add(&t_list, kind, dt, bucket); }
 
 static void t_embed(plan_dtype dt, int bucket, int hidden, int ngathers) {
     static const kernel_index order[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_POSITION, KERNEL_INDEX_TOKEN_TYPES};
@@ -99,7 +92,7 @@ static void t_pool(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, i
 
 /* The representative set; the first entries of each kind are "main" configs. */
 static void t_specs_init(void) {
-    if (t_nspecs) return;
+    if (t_list.n) return;
     const plan_dtype F32 = PLAN_DTYPE_F32, F16 = PLAN_DTYPE_F16, BF16 = PLAN_DTYPE_BF16;
     t_embed(F32, 128, 96, 3);
     t_embed(F16, 128, 384, 3);
@@ -192,18 +185,13 @@ static void test_kinds(void) {
     CHECK(kernel_arg_count(KERNEL_KIND_GEMM) == 6, "gemm args");
     /* the entry point takes exactly kernel_arg_count pointers */
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) {
         char *text, *entry;
-        diag d;
-        diag_init(&d);
-        if (kernel_source(&t_specs[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(&t_list.s[i], i, &text, &entry) != 0) continue;
         const char *sig = strstr(text, entry);
         int stars = 0;
         for (const char *p = sig; p && *p && *p != ')'; p++) stars += *p == '*';
-        CHECK(stars == kernel_arg_count(t_specs[i].kind), "%s: %d pointer arguments", entry, stars);
+        CHECK(stars == kernel_arg_count(t_list.s[i].kind), "%s: %d pointer arguments", entry, stars);
         free(text);
         free(entry);
     }
@@ -211,15 +199,10 @@ static void test_kinds(void) {
 
 static void test_first_line(void) {
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
-        const kernel_spec *s = &t_specs[i];
+    for (int i = 0; i < t_list.n; i++) {
+        const kernel_spec *s = &t_list.s[i];
         char *text, *entry, line[1024], tok[128];
-        diag d;
-        diag_init(&d);
-        if (kernel_source(s, &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(s, i, &text, &entry) != 0) continue;
         t_first_line(text, line, sizeof line);
         snprintf(tok, sizeof tok, "template=%s", kernel_kind_name(s->kind));
         CHECK(strncmp(line, "// ", 3) == 0, "%s: first line is not a comment: %s", entry, line);
@@ -287,16 +270,15 @@ static void test_names(void) {
     char *texts[T_MAX_SPECS] = {0}, *entries[T_MAX_SPECS] = {0};
     diag d;
     diag_init(&d);
-    for (int i = 0; i < t_nspecs; i++)
-        CHECK(kernel_source(&t_specs[i], &texts[i], &entries[i], &d) == 0, "spec %d: %s", i, d.text);
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) kimage_source(&t_list.s[i], i, &texts[i], &entries[i]);
+    for (int i = 0; i < t_list.n; i++) {
         if (!entries[i]) continue;
         for (int j = 0; j < i; j++) {
             if (!entries[j]) continue;
             CHECK(strcmp(entries[i], entries[j]) != 0, "specs %d and %d share the name %s", i, j, entries[i]);
         }
         /* an equal spec — with fields the kind does not read changed — gives equal name and text */
-        kernel_spec s = t_specs[i];
+        kernel_spec s = t_list.s[i];
         if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f;
         if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
         if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
@@ -313,7 +295,7 @@ static void test_names(void) {
         free(t2);
         free(e2);
         /* one relevant field changed: a different name */
-        s = t_specs[i];
+        s = t_list.s[i];
         switch (s.kind) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
@@ -329,7 +311,7 @@ static void test_names(void) {
             CHECK(0, "changed spec %d: %s", i, d.text);
         }
     }
-    for (int i = 0; i < t_nspecs; i++) {
+    for (int i = 0; i < t_list.n; i++) {
         free(texts[i]);
         free(entries[i]);
     }
@@ -337,8 +319,8 @@ static void test_names(void) {
 
 static void test_dims(void) {
     t_specs_init();
-    for (int i = 0; i < t_nspecs; i++) {
-        const kernel_spec *s = &t_specs[i];
+    for (int i = 0; i < t_list.n; i++) {
+        const kernel_spec *s = &t_list.s[i];
         kernel_launch_dims dm;
         diag d;
         diag_init(&d);
@@ -388,11 +370,7 @@ static void test_dims(void) {
 static void test_invalid_specs(void) {
     diag d;
     char *text, *entry;
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 128;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ATTENTION, PLAN_DTYPE_F16, 128);
     s.heads = 4;
     s.head_dim = 63;
     s.scale = 0.125f;
@@ -408,10 +386,7 @@ static void test_invalid_specs(void) {
     kernel_launch_dims dm;
     CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "head_dim 256"), "head_dim 256: %s", d.text);
 
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = PLAN_DTYPE_I32;
-    s.bucket = 32;
+    s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_I32, 32);
     s.hidden = 64;
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "int32"), "int32 storage: %s", d.text);
@@ -420,10 +395,7 @@ static void test_invalid_specs(void) {
     diag_init(&d);
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "hidden"), "hidden 0: %s", d.text);
 
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = PLAN_DTYPE_BF16;
-    s.bucket = 64;
+    s = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 64);
     s.n = 100;
     s.k = 64;
     s.x_ld = 32;
@@ -438,17 +410,14 @@ static void test_invalid_specs(void) {
 static void test_compile_all_archs(void) {
     t_specs_init();
     /* every spec, plus the first three again: kbuild must compile them once */
-    int n = t_nspecs + 3;
+    int n = t_list.n + 3;
     char *texts[T_MAX_SPECS + 3] = {0}, *entries[T_MAX_SPECS + 3] = {0};
     kbuild_unit units[T_MAX_SPECS + 3];
     diag d;
     diag_init(&d);
     for (int i = 0; i < n; i++) {
-        const kernel_spec *s = &t_specs[i < t_nspecs ? i : i - t_nspecs];
-        if (kernel_source(s, &texts[i], &entries[i], &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            goto out;
-        }
+        const kernel_spec *s = &t_list.s[i < t_list.n ? i : i - t_list.n];
+        if (kimage_source(s, i, &texts[i], &entries[i]) != 0) goto out;
         units[i].text = texts[i];
         units[i].entry = entries[i];
     }
@@ -466,9 +435,9 @@ static void test_compile_all_archs(void) {
     }
     printf("    %d kernels (%d distinct), %d archs: %.1f s wall\n", n, r.ndistinct, default_arch_count,
            r.seconds);
-    CHECK(r.nunits == n && r.ndistinct == t_nspecs, "%d distinct of %d (expected %d)", r.ndistinct, n, t_nspecs);
-    for (int i = t_nspecs; i < n; i++)
-        CHECK(r.distinct_of[i] == i - t_nspecs, "unit %d is a copy of %d, not %d", i, i - t_nspecs, r.distinct_of[i]);
+    CHECK(r.nunits == n && r.ndistinct == t_list.n, "%d distinct of %d (expected %d)", r.ndistinct, n, t_list.n);
+    for (int i = t_list.n; i < n; i++)
+        CHECK(r.distinct_of[i] == i - t_list.n, "unit %d is a copy of %d, not %d", i, i - t_list.n, r.distinct_of[i]);
     CHECK(r.nimages == default_arch_count + 1, "%d images", r.nimages);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
@@ -476,7 +445,7 @@ static void test_compile_all_archs(void) {
         if (im->is_ptx) {
             CHECK(strcmp(im->arch, "compute_75") == 0, "PTX image for %s", im->arch);
             CHECK(im->size > 0 && strstr((const char *)im->data, ".target sm_75") != NULL, "PTX without .target");
-            for (int i = 0; i < t_nspecs; i++) {
+            for (int i = 0; i < t_list.n; i++) {
                 char vis[300];
                 snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
                 CHECK(strstr((const char *)im->data, vis) != NULL, "PTX lacks %s", entries[i]);
@@ -490,7 +459,7 @@ static void test_compile_all_archs(void) {
         for (int i = 0; i < n; i++) {
             const kbuild_stats *st = &im->stats[i];
             kernel_launch_dims dm;
-            kernel_dims(&t_specs[i < t_nspecs ? i : i - t_nspecs], &dm, &d);
+            kernel_dims(&t_list.s[i < t_list.n ? i : i - t_list.n], &dm, &d);
             int threads = (int)(dm.block[0] * dm.block[1] * dm.block[2]);
             /* the entry's __launch_bounds__(max threads, min blocks) */
             int lb_threads = 0, lb_blocks = 1;
@@ -548,11 +517,7 @@ static void test_broken_kernel(void) {
     CHECK(strstr(d.text, "fine_kernel(") == NULL, "the excerpt shows the wrong kernel: %s", d.text);
 
     /* a generated kernel broken in its instantiation line */
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = PLAN_DTYPE_F16;
-    s.bucket = 64;
+    kernel_spec s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_F16, 64);
     s.hidden = 384;
     s.eps = 1e-12f;
     s.has_residual = 1;
@@ -626,19 +591,14 @@ static void test_dedupe_and_args(void) {
  * same text; float attention stays SIMT everywhere. */
 static void test_tensor_core_path(void) {
     kernel_spec s[3];
-    memset(s, 0, sizeof s);
-    s[0].kind = KERNEL_KIND_GEMM;
-    s[0].dtype = PLAN_DTYPE_BF16;
-    s[0].bucket = 64;
+    s[0] = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 64);
     s[0].n = 128;
     s[0].k = 256;
     s[0].x_ld = 256;
     s[0].out_ld = 128;
     s[0].has_bias = 1;
     for (int i = 1; i < 3; i++) {
-        s[i].kind = KERNEL_KIND_ATTENTION;
-        s[i].dtype = i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32;
-        s[i].bucket = 128;
+        s[i] = kimage_spec(KERNEL_KIND_ATTENTION, i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32, 128);
         s[i].heads = 4;
         s[i].head_dim = 64;
         s[i].scale = 0.125f;
@@ -651,13 +611,9 @@ static void test_tensor_core_path(void) {
                                             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync"};
     for (int i = 0; i < 3; i++) {
         char *text, *entry;
-        diag d;
-        diag_init(&d);
-        if (kernel_source(&s[i], &text, &entry, &d) != 0) {
-            CHECK(0, "spec %d: %s", i, d.text);
-            continue;
-        }
+        if (kimage_source(&s[i], i, &text, &entry) != 0) continue;
         kbuild_unit u = {text, entry};
+        diag d;
         const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
         for (int a = 0; a < 2; a++) {
             kbuild_result r;

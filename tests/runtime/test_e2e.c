@@ -404,12 +404,7 @@ static void schedules_agree(void) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    E = emuctl_get();
-    if (!E) {
-        printf("FAIL emulated_device: libbertc_emudev.so or its controls are missing\n");
-        return 1;
-    }
-    E->reset();
+    if (!(E = emuctl_open())) return 1;
     CHECK_CASE(golden_tiny_bert_fp32);
     CHECK_CASE(golden_tiny_bert_fp16);
     CHECK_CASE(golden_tiny_bert_bf16);

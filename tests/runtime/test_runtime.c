@@ -594,12 +594,7 @@ static void test_threads(void) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    E = emuctl_get();
-    if (!E) {
-        printf("FAIL emulated_device: libbertc_emudev.so or its controls are missing\n");
-        return 1;
-    }
-    E->reset();
+    if (!(E = emuctl_open())) return 1;
     CHECK_CASE(test_image_select);
     CHECK_CASE(test_bad_plans);
     CHECK_CASE(test_missing_driver);

@@ -21,7 +21,7 @@
 
 #include "bertc.h"
 #include "check.h"
-#include "sentences.h"
+#include "golden.h"
 
 static bertc_device_kind test_device(void) {
     const char *e = getenv("BERTC_TEST_DEVICE");
@@ -29,15 +29,15 @@ static bertc_device_kind test_device(void) {
 }
 
 static void check_plan(const char *prec, double min_cos) {
-    sentences_file g;
+    golden_file g;
     char err[1024];
-    if (sentences_load(&g, "tests/golden/all-MiniLM-L6-v2-sentences.bsen", err, sizeof err)) {
+    if (golden_load(&g, "tests/golden/all-MiniLM-L6-v2-sentences.bsen", err, sizeof err)) {
         CHECK(0, "%s", err);
         return;
     }
     char value[64];
     long max_len = 0;
-    if (!sentences_header_value(&g, "max_seq_length", value, sizeof value)) max_len = strtol(value, NULL, 10);
+    if (!golden_header_value(&g, "max_seq_length", value, sizeof value)) max_len = strtol(value, NULL, 10);
     CHECK(max_len > 0, "the golden file has no max_seq_length");
     char path[512];
     snprintf(path, sizeof path, "%s/plans/all-MiniLM-L6-v2-%s.plan", check_build_dir(), prec);
@@ -62,7 +62,7 @@ static void check_plan(const char *prec, double min_cos) {
     float *emb = malloc((size_t)H * sizeof *emb);
     double worst = 1;
     for (int i = 0; i < g.count; i++) {
-        const sentences_case *sc = &g.cases[i];
+        const sentences_case *sc = &g.sentences[i];
         if (bertc_encode(pl, e, sc->text, NULL, max_len, err, sizeof err)) {
             CHECK(0, "sentence %d: %s", i, err);
             continue;
@@ -98,7 +98,7 @@ out:
     bertc_encoding_free(e);
     bertc_context_destroy(c);
     bertc_plan_close(pl);
-    sentences_free(&g);
+    golden_free(&g);
 }
 
 static void sentences_fp32(void) { check_plan("fp32", 0.99999); }

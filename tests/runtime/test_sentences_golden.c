@@ -21,7 +21,8 @@
 
 #include "check.h"
 #include "diag.h"
-#include "sentences.h"
+#include "golden.h"
+#include "sha256.h"
 #include "tokenizer.h"
 
 #define SENT_PATH "tests/golden/all-MiniLM-L6-v2-sentences.bsen"
@@ -31,28 +32,28 @@
 #define SENT_NORM_TOL 1e-5
 #define SENT_RENORM_TOL 1e-6
 
-static int header_int(const sentences_file *s, const char *key, long *out) {
+static int header_int(const golden_file *s, const char *key, long *out) {
     char v[64], *end;
-    if (sentences_header_value(s, key, v, sizeof v)) return -1;
+    if (golden_header_value(s, key, v, sizeof v)) return -1;
     *out = strtol(v, &end, 10);
     return end != v && *end == '\0' ? 0 : -1;
 }
 
 static void test_load_and_header(void) {
-    sentences_file s;
+    golden_file s;
     char err[512], v[128];
-    int rc = sentences_load(&s, SENT_PATH, err, sizeof err);
+    int rc = golden_load(&s, SENT_PATH, err, sizeof err);
     CHECK(rc == 0, "cannot load %s: %s", SENT_PATH, err);
     if (rc) return;
     CHECK(s.count >= 20, "only %d cases", s.count);
-    CHECK(sentences_header_value(&s, "format", v, sizeof v) == 0 && strcmp(v, "BSEN 1") == 0, "format line");
-    CHECK(sentences_header_value(&s, "model", v, sizeof v) == 0 && strcmp(v, SENT_MODEL) == 0, "model line");
+    CHECK(golden_header_value(&s, "format", v, sizeof v) == 0 && strcmp(v, "BSEN 1") == 0, "format line");
+    CHECK(golden_header_value(&s, "model", v, sizeof v) == 0 && strcmp(v, SENT_MODEL) == 0, "model line");
     long max_seq = 0, dim = 0;
     CHECK(header_int(&s, "max_seq_length", &max_seq) == 0 && max_seq == 256, "max_seq_length %ld", max_seq);
     CHECK(header_int(&s, "dim", &dim) == 0 && dim == 384, "dim %ld", dim);
     int truncated = 0, one_word = 0;
     for (int i = 0; i < s.count; i++) {
-        const sentences_case *k = &s.cases[i];
+        const sentences_case *k = &s.sentences[i];
         CHECK(k->dim == dim, "case #%d dim %d", i, k->dim);
         CHECK(k->n_ids >= 2 && k->n_ids <= max_seq, "case #%d: %d ids", i, k->n_ids);
         if (k->n_ids < 2) continue;
@@ -66,19 +67,19 @@ static void test_load_and_header(void) {
     }
     CHECK(truncated >= 1, "no case truncated to max_seq_length");
     CHECK(one_word >= 1, "no one-word case");
-    sentences_free(&s);
-    sentences_free(&s); /* safe twice */
+    golden_free(&s);
+    golden_free(&s); /* safe twice */
 }
 
 static void test_unit_norm_and_renormalise(void) {
-    sentences_file s;
+    golden_file s;
     char err[512];
-    int rc = sentences_load(&s, SENT_PATH, err, sizeof err);
+    int rc = golden_load(&s, SENT_PATH, err, sizeof err);
     CHECK(rc == 0, "cannot load %s: %s", SENT_PATH, err);
     if (rc) return;
     double worst_norm = 0, worst_renorm = 0;
     for (int i = 0; i < s.count; i++) {
-        const sentences_case *k = &s.cases[i];
+        const sentences_case *k = &s.sentences[i];
         double n2 = 0, p2 = 0;
         for (int j = 0; j < k->dim; j++) {
             n2 += (double)k->embedding[j] * k->embedding[j];
@@ -98,50 +99,50 @@ static void test_unit_norm_and_renormalise(void) {
     }
     printf("  %d cases: max ||e|| - 1| = %.2e, max |normalise(mean_pooled) - e| = %.2e\n", s.count, worst_norm,
            worst_renorm);
-    sentences_free(&s);
+    golden_free(&s);
 }
 
 static void test_model_sha256(void) {
     char hex[65], want[128], err[512], path[512];
     /* Known answers first, so a broken SHA-256 is not mistaken for a wrong model. */
-    sentences_sha256("", 0, hex);
+    sha256_hex("", 0, hex);
     CHECK(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0, "sha256('') %s",
           hex);
-    sentences_sha256("abc", 3, hex);
+    sha256_hex("abc", 3, hex);
     CHECK(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0, "sha256(abc) %s",
           hex);
     const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    sentences_sha256(m448, strlen(m448), hex);
+    sha256_hex(m448, strlen(m448), hex);
     CHECK(strcmp(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1") == 0, "sha256(448) %s",
           hex);
     static char million[1000000];
     memset(million, 'a', sizeof million);
-    sentences_sha256(million, sizeof million, hex);
+    sha256_hex(million, sizeof million, hex);
     CHECK(strcmp(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0, "sha256(1M a) %s",
           hex);
 
-    sentences_file s;
-    int rc = sentences_load(&s, SENT_PATH, err, sizeof err);
+    golden_file s;
+    int rc = golden_load(&s, SENT_PATH, err, sizeof err);
     CHECK(rc == 0, "cannot load %s: %s", SENT_PATH, err);
     if (rc) return;
-    CHECK(sentences_header_value(&s, "model_sha256", want, sizeof want) == 0 && strlen(want) == 64,
+    CHECK(golden_header_value(&s, "model_sha256", want, sizeof want) == 0 && strlen(want) == 64,
           "no model_sha256 in the header");
     snprintf(path, sizeof path, "%s/hf/%s/model.safetensors", check_build_dir(), SENT_MODEL);
-    rc = sentences_sha256_file(path, hex, err, sizeof err);
+    rc = golden_sha256_file(path, hex, err, sizeof err);
     CHECK(rc == 0, "%s (make fixtures builds it)", err);
     if (rc == 0) CHECK(strcmp(hex, want) == 0, "%s has sha256 %s, the golden was made from %s", path, hex, want);
-    CHECK(sentences_sha256_file("/nonexistent/bertc/model.safetensors", hex, err, sizeof err) == -1 && err[0],
+    CHECK(golden_sha256_file("/nonexistent/bertc/model.safetensors", hex, err, sizeof err) == -1 && err[0],
           "missing file accepted");
-    sentences_free(&s);
+    golden_free(&s);
 }
 
 /* bertc's tokenizer on the unstripped text, capped at max_seq_length, must
  * give the ids sentence-transformers used (it strips first; whitespace is
  * dropped by the tokenizer anyway). */
 static void test_bertc_tokenizer_ids(void) {
-    sentences_file s;
+    golden_file s;
     char err[512], vpath[512];
-    int rc = sentences_load(&s, SENT_PATH, err, sizeof err);
+    int rc = golden_load(&s, SENT_PATH, err, sizeof err);
     CHECK(rc == 0, "cannot load %s: %s", SENT_PATH, err);
     if (rc) return;
     long max_seq = 0;
@@ -152,7 +153,7 @@ static void test_bertc_tokenizer_ids(void) {
     CHECK(vocab != NULL, "cannot read %s (make fixtures builds it)", vpath);
     if (!vocab || max_seq <= 0) {
         free(vocab);
-        sentences_free(&s);
+        golden_free(&s);
         return;
     }
     plan_tokenizer cfg;
@@ -173,7 +174,7 @@ static void test_bertc_tokenizer_ids(void) {
         tokenizer_output o;
         tokenizer_output_init(&o);
         for (int i = 0; i < s.count; i++) {
-            const sentences_case *k = &s.cases[i];
+            const sentences_case *k = &s.sentences[i];
             diag_init(&d);
             if (tokenizer_encode(&t, k->text, k->text_len, NULL, 0, max_seq, &o, &d)) {
                 CHECK(0, "case #%d: tokenizer_encode: %s", i, d.text);
@@ -188,19 +189,20 @@ static void test_bertc_tokenizer_ids(void) {
         tokenizer_free(&t);
     }
     free(vocab);
-    sentences_free(&s);
+    golden_free(&s);
 }
 
 /* Loads a damaged image; it must fail with a message and leave *s empty. */
 static void expect_reject(const void *data, size_t len, const char *what) {
-    sentences_file s;
+    golden_file s;
     char err[512];
     memset(err, 'x', sizeof err);
-    int rc = sentences_load_memory(&s, data, len, what, err, sizeof err);
+    int rc = golden_load_memory(&s, data, len, what, err, sizeof err);
     CHECK(rc == -1, "%s (%zu bytes): accepted", what, len);
     CHECK(memchr(err, '\0', sizeof err) && err[0] != '\0', "%s: no message", what);
-    CHECK(s.count == 0 && s.cases == NULL && s.header == NULL, "%s: struct not left empty", what);
-    if (rc == 0) sentences_free(&s);
+    CHECK(s.count == 0 && s.sentences == NULL && s.cases == NULL && s.header == NULL, "%s: struct not left empty",
+          what);
+    if (rc == 0) golden_free(&s);
 }
 
 static void test_truncated_and_corrupt(void) {
@@ -209,26 +211,27 @@ static void test_truncated_and_corrupt(void) {
     CHECK(data != NULL, "cannot read %s", SENT_PATH);
     if (!data) return;
     char what[64], err[512];
-    sentences_file s;
-    int rc = sentences_load_memory(&s, data, len, "whole", err, sizeof err);
+    golden_file s;
+    int rc = golden_load_memory(&s, data, len, "whole", err, sizeof err);
     CHECK(rc == 0, "whole image: %s", err);
     if (rc) {
         free(data);
         return;
     }
-    /* Where each case starts, from the parsed file (layout in sentences.c). */
+    /* Where each case starts, from the parsed file (layout in support/golden.c). */
     uint32_t hlen;
     memcpy(&hlen, data + 8, 4); /* the file is little-endian; so are the test machines */
     size_t *starts = calloc((size_t)s.count + 1, sizeof *starts);
     CHECK(starts != NULL, "out of memory");
     if (!starts) {
-        sentences_free(&s);
+        golden_free(&s);
         free(data);
         return;
     }
     starts[0] = 16 + (size_t)hlen;
     for (int i = 0; i < s.count; i++)
-        starts[i + 1] = starts[i] + 12 + s.cases[i].text_len + 4 * (size_t)s.cases[i].n_ids + 8 * (size_t)s.cases[i].dim;
+        starts[i + 1] = starts[i] + 12 + s.sentences[i].text_len + 4 * (size_t)s.sentences[i].n_ids +
+                        8 * (size_t)s.sentences[i].dim;
     CHECK(starts[s.count] == len, "layout: cases end at %zu, file has %zu bytes", starts[s.count], len);
     /* Truncated copies: every prefix of the first 600 bytes (magic, version,
      * header), every prefix from just before the first case to the start of
@@ -250,14 +253,14 @@ static void test_truncated_and_corrupt(void) {
         tried++;
     }
     free(starts);
-    sentences_free(&s);
+    golden_free(&s);
     /* One prefix through the file path too. */
     const char *p = check_write_temp("sentences-truncated.bsen", data, len / 2);
     CHECK(p != NULL, "cannot write a temp file");
     if (p) {
-        rc = sentences_load(&s, p, err, sizeof err);
+        rc = golden_load(&s, p, err, sizeof err);
         CHECK(rc == -1 && strstr(err, "truncated"), "file truncated to %zu bytes: rc %d, '%s'", len / 2, rc, err);
-        if (rc == 0) sentences_free(&s);
+        if (rc == 0) golden_free(&s);
         remove(p);
     }
     /* A byte too many. */
@@ -347,8 +350,8 @@ static void test_truncated_and_corrupt(void) {
     }
     /* Edge inputs of the API. */
     expect_reject(NULL, 0, "NULL data");
-    CHECK(sentences_load(&s, "/nonexistent/bertc.bsen", err, sizeof err) == -1 && err[0], "missing file accepted");
-    CHECK(sentences_load_memory(&s, data, 3, "no err buffer", NULL, 0) == -1, "no-err-buffer call accepted");
+    CHECK(golden_load(&s, "/nonexistent/bertc.bsen", err, sizeof err) == -1 && err[0], "missing file accepted");
+    CHECK(golden_load_memory(&s, data, 3, "no err buffer", NULL, 0) == -1, "no-err-buffer call accepted");
     printf("  %zu truncated prefixes of %zu bytes rejected\n", tried, len);
     free(data);
 }

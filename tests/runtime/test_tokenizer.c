@@ -20,6 +20,7 @@
 #include <time.h>
 #include <utf8proc.h>
 
+#include "bincursor.h"
 #include "check.h"
 #include "tokenizer.h"
 
@@ -42,91 +43,77 @@ typedef struct tok_golden {
     tok_golden_case *cases;
 } tok_golden;
 
-static uint32_t rd_u32(const char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 static void tok_golden_free(tok_golden *g) {
     free(g->buf);
     free(g->cases);
     memset(g, 0, sizeof *g);
 }
 
-/* Parse tests/golden/tokenizer-corpus.btok (format: docs/tokenizer.md); 0 or -1 with a CHECK failure. */
+/* One case: max_len, has_pair, the texts, then per vocabulary n, u16 ids[n], u8 types[n]. */
+static int tok_golden_case_read(bincursor *c, tok_golden_case *k, uint32_t i) {
+    const unsigned char *q = bincursor_take(c, 9, "case #%u", i);
+    if (!q) return -1;
+    k->max_len = (int32_t)bincursor_le32(q);
+    k->has_pair = q[4];
+    k->la = bincursor_le32(q + 5);
+    if (!(k->a = (const char *)bincursor_take(c, k->la, "case #%u text", i))) return -1;
+    if (k->has_pair && (bincursor_u32(c, &k->lb, "case #%u pair length", i) ||
+                        !(k->b = (const char *)bincursor_take(c, k->lb, "case #%u pair", i))))
+        return -1;
+    for (int v = 0; v < 2; v++) {
+        size_t bytes;
+        if (bincursor_u32(c, &k->n[v], "case #%u vocabulary %d count", i, v) ||
+            bincursor_mul_size(k->n[v], 3, 1, &bytes) ||
+            !(q = bincursor_take(c, bytes, "case #%u vocabulary %d ids", i, v)))
+            return -1;
+        k->ids[v] = q;
+        k->types[v] = q + 2 * (size_t)k->n[v];
+    }
+    return 0;
+}
+
+/* The body of tests/golden/tokenizer-corpus.btok after its frame (format: docs/testing.md). */
+static int tok_golden_parse(tok_golden *g, bincursor *c) {
+    char *header;
+    if (bincursor_open(c, "BTOK", "a tokenizer golden", 1, &header)) return -1;
+    free(header);
+    if (bincursor_u32(c, &g->nvocab, "vocabulary count")) return -1;
+    if (g->nvocab != 2) {
+        bincursor_error(c, "expected 2 vocabularies, found %u", g->nvocab);
+        return -1;
+    }
+    if (bincursor_count(c, &g->ncases, 17, "case count")) return -1;
+    for (uint32_t v = 0; v < 2; v++) {
+        uint32_t nl;
+        const unsigned char *q;
+        if (bincursor_u32(c, &nl, "vocabulary %u name length", v) ||
+            !(q = bincursor_take(c, (size_t)nl + 3, "vocabulary %u", v)))
+            return -1;
+        snprintf(g->names[v], sizeof g->names[v], "%.*s", (int)nl, (const char *)q);
+        memcpy(g->settings[v], q + nl, 3);
+    }
+    if (!(g->cases = calloc(g->ncases ? g->ncases : 1, sizeof *g->cases))) return -1;
+    for (uint32_t i = 0; i < g->ncases; i++)
+        if (tok_golden_case_read(c, &g->cases[i], i)) return -1;
+    if (c->off == c->len) return 0;
+    bincursor_error(c, "%zu trailing bytes", c->len - c->off);
+    return -1;
+}
+
+/* Reads the corpus golden with the golden files' reader; 0, or -1 with a CHECK failure. */
 static int tok_golden_load(tok_golden *g, const char *path) {
     memset(g, 0, sizeof *g);
-    g->buf = check_read_file(path, &g->size);
-    CHECK(g->buf, "cannot read %s", path);
-    if (!g->buf) return -1;
-    const char *p = g->buf, *end = g->buf + g->size;
-#define NEED(k)                                                                      \
-    do {                                                                             \
-        if ((size_t)(end - p) < (size_t)(k)) {                                       \
-            CHECK(0, "%s is truncated at byte %zu", path, (size_t)(p - g->buf));     \
-            return -1;                                                               \
-        }                                                                            \
-    } while (0)
-    NEED(12);
-    if (memcmp(p, "BTOK", 4) || rd_u32(p + 4) != 1) {
-        CHECK(0, "%s: not a version-1 BTOK file", path);
+    char err[512];
+    unsigned char *buf;
+    if (bincursor_read_file(path, &buf, &g->size, err, sizeof err)) {
+        CHECK(0, "%s", err);
         return -1;
     }
-    uint32_t hl = rd_u32(p + 8);
-    p += 12;
-    NEED(hl + 8);
-    p += hl;
-    g->nvocab = rd_u32(p);
-    g->ncases = rd_u32(p + 4);
-    p += 8;
-    if (g->nvocab != 2) {
-        CHECK(0, "%s: expected 2 vocabularies, found %u", path, g->nvocab);
-        return -1;
-    }
-    for (uint32_t v = 0; v < 2; v++) {
-        NEED(4);
-        uint32_t nl = rd_u32(p);
-        p += 4;
-        NEED(nl + 3);
-        snprintf(g->names[v], sizeof g->names[v], "%.*s", (int)nl, p);
-        p += nl;
-        memcpy(g->settings[v], p, 3);
-        p += 3;
-    }
-    g->cases = calloc(g->ncases, sizeof *g->cases);
-    if (!g->cases) return -1;
-    for (uint32_t i = 0; i < g->ncases; i++) {
-        tok_golden_case *c = &g->cases[i];
-        NEED(9);
-        memcpy(&c->max_len, p, 4);
-        c->has_pair = (uint8_t)p[4];
-        c->la = rd_u32(p + 5);
-        p += 9;
-        NEED(c->la);
-        c->a = p;
-        p += c->la;
-        if (c->has_pair) {
-            NEED(4);
-            c->lb = rd_u32(p);
-            p += 4;
-            NEED(c->lb);
-            c->b = p;
-            p += c->lb;
-        }
-        for (int v = 0; v < 2; v++) {
-            NEED(4);
-            c->n[v] = rd_u32(p);
-            p += 4;
-            NEED((size_t)c->n[v] * 3);
-            c->ids[v] = (const uint8_t *)p;
-            c->types[v] = (const uint8_t *)p + 2 * (size_t)c->n[v];
-            p += 3 * (size_t)c->n[v];
-        }
-    }
-    CHECK(p == end, "%s: %zu trailing bytes", path, (size_t)(end - p));
-#undef NEED
-    return p == end ? 0 : -1;
+    g->buf = (char *)buf;
+    bincursor c = bincursor_init(buf, g->size, path, err, sizeof err);
+    int rc = tok_golden_parse(g, &c);
+    CHECK(rc == 0, "%s", err);
+    return rc;
 }
 
 /* A plan_tokenizer over `vocab` with the given settings. */
@@ -260,15 +247,21 @@ static void test_corpus_cased(void) { tok_check_corpus(1, "tests/golden/tokenize
 
 /* Every code point, four settings, against HF's normaliser + pre-tokenizer (block hashes). */
 static void test_codepoint_sweep(void) {
+    static const char path[] = "tests/golden/tokenizer-sweep.bin";
+    char err[512];
+    unsigned char *buf;
     size_t n;
-    char *buf = check_read_file("tests/golden/tokenizer-sweep.bin", &n);
-    CHECK(buf, "cannot read tests/golden/tokenizer-sweep.bin");
-    if (!buf) return;
-    uint32_t nconf = n >= 16 ? rd_u32(buf + 8) : 0, nblk = n >= 16 ? rd_u32(buf + 12) : 0;
-    CHECK(n >= 16 && !memcmp(buf, "BSWP", 4) && rd_u32(buf + 4) == 1 && nblk == 0x110000 / 256 &&
-              n == 16 + (size_t)nconf * (3 + 8 * (size_t)nblk),
-          "tokenizer-sweep.bin is malformed (%zu bytes)", n);
-    if (n < 16 || n != 16 + (size_t)nconf * (3 + 8 * (size_t)nblk)) {
+    if (bincursor_read_file(path, &buf, &n, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    bincursor c = bincursor_init(buf, n, path, err, sizeof err);
+    uint32_t nconf = 0, nblk = 0;
+    if (!bincursor_magic_version(&c, "BSWP", "a code-point sweep", 1) && !bincursor_u32(&c, &nconf, "config count") &&
+        !bincursor_u32(&c, &nblk, "block count") && nblk == 0x110000 / 256 && c.len - c.off != (size_t)nconf * (3 + 8 * (size_t)nblk))
+        bincursor_error(&c, "%u configs of %u blocks do not fill the %zu bytes that follow", nconf, nblk, c.len - c.off);
+    CHECK(!c.failed && nblk == 0x110000 / 256, "tokenizer-sweep.bin is malformed (%zu bytes): %s", n, err);
+    if (c.failed || nblk != 0x110000 / 256) {
         free(buf);
         return;
     }
@@ -276,7 +269,7 @@ static void test_codepoint_sweep(void) {
     tokenizer_output o;
     tokenizer_output_init(&o);
     for (uint32_t k = 0; k < nconf; k++) {
-        const char *p = buf + 16 + (size_t)k * (3 + 8 * (size_t)nblk);
+        const unsigned char *p = buf + 16 + (size_t)k * (3 + 8 * (size_t)nblk);
         int8_t s[3];
         memcpy(s, p, 3);
         plan_tokenizer cfg = tok_config(vocab, strlen(vocab), s[0], s[1], s[2]);
@@ -326,70 +319,71 @@ static void test_codepoint_sweep(void) {
     free(buf);
 }
 
-static int tok_small(tokenizer *t, int lower) {
-    static char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\na\nb\n!\n##b\n";
-    plan_tokenizer cfg = tok_config(vocab, strlen(vocab), lower, -1, -1);
+/* What the unit cases start from: a small uncased tokenizer, an output
+ * and a diag. */
+typedef struct tok_fx {
+    tokenizer t;
+    tokenizer_output o;
     diag d;
-    diag_init(&d);
-    int rc = tokenizer_init(t, &cfg, &d);
-    CHECK(rc == 0, "tokenizer_init: %s", d.text);
+} tok_fx;
+
+static int tok_fx_up(tok_fx *f) {
+    static char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\na\nb\n!\n##b\n";
+    plan_tokenizer cfg = tok_config(vocab, strlen(vocab), 1, -1, -1);
+    diag_init(&f->d);
+    int rc = tokenizer_init(&f->t, &cfg, &f->d);
+    CHECK(rc == 0, "tokenizer_init: %s", f->d.text);
+    tokenizer_output_init(&f->o);
     return rc;
 }
 
+static void tok_fx_down(tok_fx *f) {
+    tokenizer_output_free(&f->o);
+    tokenizer_free(&f->t);
+}
+
 static void test_empty_and_specials(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
-    CHECK(tokenizer_encode(&t, "", 0, NULL, 0, -1, &o, &d) == 0, "%s", d.text);
-    CHECK(o.len == 2 && o.ids[0] == 2 && o.ids[1] == 3 && !strcmp(o.tokens[0], "[CLS]") && !strcmp(o.tokens[1], "[SEP]"),
-          "empty text must give [CLS] [SEP], got %zu tokens", o.len);
-    CHECK(tokenizer_encode(&t, NULL, 5, NULL, 0, 0, &o, &d) == 0 && o.len == 2, "NULL text is empty text");
-    CHECK(tokenizer_encode(&t, "Hello worlds!", 13, "b [MASK]x", 9, -1, &o, &d) == 0, "%s", d.text);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
+    CHECK(tokenizer_encode(&f.t, "", 0, NULL, 0, -1, &f.o, &f.d) == 0, "%s", f.d.text);
+    CHECK(f.o.len == 2 && f.o.ids[0] == 2 && f.o.ids[1] == 3 && !strcmp(f.o.tokens[0], "[CLS]") && !strcmp(f.o.tokens[1], "[SEP]"),
+          "empty text must give [CLS] [SEP], got %zu tokens", f.o.len);
+    CHECK(tokenizer_encode(&f.t, NULL, 5, NULL, 0, 0, &f.o, &f.d) == 0 && f.o.len == 2, "NULL text is empty text");
+    CHECK(tokenizer_encode(&f.t, "Hello worlds!", 13, "b [MASK]x", 9, -1, &f.o, &f.d) == 0, "%s", f.d.text);
     int32_t want[] = {2, 5, 6, 7, 10, 3, 9, 4, 1, 3}, wty[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
-    int ok = o.len == 10;
-    for (size_t i = 0; ok && i < 10; i++) ok = o.ids[i] == want[i] && o.type_ids[i] == wty[i];
-    CHECK(ok, "pair encoding wrong (%zu tokens)", o.len);
-    CHECK(tokenizer_token_to_id(&t, "##b", 3) == 11 && tokenizer_token_to_id(&t, "##c", 3) == -1, "token_to_id");
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    int ok = f.o.len == 10;
+    for (size_t i = 0; ok && i < 10; i++) ok = f.o.ids[i] == want[i] && f.o.type_ids[i] == wty[i];
+    CHECK(ok, "pair encoding wrong (%zu tokens)", f.o.len);
+    CHECK(tokenizer_token_to_id(&f.t, "##b", 3) == 11 && tokenizer_token_to_id(&f.t, "##c", 3) == -1, "token_to_id");
+    tok_fx_down(&f);
 }
 
 static void test_truncation(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     const char *a = "a a a a a a a a", *b = "b b b";   /* 8 and 3 tokens */
     /* longest_first (tokenizers' rule): budget 7 -> the shorter keeps 3, the longer 4. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), b, strlen(b), 10, &o, &d) == 0 && o.len == 10 && o.len_a == 4 &&
-              o.len_b == 3 && o.truncated && o.full_a == 8,
-          "pair truncation: %zu tokens, %zu + %zu", o.len, o.len_a, o.len_b);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), b, strlen(b), 10, &f.o, &f.d) == 0 && f.o.len == 10 && f.o.len_a == 4 &&
+              f.o.len_b == 3 && f.o.truncated && f.o.full_a == 8,
+          "pair truncation: %zu tokens, %zu + %zu", f.o.len, f.o.len_a, f.o.len_b);
     /* Both long: budget 5 -> shorter 2, longer 3. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), "b b b b b b", 11, 8, &o, &d) == 0 && o.len_a == 3 && o.len_b == 2,
-          "both truncated: %zu + %zu", o.len_a, o.len_b);
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 5, &o, &d) == 0 && o.len == 5 && o.ids[4] == 3,
-          "single truncation to 5: %zu", o.len);
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 2, &o, &d) == 0 && o.len == 2, "max_len 2 -> [CLS][SEP]");
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 1, &o, &d) != 0 && d.code == DIAG_CODE_INPUT &&
-              strstr(d.text, "max_len 1"),
-          "max_len 1 must be refused: %s", d.text);
-    CHECK(tokenizer_encode(&t, a, strlen(a), b, strlen(b), 2, &o, &d) != 0, "pair max_len 2 must be refused");
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), "b b b b b b", 11, 8, &f.o, &f.d) == 0 && f.o.len_a == 3 && f.o.len_b == 2,
+          "both truncated: %zu + %zu", f.o.len_a, f.o.len_b);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 5, &f.o, &f.d) == 0 && f.o.len == 5 && f.o.ids[4] == 3,
+          "single truncation to 5: %zu", f.o.len);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 2, &f.o, &f.d) == 0 && f.o.len == 2, "max_len 2 -> [CLS][SEP]");
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 1, &f.o, &f.d) != 0 && f.d.code == DIAG_CODE_INPUT &&
+              strstr(f.d.text, "max_len 1"),
+          "max_len 1 must be refused: %s", f.d.text);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), b, strlen(b), 2, &f.o, &f.d) != 0, "pair max_len 2 must be refused");
     /* 0 = the model's 512: nothing to cut here. */
-    CHECK(tokenizer_encode(&t, a, strlen(a), NULL, 0, 0, &o, &d) == 0 && o.len == 10 && !o.truncated, "max_len 0");
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    CHECK(tokenizer_encode(&f.t, a, strlen(a), NULL, 0, 0, &f.o, &f.d) == 0 && f.o.len == 10 && !f.o.truncated, "max_len 0");
+    tok_fx_down(&f);
 }
 
 static void test_invalid_utf8(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     static const struct {
         const char *s;
         size_t off;
@@ -412,19 +406,17 @@ static void test_invalid_utf8(void) {
         size_t n = strlen(bad[i].s);
         char *copy = malloc(n);   /* exact size, no NUL: ASan catches any over-read */
         memcpy(copy, bad[i].s, n);
-        diag d;
-        diag_init(&d);
-        int rc = tokenizer_encode(&t, copy, n, NULL, 0, -1, &o, &d);
+        diag_init(&f.d);
+        int rc = tokenizer_encode(&f.t, copy, n, NULL, 0, -1, &f.o, &f.d);
         char want[64];
         snprintf(want, sizeof want, "at byte %zu ", bad[i].off);
-        CHECK(rc != 0 && d.code == DIAG_CODE_INPUT && strstr(d.text, "not valid UTF-8") && strstr(d.text, want),
-              "case %zu: rc %d, message '%s'", i, rc, d.text);
-        rc = tokenizer_encode(&t, "a", 1, copy, n, -1, &o, &d);
-        CHECK(rc != 0 && strstr(d.text, "pair text"), "case %zu in the pair: %s", i, d.text);
+        CHECK(rc != 0 && f.d.code == DIAG_CODE_INPUT && strstr(f.d.text, "not valid UTF-8") && strstr(f.d.text, want),
+              "case %zu: rc %d, message '%s'", i, rc, f.d.text);
+        rc = tokenizer_encode(&f.t, "a", 1, copy, n, -1, &f.o, &f.d);
+        CHECK(rc != 0 && strstr(f.d.text, "pair text"), "case %zu in the pair: %s", i, f.d.text);
         free(copy);
     }
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    tok_fx_down(&f);
 }
 
 static void test_vocab_errors(void) {
@@ -463,12 +455,8 @@ static void test_vocab_errors(void) {
 
 /* Random bytes and random valid text: never a crash, an over-read or a bad id. */
 static void test_random_bytes(void) {
-    tokenizer t;
-    if (tok_small(&t, 1)) return;
-    tokenizer_output o;
-    tokenizer_output_init(&o);
-    diag d;
-    diag_init(&d);
+    tok_fx f;
+    if (tok_fx_up(&f)) return;
     for (int it = 0; it < 3000; it++) {
         size_t n = (size_t)check_rng_range(0, 300);
         char *s = malloc(n ? n : 1);
@@ -478,12 +466,12 @@ static void test_random_bytes(void) {
             s[i] = (char)(it % 2 ? r : (r % 3 == 0 ? 0x80 | (r >> 8 & 0x3F) : r % 3 == 1 ? (r >> 8) % 128 : 0xC2 + (r >> 8) % 50));
         }
         int64_t ml = check_rng_range(-1, 40);
-        int rc = tokenizer_encode(&t, s, n, it % 3 ? NULL : s, n / 2, ml, &o, &d);
+        int rc = tokenizer_encode(&f.t, s, n, it % 3 ? NULL : s, n / 2, ml, &f.o, &f.d);
         if (rc == 0) {
             int ok = 1;
-            for (size_t i = 0; i < o.len; i++) ok &= o.ids[i] >= 0 && o.ids[i] < t.nvocab;
+            for (size_t i = 0; i < f.o.len; i++) ok &= f.o.ids[i] >= 0 && f.o.ids[i] < f.t.nvocab;
             CHECK(ok, "iteration %d: id out of range", it);
-            CHECK(ml <= 2 || o.len <= (size_t)ml, "iteration %d: %zu tokens > max_len %d", it, o.len, (int)ml);
+            CHECK(ml <= 2 || f.o.len <= (size_t)ml, "iteration %d: %zu tokens > max_len %d", it, f.o.len, (int)ml);
         }
         free(s);
     }
@@ -497,10 +485,9 @@ static void test_random_bytes(void) {
             if (c >= 0xD800 && c <= 0xDFFF) continue;
             n += utf8proc_encode_char((utf8proc_int32_t)c, (utf8proc_uint8_t *)s + n);
         }
-        CHECK(tokenizer_encode(&t, s, n, NULL, 0, -1, &o, &d) == 0, "valid text refused: %s", d.text);
+        CHECK(tokenizer_encode(&f.t, s, n, NULL, 0, -1, &f.o, &f.d) == 0, "valid text refused: %s", f.d.text);
     }
-    tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    tok_fx_down(&f);
 }
 
 int main(int argc, char **argv) {

@@ -1,6 +1,6 @@
 /*
- * bincursor — bounds-checked little-endian reader shared by golden.c and
- * sentences.c (see bincursor.h).
+ * bincursor — the golden files' reader: a bounds-checked little-endian
+ * cursor and the frame the formats share (see bincursor.h).
  *
  * Design.  The file is read whole into memory (bincursor_read_file) and
  * parsed by a cursor that knows how many bytes remain; every read goes
@@ -15,8 +15,15 @@
  * order or alignment.  The first error wins: later reads fail without
  * touching the message.
  *
- * Each reader words its messages its own way ("case 'name' len" in golden.c,
- * "case #2 dim" in sentences.c), so the description of what is read is a
+ * The frame.  .bgld and .bsen differ only in their cases: both open with
+ * magic, version and a UTF-8 header, count their cases, and end after the
+ * last one.  bincursor_frame_read does all of that once, given the format's
+ * case reader, so a check added here (say, on the header) holds for every
+ * golden file; test_tokenizer's .btok shares the opening (bincursor_open)
+ * and reads its own vocabulary list after it.
+ *
+ * Each reader words its messages its own way ("case 'name' len" for .bgld,
+ * "case #2 dim" for .bsen), so the description of what is read is a
  * printf format, expanded only on error.  A message is written in pieces
  * (prefix, fixed text, the description, fixed text), each continuing where
  * the last stopped and truncating at the buffer's end, which gives exactly
@@ -116,14 +123,6 @@ const unsigned char *bincursor_take(bincursor *c, size_t n, const char *what_fmt
     return q;
 }
 
-const unsigned char *bincursor_take_array(bincursor *c, size_t count, const char *what_fmt, ...) {
-    va_list ap;
-    va_start(ap, what_fmt);
-    const unsigned char *q = vtake_array(c, count, what_fmt, ap);
-    va_end(ap);
-    return q;
-}
-
 int bincursor_u32(bincursor *c, uint32_t *out, const char *what_fmt, ...) {
     va_list ap;
     va_start(ap, what_fmt);
@@ -151,18 +150,10 @@ static void *vwords(bincursor *c, size_t count, const char *what_fmt, va_list ap
     return out;
 }
 
-int32_t *bincursor_i32s(bincursor *c, size_t count, const char *what_fmt, ...) {
+void *bincursor_words(bincursor *c, size_t count, const char *what_fmt, ...) {
     va_list ap;
     va_start(ap, what_fmt);
-    int32_t *out = vwords(c, count, what_fmt, ap);
-    va_end(ap);
-    return out;
-}
-
-float *bincursor_f32s(bincursor *c, size_t count, const char *what_fmt, ...) {
-    va_list ap;
-    va_start(ap, what_fmt);
-    float *out = vwords(c, count, what_fmt, ap);
+    void *out = vwords(c, count, what_fmt, ap);
     va_end(ap);
     return out;
 }
@@ -254,5 +245,138 @@ int bincursor_read_file(const char *path, unsigned char **data, size_t *size_out
 done:
     free(buf);
     fclose(f);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- text */
+
+/* Length of the longest valid UTF-8 prefix of s[0..n) (== n if all valid):
+ * shortest forms only, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char b = s[i];
+        size_t k;
+        uint32_t cp, min;
+        if (b < 0x80) {
+            i++;
+            continue;
+        } else if ((b & 0xe0) == 0xc0) {
+            k = 1, cp = b & 0x1f, min = 0x80;
+        } else if ((b & 0xf0) == 0xe0) {
+            k = 2, cp = b & 0x0f, min = 0x800;
+        } else if ((b & 0xf8) == 0xf0) {
+            k = 3, cp = b & 0x07, min = 0x10000;
+        } else {
+            return i;
+        }
+        if (k > n - i - 1) return i;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+char *bincursor_text(bincursor *c, size_t n, const char *what_fmt, ...) {
+    size_t start = c->off;
+    va_list ap;
+    va_start(ap, what_fmt);
+    const unsigned char *q = vtake(c, n, what_fmt, ap);
+    char *s = NULL;
+    if (q) {
+        const unsigned char *nul = memchr(q, '\0', n);
+        size_t nul_at = nul ? (size_t)(nul - q) : n, valid = utf8_valid_prefix(q, n);
+        if (nul_at < n || valid < n) {
+            c->off = start + (nul_at < valid ? nul_at : valid);
+            fail_what(c, "", what_fmt, ap, nul_at <= valid ? ": NUL byte" : ": invalid UTF-8");
+        } else if (!(s = malloc(n + 1))) {
+            fail_what(c, "out of memory reading ", what_fmt, ap, "");
+        } else {
+            memcpy(s, q, n);
+            s[n] = '\0';
+        }
+    }
+    va_end(ap);
+    return s;
+}
+
+int bincursor_header_value(const char *header, const char *key, char *out, size_t cap) {
+    if (!header || !key || !out || cap == 0) return -1;
+    size_t klen = strlen(key);
+    const char *line = header;
+    while (*line) {
+        const char *eol = strchr(line, '\n');
+        size_t llen = eol ? (size_t)(eol - line) : strlen(line);
+        if (llen >= klen + 2 && memcmp(line, key, klen) == 0 && line[klen] == ':' && line[klen + 1] == ' ') {
+            size_t vlen = llen - klen - 2;
+            if (vlen >= cap) return -1;
+            memcpy(out, line + klen + 2, vlen);
+            out[vlen] = '\0';
+            return 0;
+        }
+        if (!eol) break;
+        line = eol + 1;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------- the frame */
+
+int bincursor_open(bincursor *c, const char magic[4], const char *kind, uint32_t version, char **header) {
+    uint32_t header_len;
+    *header = NULL;
+    if (bincursor_magic_version(c, magic, kind, version) || bincursor_u32(c, &header_len, "header length"))
+        return -1;
+    *header = bincursor_text(c, header_len, "header");
+    return *header ? 0 : -1;
+}
+
+void bincursor_frame_free(const bincursor_format *f, char *header, void *cases, int count) {
+    for (int i = 0; cases && i < count; i++)
+        for (int k = 0; k < f->nowned; k++) {
+            void *member;
+            memcpy(&member, (char *)cases + (size_t)i * f->case_size + f->owned[k], sizeof member);
+            free(member);
+        }
+    free(cases);
+    free(header);
+}
+
+int bincursor_frame_read(bincursor *c, const bincursor_format *f, char **header, void **cases, int *count) {
+    *cases = NULL;
+    *count = 0;
+    uint32_t n;
+    if (bincursor_open(c, f->magic, f->kind, f->version, header)) return -1;
+    if (bincursor_count(c, &n, f->min_case_bytes, "case count")) goto fail;
+    if (!(*cases = calloc(n ? n : 1, f->case_size))) {
+        bincursor_error(c, "out of memory for %u cases", n);
+        goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        *count = (int)i + 1;   /* the case being read is freed with the others */
+        if (f->read_case(c, (char *)*cases + (size_t)i * f->case_size, (int)i)) goto fail;
+    }
+    if (c->off == c->len) return 0;
+    bincursor_error(c, "%zu unexpected bytes after the last case", c->len - c->off);
+fail:
+    bincursor_frame_free(f, *header, *cases, *count);
+    *header = NULL;
+    *cases = NULL;
+    *count = 0;
+    return -1;
+}
+
+int bincursor_load(const char *path, void *out, char *err, size_t cap,
+                   int (*parse)(void *out, const void *data, size_t len, const char *name, char *err, size_t cap)) {
+    if (err && cap) err[0] = '\0';
+    unsigned char *buf;
+    size_t size;
+    if (bincursor_read_file(path, &buf, &size, err, cap)) return -1;
+    int rc = parse(out, buf, size, path, err, cap);
+    free(buf);
     return rc;
 }

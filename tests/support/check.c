@@ -75,6 +75,18 @@ int64_t check_rng_range(int64_t lo, int64_t hi) {
     return lo + (int64_t)(check_rng_u64() % (uint64_t)(hi - lo + 1));
 }
 
+uint32_t check_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+float check_bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 const char *check_build_dir(void) {
     const char *b = getenv("BERTC_BUILD_DIR");
     return b && *b ? b : "build";

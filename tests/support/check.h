@@ -34,11 +34,24 @@ void check_init(int argc, char **argv);
         if (!(cond)) check_fail(__FILE__, __LINE__, __VA_ARGS__);    \
     } while (0)
 #define CHECK_CASE(fn) check_case_run(#fn, fn)
+/* A prerequisite of the rest of the case (an image, a plan): when it does
+ * not hold, record the failure and end the case. */
+#define CHECK_REQUIRE(cond, ...)                                     \
+    do {                                                             \
+        if (!(cond)) {                                               \
+            check_fail(__FILE__, __LINE__, __VA_ARGS__);             \
+            return;                                                  \
+        }                                                            \
+    } while (0)
 
 /* Deterministic per-seed random numbers (splitmix64). */
 uint64_t check_rng_u64(void);
 double check_rng_uniform(void);          /* [0, 1) */
 int64_t check_rng_range(int64_t lo, int64_t hi);   /* [lo, hi] */
+
+/* The bits of a float and the float of some bits (no aliasing tricks). */
+uint32_t check_f32_bits(float f);
+float check_bits_f32(uint32_t u);
 
 /* Path of the repository's build directory (BERTC_BUILD_DIR or "build"). */
 const char *check_build_dir(void);

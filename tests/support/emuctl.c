@@ -34,3 +34,13 @@ const emuctl *emuctl_get(void) {
 #undef EMUCTL_SYM
     return ok ? &c : NULL;
 }
+
+const emuctl *emuctl_open(void) {
+    const emuctl *e = emuctl_get();
+    if (!e) {
+        printf("FAIL emulated_device: libbertc_emudev.so or its controls are missing\n");
+        return NULL;
+    }
+    e->reset();
+    return e;
+}
