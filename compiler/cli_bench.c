@@ -4,6 +4,7 @@
  * around bertc_infer.  With --soak, many threads and contexts for a
  * bounded time instead (cli_soak.c).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,8 @@ static double percentile(const double *sorted, int n, double q) {
 typedef struct bench_options {
     const char *path, *pin;
     bertc_device_kind kind;
-    long iters, warmup, seq_len, soak, threads, seed;
+    long iters, warmup, seq_len, soak, threads;
+    unsigned long long seed;           /* any 64-bit value */
 } bench_options;
 
 /* Options into o; -1 when the command should go on, else its exit status. */
@@ -62,7 +64,15 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         else if (!strcmp(a, "--seq-len")) num = &o->seq_len;
         else if (!strcmp(a, "--soak")) num = &o->soak;
         else if (!strcmp(a, "--threads")) num = &o->threads;
-        else if (!strcmp(a, "--seed")) num = &o->seed;
+        else if (!strcmp(a, "--seed")) {
+            char *end;
+            if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
+            errno = 0;
+            o->seed = strtoull(argv[i], &end, 0);
+            if (end == argv[i] || *end || errno || argv[i][0] == '-')
+                return cli_usage_error(USAGE_BENCH, "bench: --seed '%s' is not an unsigned 64-bit number", argv[i]);
+            continue;
+        }
         else if (a[0] == '-' && a[1]) return cli_usage_error(USAGE_BENCH, "bench: unknown option '%s'", a);
         else if (!o->path) { o->path = a; continue; }
         else return cli_usage_error(USAGE_BENCH, "bench: unexpected argument '%s'", a);

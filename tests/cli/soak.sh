@@ -23,3 +23,6 @@ if [ -n "$start" ] && [ "$start" = "$end" ]; then pass soak-device-objects; else
 # A plan pinned by another digest is refused before the soak starts.
 expect soak-pinned-other 2 "$B" bench "$PLAN" --device emu --soak 1 --expect-sha256 "$(printf '0%.0s' $(seq 64))"
 expect soak-threads-usage 1 "$B" bench "$PLAN" --device emu --soak 1 --threads 0
+# Seeds are 64-bit (the suite's seeds go past a million).
+expect soak-seed-64bit 0 "$B" bench "$PLAN" --device emu --soak 1 --threads 1 --seed 18446744073709551615
+expect soak-seed-negative 1 "$B" bench "$PLAN" --device emu --soak 1 --seed -5
