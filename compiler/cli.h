@@ -30,6 +30,7 @@ int cmd_run(int argc, char **argv);
 int cmd_run_text(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_export_triton(int argc, char **argv);
 
 /* Prints "bertc: error: MESSAGE"; returns the exit status of the diag's code. */
 int cli_fail(const diag *d);
