@@ -86,14 +86,14 @@ static TRITONSERVER_Error *tb_inputs_read(TRITONBACKEND_Request *rq, tb_inputs *
     if (e) return e;
     if (ins->text.input && ins->ids.input)
         return tb_error(TRITONSERVER_ERROR_INVALID_ARG, "TEXT and INPUT_IDS are alternatives: send one of them");
-    if (!ins->text.input && !ins->ids.input)
-        return tb_error(TRITONSERVER_ERROR_INVALID_ARG,
-                        "missing input: send TEXT (strings to tokenise) or INPUT_IDS (token ids)");
     if (ins->pair.input && !ins->text.input)
         return tb_error(TRITONSERVER_ERROR_INVALID_ARG, "TEXT_PAIR needs TEXT");
     if ((ins->mask.input || ins->types.input) && !ins->ids.input)
         return tb_error(TRITONSERVER_ERROR_INVALID_ARG, "%s goes with INPUT_IDS; TEXT is tokenised by the model",
                         ins->mask.input ? "ATTENTION_MASK" : "TOKEN_TYPE_IDS");
+    if (!ins->text.input && !ins->ids.input)
+        return tb_error(TRITONSERVER_ERROR_INVALID_ARG,
+                        "missing input: send TEXT (strings to tokenise) or INPUT_IDS (token ids)");
     return NULL;
 }
 
