@@ -163,9 +163,11 @@ static int export_find_lib(const char *given, const char *env, const char *file,
 static void export_inputs(FILE *f, bertc_plan *pl, const export_opts *o) {
     const char *ragged = o->max_batch > 0 ? " allow_ragged_batch: true" : "";
     const char *t = !strcmp(o->ids_type, "int32") ? "TYPE_INT32" : "TYPE_INT64";
-    fprintf(f, "# Send TEXT (one string per row, tokenised by the plan's tokenizer) or INPUT_IDS;\n"
-               "# each input is optional on its own, the backend says which are missing.\n"
-               "input [\n");
+    if (bertc_plan_has_tokenizer(pl))
+        fprintf(f, "# Send TEXT (one string per row, tokenised by the plan's tokenizer) or INPUT_IDS;\n");
+    else
+        fprintf(f, "# Send INPUT_IDS (the plan carries no tokenizer, so there is no text input);\n");
+    fprintf(f, "# each input is optional on its own, the backend says what is missing.\ninput [\n");
     if (bertc_plan_has_tokenizer(pl))
         fprintf(f, "  { name: \"TEXT\" data_type: TYPE_STRING dims: [ 1 ] optional: true },\n"
                    "  { name: \"TEXT_PAIR\" data_type: TYPE_STRING dims: [ 1 ] optional: true },\n");
