@@ -214,3 +214,19 @@ def test_compile(tiny, tmp_path):
         bertc.compile(tmp_path / "no-such-model", tmp_path / "x.plan", archs=["emu"])
     assert e.value.exit_status == 2 and "no-such-model" in str(e.value)
     assert not os.path.exists(tmp_path / "x.plan")
+
+
+def test_docs_example(tmp_path, capsys):
+    """docs/python.md's complete example, as written, with its settings pointed at tiny-bert on the CPU."""
+    doc = open(os.path.join("docs", "python.md"), encoding="utf-8").read()
+    code = doc.split("## A complete example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    settings = {"MODEL": repr(os.path.join(BUILD, "hf", "tiny-bert")), "PLAN": repr(str(tmp_path / "tiny.plan")),
+                "ARCHS": '["emu"]', "DEVICE": '"emu"'}
+    lines = code.splitlines()
+    for key, value in settings.items():
+        at = [i for i, line in enumerate(lines) if line.startswith(key + " = ")]
+        assert len(at) == 1, "the example has no single %s setting" % key
+        lines[at[0]] = "%s = %s" % (key, value)
+    exec(compile("\n".join(lines), "docs/python.md", "exec"), {"__name__": "docs_example"})
+    printed = capsys.readouterr().out
+    assert "best match:" in printed and "refused: input_ids:" in printed and "last_hidden_state (1," in printed
