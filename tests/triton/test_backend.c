@@ -366,14 +366,18 @@ static const char *mock_config(int max_batch, const char *extra) {
     return config_buf;
 }
 
-/* Loads the model; returns the error message ("" on success). */
-static const char *mock_load(TRITONBACKEND_Model *m, const char *config) {
+/* An entry point's error as text ("" for success); the error is deleted, as the server would. */
+static const char *mock_message(TRITONSERVER_Error *e) {
     static char msg[2048];
-    *m = (TRITONBACKEND_Model){"tiny", mock_repo(), config, 1, NULL};
-    TRITONSERVER_Error *e = TRITONBACKEND_ModelInitialize(m);
     snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
     TRITONSERVER_ErrorDelete(e);
     return msg;
+}
+
+/* Loads the model; returns the error message ("" on success). */
+static const char *mock_load(TRITONBACKEND_Model *m, const char *config) {
+    *m = (TRITONBACKEND_Model){"tiny", mock_repo(), config, 1, NULL};
+    return mock_message(TRITONBACKEND_ModelInitialize(m));
 }
 
 static void mock_unload(TRITONBACKEND_Model *m) {
@@ -383,12 +387,8 @@ static void mock_unload(TRITONBACKEND_Model *m) {
 
 static const char *mock_instance(TRITONBACKEND_ModelInstance *inst, TRITONBACKEND_Model *m,
                                  TRITONSERVER_InstanceGroupKind kind) {
-    static char msg[2048];
     *inst = (TRITONBACKEND_ModelInstance){"tiny_0", kind, 0, m, NULL, 0, 0, 0, 0};
-    TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceInitialize(inst);
-    snprintf(msg, sizeof msg, "%s", e ? e->msg : "");
-    TRITONSERVER_ErrorDelete(e);
-    return msg;
+    return mock_message(TRITONBACKEND_ModelInstanceInitialize(inst));
 }
 
 static void mock_instance_end(TRITONBACKEND_ModelInstance *inst) {
@@ -504,6 +504,26 @@ static void check_row(reference *ref, TRITONBACKEND_Request *r, int row, const b
     free(want);
 }
 
+/* What most cases run on: the reference, and the model loaded with one KIND_CPU instance. */
+typedef struct fixture {
+    reference ref;
+    TRITONBACKEND_Model m;
+    TRITONBACKEND_ModelInstance inst;
+} fixture;
+
+static int fixture_open(fixture *f, int max_batch) {
+    if (reference_open(&f->ref)) return -1;
+    CHECK(!*mock_load(&f->m, mock_config(max_batch, "")), "load");
+    CHECK(!*mock_instance(&f->inst, &f->m, TRITONSERVER_INSTANCEGROUPKIND_CPU), "instance");
+    return 0;
+}
+
+static void fixture_close(fixture *f) {
+    mock_instance_end(&f->inst);
+    mock_unload(&f->m);
+    reference_close(&f->ref);
+}
+
 static void random_ids(int32_t *ids, int64_t n) {
     for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)check_rng_range(0, VOCAB - 1);
 }
@@ -610,12 +630,8 @@ static void instance_devices(void) {
 }
 
 static void execute_ids(void) {
-    reference ref;
-    TRITONBACKEND_Model m;
-    TRITONBACKEND_ModelInstance inst;
-    if (reference_open(&ref)) return;
-    CHECK(!*mock_load(&m, mock_config(8, "")), "load");
-    CHECK(!*mock_instance(&inst, &m, TRITONSERVER_INSTANCEGROUPKIND_CPU), "instance");
+    fixture f;
+    if (fixture_open(&f, 8)) return;
     /* A batch of requests: several rows each, lengths across the buckets, masks and types present or not, ids as
      * INT64 or INT32, data in one to three buffers. */
     TRITONBACKEND_Request rs[5];
@@ -641,7 +657,7 @@ static void execute_ids(void) {
         rs[i].outputs[rs[i].noutputs++] = "last_hidden_state";
         rs[i].outputs[rs[i].noutputs++] = "pooler_output";
     }
-    mock_execute(&inst, rs, 5);
+    mock_execute(&f.inst, rs, 5);
     for (int i = 0; i < 5; i++) {
         CHECK(!rs[i].error[0], "request %d: %s", i, rs[i].error);
         TRITONBACKEND_Output *h = mock_output(&rs[i], "last_hidden_state");
@@ -651,25 +667,19 @@ static void execute_ids(void) {
         for (int r = 0; r < rows[i]; r++) {
             int64_t at = r * lens[i];
             bertc_request rq = {ids[i] + at, i >= 2 ? types[i] + at : NULL, i >= 1 ? mask[i] + at : NULL, lens[i]};
-            check_row(&ref, &rs[i], r, &rq, lens[i], "ids");
+            check_row(&f.ref, &rs[i], r, &rq, lens[i], "ids");
         }
     }
-    CHECK(inst.stats_ok == 5 && inst.stats_failed == 0 && inst.batch_stats == 1 && inst.batch_rows == 9,
-          "statistics: %d ok, %d failed, %d batches, %llu rows", inst.stats_ok, inst.stats_failed, inst.batch_stats,
-          (unsigned long long)inst.batch_rows);
+    CHECK(f.inst.stats_ok == 5 && f.inst.stats_failed == 0 && f.inst.batch_stats == 1 && f.inst.batch_rows == 9,
+          "statistics: %d ok, %d failed, %d batches, %llu rows", f.inst.stats_ok, f.inst.stats_failed, f.inst.batch_stats,
+          (unsigned long long)f.inst.batch_rows);
     for (int i = 0; i < 5; i++) mock_request_free(&rs[i]);
-    mock_instance_end(&inst);
-    mock_unload(&m);
-    reference_close(&ref);
+    fixture_close(&f);
 }
 
 static void execute_text(void) {
-    reference ref;
-    TRITONBACKEND_Model m;
-    TRITONBACKEND_ModelInstance inst;
-    if (reference_open(&ref)) return;
-    CHECK(!*mock_load(&m, mock_config(8, "")), "load");
-    CHECK(!*mock_instance(&inst, &m, TRITONSERVER_INSTANCEGROUPKIND_CPU), "instance");
+    fixture f;
+    if (fixture_open(&f, 8)) return;
     char longtext[2000] = "";
     for (int i = 0; i < 150; i++) strcat(longtext, i % 2 ? "word " : "Zürich ");
     const char *texts[3] = {"Hello world", "", longtext}, *pairs[3] = {"a question?", "x", "short"};
@@ -685,7 +695,7 @@ static void execute_text(void) {
         rs[i].outputs[rs[i].noutputs++] = "pooler_output";
         rs[i].outputs[rs[i].noutputs++] = "last_hidden_state";
     }
-    mock_execute(&inst, rs, 2);
+    mock_execute(&f.inst, rs, 2);
     for (int i = 0; i < 2; i++) {
         CHECK(!rs[i].error[0], "request %d: %s", i, rs[i].error);
         TRITONBACKEND_Output *h = mock_output(&rs[i], "last_hidden_state");
@@ -695,10 +705,10 @@ static void execute_text(void) {
               h ? (long long)h->shape[1] : -1LL, MAX_LEN);
         for (int r = 0; r < 3 && h; r++) {
             char err[1024];
-            CHECK(!bertc_encode(ref.plan, ref.enc, texts[r], i ? pairs[r] : NULL, 0, err, sizeof err), "%s", err);
-            bertc_request rq = {bertc_encoding_ids(ref.enc), bertc_encoding_type_ids(ref.enc), NULL,
-                                bertc_encoding_len(ref.enc)};
-            check_row(&ref, &rs[i], r, &rq, h->shape[1], i ? "text pair" : "text");
+            CHECK(!bertc_encode(f.ref.plan, f.ref.enc, texts[r], i ? pairs[r] : NULL, 0, err, sizeof err), "%s", err);
+            bertc_request rq = {bertc_encoding_ids(f.ref.enc), bertc_encoding_type_ids(f.ref.enc), NULL,
+                                bertc_encoding_len(f.ref.enc)};
+            check_row(&f.ref, &rs[i], r, &rq, h->shape[1], i ? "text pair" : "text");
         }
     }
     for (int i = 0; i < 2; i++) mock_request_free(&rs[i]);
@@ -708,14 +718,12 @@ static void execute_text(void) {
     n = mock_strings(buf, one, 1);
     mock_input(&rs[0], "TEXT", TRITONSERVER_TYPE_BYTES, s1, 2, buf, n, 1);
     rs[0].outputs[rs[0].noutputs++] = "pooler_output";
-    mock_execute(&inst, rs, 1);
+    mock_execute(&f.inst, rs, 1);
     CHECK(!rs[0].error[0] && rs[0].response && rs[0].response->has_truncated && !rs[0].response->truncated &&
               rs[0].response->noutputs == 1,
           "short text: %s", rs[0].error);
     mock_request_free(&rs[0]);
-    mock_instance_end(&inst);
-    mock_unload(&m);
-    reference_close(&ref);
+    fixture_close(&f);
 }
 
 typedef struct bad_case {
@@ -823,12 +831,8 @@ static void bad_requests(void) {
         {"INPUT_IDS has shape [1, 2, 2]; expected [rows, length]", bad_shape},
     };
     enum { NBAD = sizeof cases / sizeof cases[0] };
-    reference ref;
-    TRITONBACKEND_Model m;
-    TRITONBACKEND_ModelInstance inst;
-    if (reference_open(&ref)) return;
-    CHECK(!*mock_load(&m, mock_config(8, "")), "load");
-    CHECK(!*mock_instance(&inst, &m, TRITONSERVER_INSTANCEGROUPKIND_CPU), "instance");
+    fixture f;
+    if (fixture_open(&f, 8)) return;
     /* Each bad request in a batch between two good ones: only it fails. */
     for (int i = 0; i < NBAD; i++) {
         TRITONBACKEND_Request rs[3];
@@ -840,7 +844,7 @@ static void bad_requests(void) {
             if (!rs[k].noutputs) rs[k].outputs[rs[k].noutputs++] = "pooler_output";
             rs[k].outputs[rs[k].noutputs++] = "last_hidden_state";
         }
-        mock_execute(&inst, rs, 3);
+        mock_execute(&f.inst, rs, 3);
         CHECK(strstr(rs[1].error, cases[i].want), "case %d: expected '%s', got '%s'", i, cases[i].want, rs[1].error);
         CHECK(!rs[1].response, "case %d: an error response carried outputs", i);
         for (int k = 0; k < 3; k += 2) {
@@ -850,25 +854,19 @@ static void bad_requests(void) {
             for (int r = 0; r < (k ? 1 : 2); r++) {
                 for (int64_t t = 0; t < len; t++) ids[t] = (int32_t)(100 + r * len + t);
                 bertc_request rq = {ids, NULL, NULL, len};
-                check_row(&ref, &rs[k], r, &rq, len, "good neighbour");
+                check_row(&f.ref, &rs[k], r, &rq, len, "good neighbour");
             }
         }
         for (int k = 0; k < 3; k++) mock_request_free(&rs[k]);
     }
-    CHECK(inst.stats_failed == NBAD && inst.stats_ok == 2 * NBAD, "statistics: %d ok, %d failed", inst.stats_ok,
-          inst.stats_failed);
-    mock_instance_end(&inst);
-    mock_unload(&m);
-    reference_close(&ref);
+    CHECK(f.inst.stats_failed == NBAD && f.inst.stats_ok == 2 * NBAD, "statistics: %d ok, %d failed", f.inst.stats_ok,
+          f.inst.stats_failed);
+    fixture_close(&f);
 }
 
 static void unbatched(void) {
-    reference ref;
-    TRITONBACKEND_Model m;
-    TRITONBACKEND_ModelInstance inst;
-    if (reference_open(&ref)) return;
-    CHECK(!*mock_load(&m, mock_config(0, "")), "load");
-    CHECK(!*mock_instance(&inst, &m, TRITONSERVER_INSTANCEGROUPKIND_CPU), "instance");
+    fixture f;
+    if (fixture_open(&f, 0)) return;
     TRITONBACKEND_Request rs[2];
     memset(rs, 0, sizeof rs);
     int32_t ids[12];
@@ -880,18 +878,16 @@ static void unbatched(void) {
         rs[k].outputs[rs[k].noutputs++] = "last_hidden_state";
         rs[k].outputs[rs[k].noutputs++] = "pooler_output";
     }
-    mock_execute(&inst, rs, 2);
+    mock_execute(&f.inst, rs, 2);
     TRITONBACKEND_Output *h = mock_output(&rs[0], "last_hidden_state"), *p = mock_output(&rs[0], "pooler_output");
     CHECK(h && h->dims == 2 && h->shape[0] == 12 && p && p->dims == 1 && p->shape[0] == HIDDEN,
           "unbatched shapes: %s", rs[0].error);
     bertc_request rq = {ids, NULL, NULL, 12};
-    check_row(&ref, &rs[0], 0, &rq, 12, "unbatched");
+    check_row(&f.ref, &rs[0], 0, &rq, 12, "unbatched");
     CHECK(strstr(rs[1].error, "INPUT_IDS has shape [1, 12]; expected [length]"), "[1, 12] unbatched: '%s'",
           rs[1].error);
     for (int k = 0; k < 2; k++) mock_request_free(&rs[k]);
-    mock_instance_end(&inst);
-    mock_unload(&m);
-    reference_close(&ref);
+    fixture_close(&f);
 }
 
 static void books_balance(void) {
