@@ -287,8 +287,9 @@ demo: $(BUILD)/bertc $(EMUDEV_SO) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.plan --device emu --text "Hello world"
 
 # make install PREFIX=DIR: bertc, the runtime (static and shared), its header,
-# the emulated device, and a pkg-config file (pkg-config --cflags --libs bertc).
-install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
+# the emulated device, the Triton backend (where export-triton finds it), and
+# a pkg-config file (pkg-config --cflags --libs bertc).
+install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO) $(TRITON_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BUILD)/bertc $(DESTDIR)$(PREFIX)/bin/bertc
 	install -m 644 runtime/bertc.h $(DESTDIR)$(PREFIX)/include/bertc.h
@@ -296,6 +297,7 @@ install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
 	install -m 755 $(BUILD)/$(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/$(RUNTIME_SONAME)
 	ln -sf $(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/libbertc.so
 	install -m 755 $(EMUDEV_SO) $(DESTDIR)$(PREFIX)/lib/libbertc_emudev.so
+	install -m 755 $(TRITON_SO) $(DESTDIR)$(PREFIX)/lib/libtriton_bertc.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/bertc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/bertc.pc
 
 setup:
