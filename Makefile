@@ -59,6 +59,8 @@ $(BUILD)/gen/%.o:               INC = $(INC_CODEGEN)
 $(BUILD)/tests/%.o:             INC = $(INC_TESTS)
 $(BUILD)/runtime/triton/%.o:    INC = $(INC_TRITON)
 $(BUILD)/tests/triton/%.o:      INC = $(INC_TESTS) -Iruntime/triton
+# The soak reads the emulated device's counters (its control header only).
+$(BUILD)/compiler/cli_soak.o:   INC = $(INC_COMPILER) -Iruntime/emu/device
 
 # The command line (compiler/main.c, compiler/cli*.c) is linked into bertc only;
 # the library is the compiler proper, which the tests link too.
@@ -312,8 +314,17 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
+# fuzz_request runs requests through the runtime on the emulated device:
+# the device library and the micro plan come from the normal build (clang 14
+# cannot build the device, which needs _Float16; an uninstrumented device
+# in an instrumented process is fine, the runtime under test is instrumented).
+FUZZ_PLAN := $(CURDIR)/$(BUILD)/plans/micro-bert.plan
+FUZZ_EMU  := $(CURDIR)/$(BUILD)/libbertc_emudev.so
+
 fuzz:
-	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-bins
+	$(MAKE) $(EMUDEV_SO) $(BUILD)/plans/micro-bert.plan
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang CFLAGS="-O1 -g" SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
+	  FUZZ_PLAN=$(FUZZ_PLAN) fuzz-bins
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%) $(BUILD)/hf/micro-bert/model.safetensors
 
@@ -322,8 +333,20 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) -Itests/fuzz -DBERTC_FUZZ_DEFAULT_DIR=\"$(CURDIR)/$(BUILD)/hf/micro-bert\" \
 	  $(CFLAGS) $(SAN) -fsanitize=fuzzer -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
 
+$(BUILD)/plans/micro-bert.plan: $(BUILD)/bertc $(BUILD)/hf/micro-bert/model.safetensors
+	@mkdir -p $(dir $@)
+	$(BUILD)/bertc import $(BUILD)/hf/micro-bert -o $(BUILD)/plans/micro-bert.yaml
+	$(BUILD)/bertc compile $(BUILD)/plans/micro-bert.yaml -o $@ --precision fp32 --buckets 8,16 --arch emu -j 1
+
+# Requests through the runtime on the emulated device need a plan with an
+# emulator image and the device's controls (tests/support/emuctl.c).
+$(BUILD)/fuzz/fuzz_request: tests/fuzz/fuzz_request.c tests/fuzz/fuzz.h tests/support/emuctl.c $(COMPILER_LIB) $(RUNTIME_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) -Itests/fuzz -DBERTC_FUZZ_DEFAULT_PLAN=\"$(FUZZ_PLAN)\" \
+	  $(CFLAGS) $(SAN) -fsanitize=fuzzer -o $@ $< tests/support/emuctl.c $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
+
 fuzz-run: fuzz
-	sh tools/fuzz_run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	BERTC_EMU_DEVICE=$(FUZZ_EMU) sh tools/fuzz_run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The seed-plan shrinker (tools/make_fuzz_seeds.sh), a normal build.
 $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)

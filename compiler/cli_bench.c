@@ -1,7 +1,8 @@
 /*
  * cli_bench — `bertc bench PLAN`: latency percentiles per bucket, measured
  * on the device with CUDA events around each graph launch and on the host
- * around bertc_infer.
+ * around bertc_infer.  With --soak, many threads and contexts for a
+ * bounded time instead (cli_soak.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +12,22 @@
 static const char USAGE_BENCH[] =
     "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
     "                   [--expect-sha256 HEX]\n"
+    "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
+    "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
     "\n"
     "Times requests of random ids, per bucket (at the bucket's full length) or\n"
     "at length L only: after the warm-up, each of N requests is timed on the\n"
     "device with CUDA events around its graph launch, and on the host around\n"
     "bertc_infer. Prints p50/p90/p99 and jitter (p99 - p50) in microseconds.\n"
-    "Defaults: --iters 200 (20 on the emulated device), --warmup 20 (2).\n";
+    "Defaults: --iters 200 (20 on the emulated device), --warmup 20 (2).\n"
+    "\n"
+    "--soak: N threads (default 4) share the plan, each with its own contexts,\n"
+    "sending random requests of lengths 1..L (default: the longest bucket) for\n"
+    "SECONDS, with context re-creation, extra plan opens and invalid requests\n"
+    "mixed in; outputs are compared bit for bit with a single-threaded run. On\n"
+    "the emulated device a quarter of the time runs kernels for real and the\n"
+    "rest on its null device. Reports requests, errors, resident memory and\n"
+    "the device's live objects; exits 3 on any error, mismatch or leak.\n";
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -28,39 +39,62 @@ static double percentile(const double *sorted, int n, double q) {
     return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-int cmd_bench(int argc, char **argv) {
-    const char *path = NULL, *device = "cuda", *pin = NULL;
-    long iters = -1, warmup = -1, seq_len = 0;
+typedef struct bench_options {
+    const char *path, *pin;
+    bertc_device_kind kind;
+    long iters, warmup, seq_len, soak, threads, seed;
+} bench_options;
+
+/* Options into o; -1 when the command should go on, else its exit status. */
+static int bench_parse(int argc, char **argv, bench_options *o) {
+    const char *device = "cuda";
+    *o = (bench_options){.iters = -1, .warmup = -1, .threads = 4, .seed = 1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
         long *num = NULL;
         if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256")) {
             if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
-            *(a[2] == 'd' ? &device : &pin) = argv[i];
+            *(a[2] == 'd' ? &device : &o->pin) = argv[i];
             continue;
-        } else if (!strcmp(a, "--iters")) num = &iters;
-        else if (!strcmp(a, "--warmup")) num = &warmup;
-        else if (!strcmp(a, "--seq-len")) num = &seq_len;
+        } else if (!strcmp(a, "--iters")) num = &o->iters;
+        else if (!strcmp(a, "--warmup")) num = &o->warmup;
+        else if (!strcmp(a, "--seq-len")) num = &o->seq_len;
+        else if (!strcmp(a, "--soak")) num = &o->soak;
+        else if (!strcmp(a, "--threads")) num = &o->threads;
+        else if (!strcmp(a, "--seed")) num = &o->seed;
         else if (a[0] == '-' && a[1]) return cli_usage_error(USAGE_BENCH, "bench: unknown option '%s'", a);
-        else if (!path) { path = a; continue; }
+        else if (!o->path) { o->path = a; continue; }
         else return cli_usage_error(USAGE_BENCH, "bench: unexpected argument '%s'", a);
         if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
         char *end;
         *num = strtol(argv[i], &end, 10);
-        if (end == argv[i] || *end || *num < (num == &warmup ? 0 : 1) || *num > 1000000)
+        if (end == argv[i] || *end || *num < (num == &o->warmup ? 0 : 1) || *num > 1000000)
             return cli_usage_error(USAGE_BENCH, "bench: '%s' is not a valid count", argv[i]);
     }
-    if (!path) return cli_usage_error(USAGE_BENCH, "bench: missing PLAN%s", "");
-    bertc_device_kind kind;
-    if (cli_parse_device(device, &kind)) return cli_usage_error(USAGE_BENCH, "bench: unknown device '%s' (expected cuda or emu)", device);
-    if (iters < 0) iters = kind == BERTC_DEVICE_CUDA ? 200 : 20;
-    if (warmup < 0) warmup = kind == BERTC_DEVICE_CUDA ? 20 : 2;
+    if (!o->path) return cli_usage_error(USAGE_BENCH, "bench: missing PLAN%s", "");
+    if (cli_parse_device(device, &o->kind))
+        return cli_usage_error(USAGE_BENCH, "bench: unknown device '%s' (expected cuda or emu)", device);
+    if (o->threads > 256) return cli_usage_error(USAGE_BENCH, "bench: --threads %s is above 256", "");
+    int cuda = o->kind == BERTC_DEVICE_CUDA;
+    if (o->iters < 0) o->iters = cuda ? 200 : 20;
+    if (o->warmup < 0) o->warmup = cuda ? 20 : 2;
+    return -1;
+}
 
+int cmd_bench(int argc, char **argv) {
+    bench_options o;
+    int prc = bench_parse(argc, argv, &o);
+    if (prc >= 0) return prc;
+    if (o.soak)
+        return cli_soak(o.path, o.pin, o.kind, (double)o.soak, (int)o.threads, (int)o.seq_len, (uint64_t)o.seed);
+    const char *path = o.path, *pin = o.pin;
+    bertc_device_kind kind = o.kind;
+    long iters = o.iters, warmup = o.warmup, seq_len = o.seq_len;
     char err[1024];
     bertc_plan *pl = NULL;
     bertc_context *ctx = NULL;
-    int prc = cli_plan_open(path, pin, &pl);
+    prc = cli_plan_open(path, pin, &pl);
     if (prc) return prc;
     bertc_status st;
     int maxb = bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1);
