@@ -4,6 +4,8 @@
 #   make test          build everything, make the test fixtures, run every test
 #   make sanitize      the same suite under ASan+UBSan, in build-san/
 #   make demo          import + run the bundled MiniLM model (the main job)
+#   make triton        the Triton Inference Server backend, build/libtriton_bertc.so (docs/serving.md)
+#   make python        the Python package's wheel, build/python/bertc-*.whl (docs/python.md)
 #   make setup         install the system packages (tools/setup.sh; sh tools/setup.sh
 #                      on a machine that has no make yet)
 
@@ -36,6 +38,8 @@ INC_LOWER    := -Icompiler/lower -Icompiler/codegen -Icompiler/ir $(INC_PLAN)
 INC_COMPILER := -Icompiler -Icompiler/frontend -Icompiler/ir -Icompiler/passes -Icompiler/lower -Icompiler/codegen \
                 -Iruntime $(INC_PLAN)
 INC_TESTS    := -Itests/support $(INC_COMPILER) $(INC_RUNTIME) -Iruntime/emu/device $(INC_EMU_CORE)
+# The Triton backend may use the runtime's public header only (tools/check_layers.py).
+INC_TRITON   := -Iruntime/triton -Iruntime
 INC       = $(INC_COMMON)
 ALL_CFLAGS = $(WARN) $(CPPFLAGS) $(INC) -fPIC $(CFLAGS) $(SAN)
 LDLIBS    := -lyaml -lutf8proc -lm -lpthread
@@ -53,6 +57,8 @@ $(BUILD)/compiler/lower/%.o:    INC = $(INC_LOWER)
 $(BUILD)/compiler/codegen/%.o:  INC = $(INC_CODEGEN)
 $(BUILD)/gen/%.o:               INC = $(INC_CODEGEN)
 $(BUILD)/tests/%.o:             INC = $(INC_TESTS)
+$(BUILD)/runtime/triton/%.o:    INC = $(INC_TRITON)
+$(BUILD)/tests/triton/%.o:      INC = $(INC_TESTS) -Iruntime/triton
 # The soak reads the emulated device's counters (its control header only).
 $(BUILD)/compiler/cli_soak.o:   INC = $(INC_COMPILER) -Iruntime/emu/device
 
@@ -105,7 +111,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run
+.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run triton python
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -188,6 +194,46 @@ $(BUILD)/tests/emu/%: $(BUILD)/tests/emu/%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) 
 	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/../..' -o $@ $^ $(LDLIBS) -ldl
 # ---- end of the emulated device block
 
+# ---- serving (docs/serving.md, docs/python.md)
+# The Triton Inference Server backend: runtime/triton over the runtime's
+# public API, with the runtime linked in statically (two models' copies of
+# the backend, each in its version folder, can never share one
+# libbertc.so.0 by soname) and only the TRITONBACKEND_* entry points
+# exported.  The TRITONSERVER_* / TRITONBACKEND_* services it calls stay
+# undefined: the server that loads it defines them.  The archive is what
+# tests/triton/test_backend links against its in-process stand-in server.
+TRITON_SRCS := $(wildcard runtime/triton/*.c)
+TRITON_OBJS := $(TRITON_SRCS:%.c=$(BUILD)/%.o)
+TRITON_LIB  := $(BUILD)/libtriton_bertc.a
+TRITON_SO   := $(BUILD)/libtriton_bertc.so
+
+$(TRITON_LIB): $(TRITON_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(TRITON_SO): $(TRITON_OBJS) $(RUNTIME_LIB) runtime/triton/triton.map
+	$(CC) $(SAN) -shared -Wl,--version-script=runtime/triton/triton.map -o $@ $(TRITON_OBJS) $(RUNTIME_LIB) \
+	  -lutf8proc -ldl -lpthread -lm
+
+triton: $(TRITON_SO) $(TRITON_LIB) $(EMUDEV_SO)
+
+$(BUILD)/tests/triton/%: $(BUILD)/tests/triton/%.o $(TEST_SUPPORT_OBJS) $(TRITON_LIB) $(COMPILER_LIB) $(RUNTIME_LIB) | $(EMUDEV_SO)
+	$(CC) $(SAN) -Wl,-rpath,'$$ORIGIN/../..' -o $@ $^ $(LDLIBS) -ldl
+
+# The Python package (runtime/python/bertc: ctypes over libbertc.so, numpy
+# arrays out) as a wheel holding libbertc.so.0, libbertc_emudev.so and the
+# bertc command; written by runtime/python/build_wheel.py with the standard
+# library only, so building it needs no network.
+PY_WHEEL := $(BUILD)/python/bertc-$(VERSION)-py3-none-linux_$(shell uname -m).whl
+PY_SRCS  := $(wildcard runtime/python/bertc/*.py) runtime/python/build_wheel.py runtime/python/README.md
+
+python: $(PY_WHEEL)
+
+$(PY_WHEEL): $(PY_SRCS) $(RUNTIME_SO) $(EMUDEV_SO) $(BUILD)/bertc
+	@mkdir -p $(dir $@)
+	$(PYTHON) runtime/python/build_wheel.py --build $(BUILD) --version $(VERSION) --output $@
+# ---- end of the serving block
+
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
 TINY_MODELS := tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh
 FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
@@ -228,7 +274,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 .PRECIOUS: $(PLAN_DIR)/%.yaml
 plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
 
-test: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO) $(TEST_BINS) fixtures plans
+test: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO) $(TEST_BINS) fixtures plans triton python
 	BERTC_SAN="$(SAN)" sh tests/run.sh $(BUILD)
 
 sanitize:
@@ -243,8 +289,9 @@ demo: $(BUILD)/bertc $(EMUDEV_SO) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 	$(BUILD)/bertc run $(BUILD)/all-MiniLM-L6-v2.plan --device emu --text "Hello world"
 
 # make install PREFIX=DIR: bertc, the runtime (static and shared), its header,
-# the emulated device, and a pkg-config file (pkg-config --cflags --libs bertc).
-install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
+# the emulated device, the Triton backend (where export-triton finds it), and
+# a pkg-config file (pkg-config --cflags --libs bertc).
+install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO) $(TRITON_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BUILD)/bertc $(DESTDIR)$(PREFIX)/bin/bertc
 	install -m 644 runtime/bertc.h $(DESTDIR)$(PREFIX)/include/bertc.h
@@ -252,6 +299,7 @@ install: $(BUILD)/bertc $(RUNTIME_LIB) $(RUNTIME_SO) $(EMUDEV_SO)
 	install -m 755 $(BUILD)/$(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/$(RUNTIME_SONAME)
 	ln -sf $(RUNTIME_SONAME) $(DESTDIR)$(PREFIX)/lib/libbertc.so
 	install -m 755 $(EMUDEV_SO) $(DESTDIR)$(PREFIX)/lib/libbertc_emudev.so
+	install -m 755 $(TRITON_SO) $(DESTDIR)$(PREFIX)/lib/libtriton_bertc.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/bertc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/bertc.pc
 
 setup:

@@ -30,6 +30,7 @@ int cmd_run(int argc, char **argv);
 int cmd_run_text(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_export_triton(int argc, char **argv);
 /* bench --soak (cli_soak.c): threads, contexts and requests for `seconds`;
  * lengths up to max_len (0: the plan's longest bucket). */
 int cli_soak(const char *path, const char *pin, bertc_device_kind kind, double seconds, int threads, int max_len,

@@ -11,6 +11,8 @@
  *            model YAML -> model_load -> ref_run -> .npy / stdout   (cli_run.c)
  *   bench    plan -> context with CUDA-event timing -> percentiles per bucket (cli_bench.c)
  *   tokenize plan -> the plan's tokenizer -> tokens and ids        (cli_tokenize.c)
+ *   export-triton  plan -> a Triton model repository entry: config.pbtxt,
+ *            the plan, the backend (runtime/triton)                 (cli_export_triton.c)
  *
  * Conventions (docs/cli.md, cli.h): results on stdout or in files, messages
  * on stderr, exit status 0 ok, 1 usage, 2 bad input, 3 internal or device
@@ -32,6 +34,7 @@ static const char USAGE[] =
     "  run PLAN|MODEL.yaml ...         run one request (GPU, emulated device, or reference)\n"
     "  bench PLAN                      latency percentiles per bucket\n"
     "  tokenize PLAN --text ...        tokens and ids from the plan's tokenizer\n"
+    "  export-triton PLAN REPO         a Triton Inference Server model repository entry\n"
     "\n"
     "options:\n"
     "  -h, --help       this help (bertc COMMAND --help for a command's)\n"
@@ -45,6 +48,7 @@ static const struct {
 } cli_commands[] = {
     {"import", cmd_import}, {"compile", cmd_compile}, {"inspect", cmd_inspect},
     {"run", cmd_run},       {"bench", cmd_bench},     {"tokenize", cmd_tokenize},
+    {"export-triton", cmd_export_triton},
 };
 
 int main(int argc, char **argv) {

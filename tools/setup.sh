@@ -6,7 +6,9 @@
 # The one list of the project's system packages: the C toolchain and make,
 # libyaml and libutf8proc (the graph loader and the tokenizer), pkg-config
 # (the runtime's example is built through it), Python 3 (fixture
-# generators, the MiniLM download) and clang (the fuzz targets).  apt-get
+# generators, the MiniLM download; python3-venv for the environment .ci/run
+# installs the serving tests' pinned packages into) and clang (the fuzz
+# targets).  apt-get
 # runs directly as root and through sudo otherwise; packages already
 # present are not touched, so a second run does nothing.  The CUDA toolkit
 # (NVRTC and headers; no GPU or driver needed) is looked for in $CUDA_HOME,
@@ -15,7 +17,7 @@
 # exits 1.  .ci/run uses this script, so CI and the README cannot disagree.
 set -eu
 
-PACKAGES="build-essential make libyaml-dev libutf8proc-dev pkg-config python3 python3-pip clang libclang-rt-dev"
+PACKAGES="build-essential make libyaml-dev libutf8proc-dev pkg-config python3 python3-pip python3-venv clang libclang-rt-dev"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

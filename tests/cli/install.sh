@@ -37,3 +37,11 @@ else
 fi
 expect installed-inspect 0 "$IB" inspect "$T/m.plan" --json
 contains installed-plan-has-emu "$T/out" '"kind": "emu"'
+# export-triton from the installed tree finds the installed backend in ../lib.
+expect installed-export-triton 0 "$IB" export-triton "$T/m.plan" "$T/repo" --name m --device emu
+if cmp -s "$P/lib/libtriton_bertc.so" "$T/repo/m/1/libtriton_bertc.so" &&
+    cmp -s "$P/lib/libbertc_emudev.so" "$T/repo/m/1/libbertc_emudev.so"; then
+    pass installed-export-triton-libraries
+else
+    fail installed-export-triton-libraries "the repository does not hold the installed backend and emulated device"
+fi

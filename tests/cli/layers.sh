@@ -21,3 +21,12 @@ if python3 tools/check_layers.py "$T/b" >"$T/out" 2>&1; then
 else
     contains layers-catches-include "$T/out" "runtime/rt_plan (runtime) includes compiler/ir/ir.h"
 fi
+# ... and the Triton backend reaching past the runtime's public header.
+rm -f "$T/b/runtime/rt_plan.d"
+mkdir -p "$T/b/runtime/triton"
+printf 'runtime/triton/tb_model.o: runtime/triton/tb_model.c runtime/bertc.h runtime/rt.h\n' >"$T/b/runtime/triton/tb_model.d"
+if python3 tools/check_layers.py "$T/b" >"$T/out" 2>&1; then
+    fail layers-catches-backend-include "the Triton backend including runtime/rt.h passed"
+else
+    contains layers-catches-backend-include "$T/out" "runtime/triton/tb_model (runtime/triton) includes runtime/rt.h"
+fi
