@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""make_tokenizer_families.py — byte-level BPE and Unigram tokenizers and
+the expected Hugging Face encodings for tests/runtime/test_tokenizer_families.c.
+
+Truth is what transformers' AutoTokenizer loads (the fast tokenizers, the
+Rust `tokenizers` pipeline).  The script writes, deterministically with the
+pinned versions below (the trainers are run once; --retrain replaces them):
+
+  tests/golden/tokenizer-train.txt       the multilingual training text
+  tests/golden/tok-roberta/              byte-level BPE trained by tokenizers'
+                                         BpeTrainer, RoBERTa's pipeline
+                                         (ByteLevel, RobertaProcessing, <mask>
+                                         lstrip): tokenizer.json + config
+  tests/golden/tok-roberta-files/        the same as vocab.json + merges.txt
+  tests/golden/tok-unigram/              Unigram trained by UnigramTrainer, with
+                                         Replace (literal and " {2,}"), Strip,
+                                         Metaspace and XLM-R's template
+  tests/golden/tok-xlmr/                 a SentencePiece Unigram (nmt_nfkc)
+                                         trained by sentencepiece and converted
+                                         by transformers' XLMRobertaTokenizerFast:
+                                         Precompiled charsmap, Metaspace
+  tests/golden/tokenizer-families.btk2   cases (the WordPiece corpus's
+                                         generator plus byte-level edge cases)
+                                         and, per tokenizer, ids, token types
+                                         and byte offsets
+  tests/golden/tokenizer-families-sweep.bin  every code point c as "A" c "b"
+                                         through each tokenizer (no specials):
+                                         FNV-1a-64 of ids and byte offsets per
+                                         block of 256 code points
+
+With --mpnet DIR (tools/fetch_mpnet.sh) it also writes
+tests/golden/tokenizer-mpnet.btk2: the same cases through
+all-mpnet-base-v2's own tokenizer.
+
+Usage:  python3 -m venv V && V/bin/pip install tokenizers==0.21.1 transformers==4.51.3 \\
+            sentencepiece==0.2.3 protobuf
+        V/bin/python tools/make_tokenizer_families.py [--retrain] [--mpnet build/hf/all-mpnet-base-v2]
+
+Formats (little-endian) are in docs/testing.md.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import sys
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tokenizers  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+import make_tokenizer_goldens as wp  # noqa: E402
+
+PINNED = {"tokenizers": "0.21.1", "transformers": "4.51.3", "sentencepiece": "0.2.3"}
+SEED = 20261124
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+GOLDEN = "tests/golden"
+NAMES = ["tok-roberta", "tok-roberta-files", "tok-unigram", "tok-xlmr"]
+
+
+def train_text(path):
+    r = random.Random(SEED)
+    lines = [wp.rand_line(r, 1, 20) for _ in range(2500)]
+    lines += [" ".join(wp.EN + wp.ACCENT + wp.CJK + wp.SCRIPTS)] * 20
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line.replace("\n", " ").replace("\r", " ").replace("\u2028", " ").replace("\u2029", " ")
+                    .replace("\x85", " ").replace("\x0b", " ").replace("\x0c", " ").replace("\x1c", " ")
+                    .replace("\x1d", " ").replace("\x1e", " ") + "\n")
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8", newline="\n") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def config(dirname, cfg):
+    with open(os.path.join(dirname, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def train_roberta(lines, out, out_files):
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.decoder = tokenizers.decoders.ByteLevel()
+    tr = trainers.BpeTrainer(vocab_size=3000, min_frequency=2, show_progress=False,
+                             special_tokens=SPECIALS + [AddedToken("<mask>", lstrip=True, normalized=False)],
+                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    t.train_from_iterator(lines, tr)
+    t.post_processor = processors.RobertaProcessing(("</s>", t.token_to_id("</s>")), ("<s>", t.token_to_id("<s>")),
+                                                    trim_offsets=True, add_prefix_space=False)
+    for d in (out, out_files):
+        os.makedirs(d, exist_ok=True)
+    t.save(os.path.join(out, "tokenizer.json"))
+    t.model.save(out_files)
+    cfg = {"tokenizer_class": "RobertaTokenizer", "model_max_length": 512, "add_prefix_space": False,
+           "trim_offsets": True, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "sep_token": "</s>",
+           "cls_token": "<s>", "pad_token": "<pad>", "mask_token": "<mask>"}
+    config(out, cfg)
+    config(out_files, cfg)
+
+
+def train_unigram(lines, out):
+    t = Tokenizer(models.Unigram())
+    t.normalizer = normalizers.Sequence([normalizers.Replace("``", '"'), normalizers.Replace("''", '"'),
+                                         normalizers.Strip(left=False, right=True),
+                                         normalizers.Replace(Regex(" {2,}"), " ")])
+    t.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    tr = trainers.UnigramTrainer(vocab_size=3000, show_progress=False, unk_token="<unk>",
+                                 special_tokens=SPECIALS + ["<mask>"], max_piece_length=12)
+    t.train_from_iterator(lines, tr)
+    t.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", t.token_to_id("<s>")), ("</s>", t.token_to_id("</s>"))])
+    os.makedirs(out, exist_ok=True)
+    t.save(os.path.join(out, "tokenizer.json"))
+    config(out, {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 512, "bos_token": "<s>",
+                 "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"})
+
+
+def train_xlmr(train_path, out):
+    import sentencepiece as spm
+    from transformers import XLMRobertaTokenizerFast
+    tmp = out + ".spm"
+    spm.SentencePieceTrainer.train(input=train_path, model_prefix=tmp, model_type="unigram", vocab_size=2500,
+                                   normalization_rule_name="nmt_nfkc", character_coverage=0.9995, seed_sentencepiece_size=100000,
+                                   num_threads=1, minloglevel=2, byte_fallback=False)
+    tok = XLMRobertaTokenizerFast(vocab_file=tmp + ".model")
+    os.makedirs(out, exist_ok=True)
+    tok.save_pretrained(out)
+    for f in ("sentencepiece.bpe.model", "special_tokens_map.json"):
+        if os.path.exists(os.path.join(out, f)):
+            os.remove(os.path.join(out, f))
+    for f in (tmp + ".model", tmp + ".vocab"):
+        os.remove(f)
+
+
+# ---------------------------------------------------------------- cases
+
+def edge_cases():
+    """Byte-level and Unigram edge cases: (text, pair or None, max_len or -1)."""
+    c = [(chr(b), None, -1) for b in range(256)]
+    c.append(("".join(chr(b) for b in range(1, 256)), None, -1))
+    for n in (1, 2, 3, 10, 100, 600):
+        c += [(" " * n + "x", None, -1), ("x" + " " * n, None, -1), ("a" + " " * n + "b", None, -1)]
+    c += [("\n" * 50, None, -1), (" \n \n  x  \n", None, -1), ("\t \t", None, -1), ("\r\n\r\n x", None, -1),
+          ("x \u00a0 y\u3000 z", None, -1), (" " * 5, "\n" * 5, -1)]
+    c += [(s, None, -1) for s in ["don't", "'s", "'S", "x's 're 've 'm 'll 'd", "'''", "I'll'll", "O'Neil's",
+                                  "it 's", "''" "``quoted''", "``", "a``b''c"]]
+    c += [(s, None, -1) for s in ["👨\u200d👩\u200d👧\u200d👦", "🏳️\u200d🌈🇫🇷", "😀" * 40, "👍🏽👍🏿", "1️⃣#️⃣",
+                                  "e\u0301\u0302\u0303", "Ａ\u0301", "ｶﾞ", "①②③", "ﬁﬂ", "㍻", "…", "™",
+                                  "abcабв中文😀١٢٣", "Ελληνικά русский हिन्दी 日本語 العربية"]]
+    c += [(s, None, -1) for s in ["<mask>", " <mask>", "a <mask> b", "<s></s>", "x<mask>y", "  <mask>  ",
+                                  "é <mask>", "日 <mask>", "<unk>", "<pad>x", "<s> hello </s>", "<MASK>", "<mask",
+                                  "[CLS] [SEP] [MASK]", "\t<mask>\n"]]
+    c += [(s, None, -1) for s in ["1234567890", "3.14159", "١٢٣٤", "1,000,000", "x" * 300, "é" * 200,
+                                  "\U0010FFFF\U000E0001\uFFFD\uFEFF\u200B", "\x00\x01\x7f", "Hello, world!"]]
+    c += [("one two three four five six", "seven eight nine", m) for m in (4, 5, 7, 9, 12)]
+    return c
+
+
+def corpus_cases(path):
+    """The cases of the WordPiece corpus (tokenizer-corpus.btok): its texts are reused, not stored again."""
+    with open(path, "rb") as f:
+        b = f.read()
+    assert b[:4] == b"BTOK"
+    hl = struct.unpack_from("<I", b, 8)[0]
+    p = 12 + hl
+    nvocab, ncases = struct.unpack_from("<II", b, p)
+    p += 8
+    for _ in range(nvocab):
+        n = struct.unpack_from("<I", b, p)[0]
+        p += 4 + n + 3
+    out = []
+    for _ in range(ncases):
+        ml, hp, n = struct.unpack_from("<iBI", b, p)
+        p += 9
+        text = b[p:p + n].decode()
+        p += n
+        pair = None
+        if hp:
+            n = struct.unpack_from("<I", b, p)[0]
+            pair = b[p + 4:p + 4 + n].decode()
+            p += 4 + n
+        for _ in range(nvocab):
+            n = struct.unpack_from("<I", b, p)[0]
+            p += 4 + 3 * n
+        out.append((text, pair, ml))
+    assert p == len(b)
+    return out
+
+
+def byte_offsets(s):
+    out = [0]
+    for ch in s:
+        out.append(out[-1] + len(ch.encode("utf-8")))
+    return out
+
+
+def encode(tok, text, pair, max_len):
+    kw = {"truncation": True, "max_length": max_len} if max_len > 0 else {"truncation": False}
+    e = tok(text, pair, return_offsets_mapping=True, return_token_type_ids=True, add_special_tokens=True, **kw)
+    seq = e.sequence_ids()
+    bo = [byte_offsets(text), byte_offsets(pair) if pair else [0]]
+    toks = []
+    for i, (a, b) in enumerate(e["offset_mapping"]):
+        s = seq[i]
+        if s is None:
+            toks.append((e["input_ids"][i], e["token_type_ids"][i], 255, 0, 0))
+        else:
+            toks.append((e["input_ids"][i], e["token_type_ids"][i], s, bo[s][a], bo[s][b]))
+    return toks
+
+
+def load(dirname):
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(dirname)
+
+
+def pack_tokens(enc):
+    return b"".join(struct.pack("<iBBII", *x) for x in enc)
+
+
+def write_golden(path, names, toks, extra_header):
+    """Corpus cases: a hash per tokenizer; edge cases: their texts and every token."""
+    import hashlib
+    corpus, edges = corpus_cases(os.path.join(GOLDEN, "tokenizer-corpus.btok")), edge_cases()
+    head = ["producer: tools/make_tokenizer_families.py"]
+    head += ["%s: %s" % (k, v) for k, v in sorted(PINNED.items())]
+    head += ["python: %s" % sys.version.split()[0]] + extra_header
+    hb = ("\n".join(head) + "\n").encode()
+    out = [b"BTK2", struct.pack("<II", 1, len(hb)), hb, struct.pack("<I", len(names))]
+    for n in names:
+        out.append(struct.pack("<I", len(n.encode())) + n.encode())
+    out.append(struct.pack("<I", len(corpus)))
+    for text, pair, ml in corpus:
+        for t in toks:
+            out.append(hashlib.sha256(pack_tokens(encode(t, text, pair, ml))).digest()[:8])
+    out.append(struct.pack("<I", len(edges)))
+    for text, pair, ml in edges:
+        tb = text.encode()
+        out.append(struct.pack("<iBI", ml, 1 if pair is not None else 0, len(tb)) + tb)
+        if pair is not None:
+            pb = pair.encode()
+            out.append(struct.pack("<I", len(pb)) + pb)
+        for t in toks:
+            enc = encode(t, text, pair, ml)
+            out.append(struct.pack("<I", len(enc)) + pack_tokens(enc))
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
+def show(dirname, k):
+    """Prints HF's tokens for corpus case k (the C test names failing cases by number)."""
+    text, pair, ml = corpus_cases(os.path.join(GOLDEN, "tokenizer-corpus.btok"))[k]
+    t = load(dirname)
+    print(repr(text), repr(pair), ml)
+    for x in encode(t, text, pair, ml):
+        print(x, repr(t.convert_ids_to_tokens(x[0])))
+
+
+# ---------------------------------------------------------------- sweep
+
+def sweep(tok):
+    """Per block of 256 code points: the first 8 bytes of SHA-256 over each "A" c "b"'s tokens."""
+    import hashlib
+    backend = tok.backend_tokenizer
+    hashes = []
+    for blk in range(0x110000 // 256):
+        cps = [c for c in range(blk * 256, blk * 256 + 256) if not 0xD800 <= c <= 0xDFFF]
+        texts = ["A" + chr(c) + "b" for c in cps]
+        h = hashlib.sha256()
+        for text, e in zip(texts, backend.encode_batch(texts, add_special_tokens=False)):
+            bo = byte_offsets(text)
+            h.update(b"".join(struct.pack("<iII", i, bo[a], bo[b]) for i, (a, b) in zip(e.ids, e.offsets)) + b"\n")
+        hashes.append(h.digest()[:8])
+    return hashes
+
+
+def write_sweep(path, names, toks):
+    out = [b"BSW2", struct.pack("<III", 1, len(names), 0x110000 // 256)]
+    for n, t in zip(names, toks):
+        out.append(struct.pack("<I", len(n.encode())) + n.encode())
+        out.extend(sweep(t))
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--retrain", action="store_true", help="train the tokenizers again")
+    ap.add_argument("--mpnet", help="all-mpnet-base-v2 directory (tools/fetch_mpnet.sh)")
+    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--show", nargs=2, metavar=("DIR", "CASE"), help="print HF's tokens for a corpus case")
+    a = ap.parse_args()
+    import transformers
+    for mod, v in (("tokenizers", tokenizers.__version__), ("transformers", transformers.__version__)):
+        if v != PINNED[mod]:
+            print("warning: %s %s, the goldens were made with %s" % (mod, v, PINNED[mod]), file=sys.stderr)
+    train = os.path.join(GOLDEN, "tokenizer-train.txt")
+    dirs = [os.path.join(GOLDEN, n) for n in NAMES]
+    if a.retrain or not all(os.path.isdir(d) for d in dirs):
+        train_text(train)
+        lines = read_lines(train)
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        train_roberta(lines, dirs[0], dirs[1])
+        train_unigram(lines, dirs[2])
+        train_xlmr(train, dirs[3])
+    if a.show is not None:
+        show(a.show[0], int(a.show[1]))
+        return
+    toks = [load(d) for d in dirs]
+    write_golden(os.path.join(GOLDEN, "tokenizer-families.btk2"), NAMES, toks,
+                 ["class %s: %s" % (n, type(t).__name__) for n, t in zip(NAMES, toks)])
+    if not a.no_sweep:
+        write_sweep(os.path.join(GOLDEN, "tokenizer-families-sweep.bin"), NAMES, toks)
+    if a.mpnet:
+        t = load(a.mpnet)
+        write_golden(os.path.join(GOLDEN, "tokenizer-mpnet.btk2"), ["all-mpnet-base-v2"], [t],
+                     ["class: %s" % type(t).__name__])
+    print("wrote the goldens for %s" % ", ".join(NAMES))
+
+
+if __name__ == "__main__":
+    main()
