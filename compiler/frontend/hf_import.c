@@ -1093,6 +1093,7 @@ typedef struct hf_import_state {
     char *hf_real, *out_dir;                   /* the checkpoint's and the YAML folder's real paths */
     char *weights_rel, *vocab_rel;             /* paths relative to the YAML */
     char *tok_rel[3];                          /* tokenizer.json, vocab.json, merges.txt relative to the YAML */
+    tokdesc *want_desc;                        /* hf_import_tokenizer_desc: the validated description goes here */
 } hf_import_state;
 
 static void hf_import_state_free(hf_import_state *s) {
@@ -1216,7 +1217,8 @@ static int hf_tokenizer_validate(const char *hf_dir, hf_import_state *s, diag *d
     if (!rc && !(rc = hf_tokenizer_load(&it, &desc, d))) {
         /* vocab.txt beside a tokenizer.json is named only for WordPiece (and then cross-checked). */
         if (tk->source == HF_TOK_JSON && desc.model != TOKDESC_MODEL_WORDPIECE) tk->vocab_txt = 0;
-        tokdesc_free(&desc);
+        if (s->want_desc) *s->want_desc = desc;
+        else tokdesc_free(&desc);
     }
     for (int i = 0; i < 4; i++) free(paths[i]);
     return rc;
@@ -1328,6 +1330,21 @@ static int hf_import_check_output(const char *hf_dir, const char *out_yaml, cons
     if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 10, d);
     for (int i = 0; i < 10; i++) free(inputs[i]);
     return rc;
+}
+
+int hf_import_tokenizer_desc(const char *hf_dir, tokdesc *out, diag *d) {
+    hf_import_state s = {.tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1,
+                                 .add_prefix_space = -1, .trim_offsets = -1},
+                         .want_desc = out};
+    hf_json_file_init(&s.cfg_file);
+    hf_json_file_init(&s.tok_file);
+    tokdesc_init(out);
+    int rc = hf_import_check_dir(hf_dir, hf_dir, d) || hf_import_tokenizer(hf_dir, &s, d);
+    if (!rc && !s.tok.present)
+        rc = diag_set(d, DIAG_CODE_INPUT, "%s: no tokenizer files (tokenizer.json, vocab.json + merges.txt or vocab.txt)",
+                      hf_dir);
+    hf_import_state_free(&s);
+    return rc ? -1 : 0;
 }
 
 int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {

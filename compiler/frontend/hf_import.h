@@ -13,7 +13,16 @@
 #define BERTC_HF_IMPORT_H
 
 #include "diag.h"
+#include "tokdesc.h"
 
 int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d);
+
+/*
+ * The tokenizer description `bertc import` + `bertc compile` make from a
+ * directory's tokenizer files alone (tokenizer.json, vocab.json +
+ * merges.txt, or vocab.txt, with tokenizer_config.json's settings), for
+ * tests and tools.  out is initialised here; free it with tokdesc_free.
+ */
+int hf_import_tokenizer_desc(const char *hf_dir, tokdesc *out, diag *d);
 
 #endif

@@ -269,8 +269,10 @@ static int hf_tok_unigram(const hf_tj *f, const json_value *m, tokdesc *t, diag 
     for (size_t i = 0; !rc && i < n; i++) {
         const json_value *e = &v->items[i];
         if (e->type != JSON_TYPE_ARRAY || e->count != 2 || e->items[0].type != JSON_TYPE_STRING ||
-            e->items[1].type != JSON_TYPE_NUMBER || strlen(e->items[0].string) != e->items[0].string_len)
+            e->items[1].type != JSON_TYPE_NUMBER)
             rc = hf_tj_error(f, e, d, "Unigram vocab entry %zu must be [piece, score]", i);
+        else if (strlen(e->items[0].string) != e->items[0].string_len)
+            rc = hf_tj_error(f, e, d, "Unigram vocab entry %zu holds a NUL character, which bertc does not support", i);
         else {
             texts[i] = e->items[0].string;
             lens[i] = e->items[0].string_len;
