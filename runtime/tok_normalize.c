@@ -40,18 +40,19 @@ int tok_transform(const tok_unit *old, size_t nold, const tok_change *ch, size_t
     return 0;
 }
 
-/* Canonical ordering inside runs of combining marks; spans stay where they are, as HF's NFD leaves them. */
+/* Canonical ordering inside runs of combining marks; a mark keeps its span when it moves, as HF's
+ * alignment-tracking NFD gives it. */
 static void tok_canonical_order(tok_unit *u, size_t n) {
     for (size_t i = 1; i < n; i++) {
-        uint32_t c = u[i].c;
-        int cc = tok_combining_class(c);
+        tok_unit x = u[i];
+        int cc = tok_combining_class(x.c);
         if (!cc) continue;
         size_t j = i;
         while (j > 0 && tok_combining_class(u[j - 1].c) > cc) {
-            u[j].c = u[j - 1].c;
+            u[j] = u[j - 1];
             j--;
         }
-        u[j].c = c;
+        u[j] = x;
     }
 }
 

@@ -405,7 +405,7 @@ static int tokenizer_output_reserve(tokenizer_output *o, size_t need) {
     if (of) o->offsets = of;
     uint8_t *sp = realloc(o->special, nc);
     if (sp) o->special = sp;
-    int *sq = realloc(o->seq, nc * sizeof *sq);
+    int32_t *sq = realloc(o->seq, nc * sizeof *sq);
     if (sq) o->seq = sq;
     if (!ids || !ty || !tk || !of || !sp || !sq) return -1;
     o->cap = nc;

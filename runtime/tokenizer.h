@@ -77,7 +77,7 @@ typedef struct tokenizer_output {
     const char **tokens;                      /* [len] into the tokenizer; valid until tokenizer_free */
     int64_t *offsets;                         /* [2 * len] byte start, end in the input text (specials 0, 0) */
     uint8_t *special;                         /* [len] 1 for the template's special tokens */
-    int *seq;                                 /* [len] 0 text, 1 pair, -1 the template's specials */
+    int32_t *seq;                             /* [len] 0 text, 1 pair, -1 the template's specials */
     size_t len;
     size_t len_a, len_b;                      /* tokens kept of text and pair (template tokens excluded) */
     size_t full_a, full_b;                    /* their counts before truncation */

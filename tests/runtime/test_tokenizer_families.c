@@ -133,11 +133,10 @@ static int fam_load(fam_golden *g, const char *path, char *err, size_t cap) {
 /* ---- encoding and comparing ---- */
 
 /* Tokens as the golden packs them: i32 id, u8 type, u8 seq (255: template), u32 start, u32 end. */
-static unsigned char *fam_pack(const tokenizer_output *o, int skip_special, size_t *n) {
+static unsigned char *fam_pack(const tokenizer_output *o, size_t *n) {
     unsigned char *b = malloc(o->len * 14 + 1);
     size_t k = 0;
     for (size_t i = 0; b && i < o->len; i++) {
-        if (skip_special && o->special[i]) continue;
         uint32_t v[3] = {(uint32_t)o->ids[i], (uint32_t)o->offsets[2 * i], (uint32_t)o->offsets[2 * i + 1]};
         for (int j = 0; j < 4; j++) b[k + j] = (unsigned char)(v[0] >> (8 * j));
         b[k + 4] = (unsigned char)o->type_ids[i];
@@ -185,7 +184,7 @@ static void fam_corpus(const fam_golden *g, uint32_t ti, const tokenizer *t) {
         const fam_case *k = &g->corpus[i];
         int rc = fam_encode(t, k, &o, &d);
         size_t n = 0;
-        unsigned char *b = rc ? NULL : fam_pack(&o, 0, &n), dig[32];
+        unsigned char *b = rc ? NULL : fam_pack(&o, &n), dig[32];
         if (b) fam_sha(b, n, dig);
         if (!fam_refused_by_design(t, k, rc) && (!b || memcmp(dig, g->hashes + ((size_t)i * g->ntok + ti) * 8, 8))) {
             if (bad++ < 3) {
@@ -212,7 +211,7 @@ static void fam_edges(const fam_golden *g, uint32_t ti, const tokenizer *t) {
         const fam_case *k = &g->edge[i];
         int rc = fam_encode(t, k, &o, &d);
         size_t n = 0;
-        unsigned char *b = rc ? NULL : fam_pack(&o, 0, &n);
+        unsigned char *b = rc ? NULL : fam_pack(&o, &n);
         if (!fam_refused_by_design(t, k, rc) && (!b || n != (size_t)k->n[ti] * 14 || memcmp(b, k->toks[ti], n))) {
             if (bad++ < 5) {
                 fprintf(stderr, "  %s: edge case %u (\"%.60s\")%s%s\n", g->names[ti], i, k->text, rc ? ": " : "",
@@ -272,6 +271,74 @@ static void fam_run(const char *golden, const char *dir_fmt, int require) {
     fam_free(&g);
 }
 
+/* Every code point as "A" c "b", hashed per block of 256 (tokenizer-families-sweep.bin). */
+static void fam_sweep_one(const char *name, const tokenizer *t, const unsigned char *want, uint32_t nblk) {
+    tokenizer_output o;
+    tokenizer_output_init(&o);
+    int bad = 0;
+    for (uint32_t b = 0; b < nblk; b++) {
+        sha256_ctx h;
+        sha256_init(&h);
+        for (uint32_t c = b * 256; c < b * 256 + 256; c++) {
+            if (c >= 0xD800 && c <= 0xDFFF) continue;
+            char text[8] = "A";
+            size_t len = 1 + tok_utf8_encode(c, text + 1);
+            text[len++] = 'b';
+            diag d;
+            diag_init(&d);
+            if (tokenizer_encode(t, text, len, NULL, 0, -1, &o, &d) == 0)
+                for (size_t i = 0; i < o.len; i++) {
+                    if (o.special[i]) continue;
+                    uint32_t v[3] = {(uint32_t)o.ids[i], (uint32_t)o.offsets[2 * i], (uint32_t)o.offsets[2 * i + 1]};
+                    unsigned char q[12];
+                    for (int j = 0; j < 12; j++) q[j] = (unsigned char)(v[j / 4] >> (8 * (j % 4)));
+                    sha256_update(&h, q, 12);
+                }
+            sha256_update(&h, "\n", 1);
+        }
+        unsigned char dig[32];
+        sha256_final(&h, dig);
+        if (memcmp(dig, want + 8 * (size_t)b, 8) && bad++ < 5)
+            fprintf(stderr, "  %s: the sweep differs in U+%04X..U+%04X\n", name, b * 256, b * 256 + 255);
+    }
+    CHECK(bad == 0, "%s: %d of %u blocks of code points differ from Hugging Face", name, bad, nblk);
+    tokenizer_output_free(&o);
+}
+
+static void test_families_sweep(void) {
+    unsigned char *img;
+    size_t n;
+    char err[512];
+    if (bincursor_read_file("tests/golden/tokenizer-families-sweep.bin", &img, &n, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    bincursor c = bincursor_init(img, n, "tokenizer-families-sweep.bin", err, sizeof err);
+    uint32_t ntok, nblk;
+    if (bincursor_magic_version(&c, "BSW2", "a tokenizer sweep", 1) || bincursor_u32(&c, &ntok, "ntok") ||
+        bincursor_u32(&c, &nblk, "nblocks") || nblk != 0x110000 / 256)
+        CHECK(0, "%s", c.failed ? err : "unexpected block count");
+    for (uint32_t k = 0; !c.failed && k < ntok; k++) {
+        uint32_t l;
+        const unsigned char *name, *hashes;
+        char dir[256];
+        if (bincursor_u32(&c, &l, "name") || !(name = bincursor_take(&c, l, "name")) ||
+            !(hashes = bincursor_take(&c, (size_t)nblk * 8, "hashes")))
+            break;
+        snprintf(dir, sizeof dir, "tests/golden/%.*s", (int)l, (const char *)name);
+        tokdesc desc;
+        tokenizer t;
+        if (fam_tokenizer(dir, &desc, &t)) continue;
+        double t0 = (double)clock();
+        fam_sweep_one(dir, &t, hashes, nblk);
+        printf("info %s: 1,112,064 code points in %.1f s\n", dir, ((double)clock() - t0) / CLOCKS_PER_SEC);
+        tokenizer_free(&t);
+        tokdesc_free(&desc);
+    }
+    CHECK(!c.failed, "%s", err);
+    free(img);
+}
+
 static void test_families_corpus(void) { fam_run("tests/golden/tokenizer-families.btk2", "tests/golden/%.0s%s", 1); }
 
 static void test_mpnet_corpus(void) { fam_run("tests/golden/tokenizer-mpnet.btk2", "%s/hf/%s", 0); }
@@ -280,5 +347,6 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_families_corpus);
     CHECK_CASE(test_mpnet_corpus);
+    CHECK_CASE(test_families_sweep);
     return check_summary();
 }
