@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bertc.h"
 #include "bincursor.h"
 #include "check.h"
 #include "hf_import.h"
@@ -343,10 +344,73 @@ static void test_families_corpus(void) { fam_run("tests/golden/tokenizer-familie
 
 static void test_mpnet_corpus(void) { fam_run("tests/golden/tokenizer-mpnet.btk2", "%s/hf/%s", 0); }
 
+/* The same encodings, ids to offsets. */
+static int fam_same(const bertc_encoding *a, const bertc_encoding *b) {
+    int64_t n = bertc_encoding_len(a);
+    return n == bertc_encoding_len(b) && !memcmp(bertc_encoding_ids(a), bertc_encoding_ids(b), (size_t)n * 4) &&
+           !memcmp(bertc_encoding_type_ids(a), bertc_encoding_type_ids(b), (size_t)n * 4) &&
+           !memcmp(bertc_encoding_offsets(a), bertc_encoding_offsets(b), (size_t)n * 16) &&
+           !memcmp(bertc_encoding_sequence_ids(a), bertc_encoding_sequence_ids(b), (size_t)n * 4);
+}
+
+/* bertc_encode_batch on 1 and 4 threads against bertc_encode one by one; the first failure's index. */
+static void test_batch_threads(void) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "%s/plans/all-MiniLM-L6-v2-fp32.plan", check_build_dir());
+    bertc_plan *pl = NULL;
+    if (bertc_plan_open(path, &pl, err, sizeof err) != BERTC_STATUS_OK) {
+        CHECK(0, "%s (make plans)", err);
+        return;
+    }
+    fam_golden g;
+    if (fam_corpus_texts(&g, err, sizeof err)) CHECK(0, "%s", err);
+    size_t n = g.ncorpus < 1500 ? g.ncorpus : 1500;
+    char **texts = calloc(n, sizeof *texts), **pairs = calloc(n, sizeof *pairs);
+    bertc_encoding **one = calloc(n, sizeof *one), **b1 = calloc(n, sizeof *b1), **b4 = calloc(n, sizeof *b4);
+    for (size_t i = 0; i < n; i++) {
+        texts[i] = strndup(g.corpus[i].text, g.corpus[i].tlen);
+        pairs[i] = g.corpus[i].pair ? strndup(g.corpus[i].pair, g.corpus[i].plen) : NULL;
+        one[i] = bertc_encoding_create(), b1[i] = bertc_encoding_create(), b4[i] = bertc_encoding_create();
+        CHECK(bertc_encode(pl, one[i], texts[i], pairs[i], 0, err, sizeof err) == BERTC_STATUS_OK, "text %zu: %s", i, err);
+    }
+    bertc_batch_options o1, o4;
+    bertc_batch_options_init(&o1);
+    bertc_batch_options_init(&o4);
+    o1.threads = 1;
+    o4.threads = 4;
+    CHECK(bertc_encode_batch(pl, b1, (const char *const *)texts, (const char *const *)pairs, n, &o1, err, sizeof err) ==
+              BERTC_STATUS_OK, "%s", err);
+    CHECK(bertc_encode_batch(pl, b4, (const char *const *)texts, (const char *const *)pairs, n, &o4, err, sizeof err) ==
+              BERTC_STATUS_OK, "%s", err);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) bad += !fam_same(one[i], b1[i]) || !fam_same(one[i], b4[i]);
+    CHECK(bad == 0, "%d of %zu batched encodings differ from bertc_encode's", bad, n);
+    /* Invalid UTF-8 at 700 and 37: the error names 37, and only those two are empty. */
+    free(texts[700]);
+    free(texts[37]);
+    texts[700] = strdup("ok \xff");
+    texts[37] = strdup("\xc3(");
+    bertc_status st = bertc_encode_batch(pl, b4, (const char *const *)texts, (const char *const *)pairs, n, &o4, err, sizeof err);
+    CHECK(st == BERTC_STATUS_BAD_REQUEST && !strncmp(err, "text 37: ", 9), "status %d, '%s'", (int)st, err);
+    CHECK(bertc_encoding_len(b4[37]) == 0 && bertc_encoding_len(b4[700]) == 0 && fam_same(one[38], b4[38]),
+          "failed texts are empty, the others complete");
+    for (size_t i = 0; i < n; i++) {
+        free(texts[i]);
+        free(pairs[i]);
+        bertc_encoding_free(one[i]);
+        bertc_encoding_free(b1[i]);
+        bertc_encoding_free(b4[i]);
+    }
+    free(texts), free(pairs), free(one), free(b1), free(b4);
+    fam_free(&g);
+    bertc_plan_close(pl);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_families_corpus);
     CHECK_CASE(test_mpnet_corpus);
     CHECK_CASE(test_families_sweep);
+    CHECK_CASE(test_batch_threads);
     return check_summary();
 }
