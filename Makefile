@@ -272,6 +272,7 @@ fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%) $(BUILD)/hf/micro-bert/model.safete
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) -Itests/fuzz -DBERTC_FUZZ_DEFAULT_DIR=\"$(CURDIR)/$(BUILD)/hf/micro-bert\" \
+	  -DBERTC_FUZZ_GOLDEN_DIR=\"$(CURDIR)/tests/golden\" \
 	  $(CFLAGS) $(SAN) -fsanitize=fuzzer -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
 
 fuzz-run: fuzz

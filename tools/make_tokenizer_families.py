@@ -270,6 +270,9 @@ def sweep(tok):
     """Per block of 256 code points: the first 8 bytes of SHA-256 over each "A" c "b"'s tokens."""
     import hashlib
     backend = tok.backend_tokenizer
+    # transformers leaves the last call's truncation switched on in the backend.
+    backend.no_truncation()
+    backend.no_padding()
     hashes = []
     for blk in range(0x110000 // 256):
         cps = [c for c in range(blk * 256, blk * 256 + 256) if not 0xD800 <= c <= 0xDFFF]
@@ -291,11 +294,74 @@ def write_sweep(path, names, toks):
         f.write(b"".join(out))
 
 
+# ---------------------------------------------------------------- the command line's goldens
+
+CLI_TEXTS = [("Hello world, it's <mask> time!", None), ("  Naïve café — 中文 😀 x", "second  text\there"),
+             ("``quoted'' and  spaced", None), ("Ａ１ ﬁ ①", "x <mask> y")]
+
+
+def write_cli(toks):
+    """tests/golden/tokenizer-cli.json: what `bertc tokenize --json --offsets` must print for a few texts."""
+    out = {}
+    for n, t in zip(NAMES, toks):
+        cases = []
+        for text, pair in CLI_TEXTS:
+            enc = encode(t, text, pair, -1)
+            cases.append({"text": text, "pair": pair, "ids": [x[0] for x in enc], "type_ids": [x[1] for x in enc],
+                          "offsets": [[x[3], x[4]] for x in enc],
+                          "sequence_ids": [-1 if x[2] == 255 else x[2] for x in enc]})
+        out[n] = cases
+    with open(os.path.join(GOLDEN, "tokenizer-cli.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=0, sort_keys=True)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- fuzz seeds
+
+def fuzz_seeds():
+    """Small tokenizer.json seeds for tests/fuzz (fuzz_tokenizer, fuzz_json): a byte-level BPE and a
+    SentencePiece Unigram whose Precompiled map holds three rules, both trained on a few lines."""
+    import sentencepiece as spm
+    import tempfile
+    from transformers import XLMRobertaTokenizerFast
+    lines = read_lines(os.path.join(GOLDEN, "tokenizer-train.txt"))[:40]
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    t.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=300, show_progress=False, special_tokens=SPECIALS + [
+        AddedToken("<mask>", lstrip=True, normalized=False)], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    t.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    bpe = t.to_str()
+    with tempfile.TemporaryDirectory() as d:
+        rules = os.path.join(d, "rules.tsv")
+        with open(rules, "w") as f:
+            f.write("41\t61\nFF21\t41\n3000\t20\n")
+        with open(os.path.join(d, "t.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        spm.SentencePieceTrainer.train(input=os.path.join(d, "t.txt"), model_prefix=os.path.join(d, "m"),
+                                       model_type="unigram", vocab_size=500, normalization_rule_tsv=rules, character_coverage=0.98,
+                                       num_threads=1, minloglevel=2, hard_vocab_limit=False)
+        XLMRobertaTokenizerFast(vocab_file=os.path.join(d, "m.model")).save_pretrained(d)
+        with open(os.path.join(d, "tokenizer.json"), encoding="utf-8") as f:
+            uni = json.dumps(json.load(f), ensure_ascii=False, separators=(",", ":"))
+    text = "Hello, wörld!  Ａ<mask>x 中文 😀\u3000's\n"
+    out = {"fuzz_tokenizer/json_bpe.bin": b"\x02" + bpe.encode() + b"\x00" + text.encode(),
+           "fuzz_tokenizer/json_unigram.bin": b"\x02" + uni.encode() + b"\x00" + text.encode(),
+           "fuzz_tokenizer/trained_charsmap.bin": b"\x03\x06" + bytes(range(1, 64)) + b"\x00" + text.encode(),
+           "fuzz_tokenizer/trained_merges.bin": b"\x03\x08" + bytes(range(1, 64)) + b"\x00" + text.encode(),
+           "fuzz_tokenizer/trained_added.bin": b"\x03\x0d\x1f\x02\x00" + text.encode(),
+           "fuzz_json/tokenizer_bpe.json": bpe.encode(), "fuzz_json/tokenizer_unigram.json": uni.encode()}
+    for name, data in out.items():
+        with open(os.path.join("tests/fuzz/corpus", name), "wb") as f:
+            f.write(data)
+        print("wrote tests/fuzz/corpus/%s (%d bytes)" % (name, len(data)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--retrain", action="store_true", help="train the tokenizers again")
     ap.add_argument("--mpnet", help="all-mpnet-base-v2 directory (tools/fetch_mpnet.sh)")
     ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--fuzz-seeds", action="store_true", help="write the fuzz targets' tokenizer seeds")
     ap.add_argument("--show", nargs=2, metavar=("DIR", "CASE"), help="print HF's tokens for a corpus case")
     a = ap.parse_args()
     import transformers
@@ -312,10 +378,14 @@ def main():
         train_roberta(lines, dirs[0], dirs[1])
         train_unigram(lines, dirs[2])
         train_xlmr(train, dirs[3])
+    if a.fuzz_seeds:
+        fuzz_seeds()
+        return
     if a.show is not None:
         show(a.show[0], int(a.show[1]))
         return
     toks = [load(d) for d in dirs]
+    write_cli(toks)
     write_golden(os.path.join(GOLDEN, "tokenizer-families.btk2"), NAMES, toks,
                  ["class %s: %s" % (n, type(t).__name__) for n, t in zip(NAMES, toks)])
     if not a.no_sweep:

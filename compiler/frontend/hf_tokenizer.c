@@ -734,28 +734,49 @@ static int hf_tok_added_decoder(const char *json_path, const tokdesc *t, diag *d
     return rc;
 }
 
+/* The components of a parsed tokenizer.json, and which top-level ones the classes look at. */
+static int hf_tok_components(const hf_tj *f, tokdesc *t, hf_tok_shape *sh, diag *d) {
+    const json_value *root = &f->doc.root, *v;
+    if (hf_tok_model(f, t, d) || hf_tok_added(f, t, d) || hf_tok_normalizer(f, json_get(root, "normalizer"), t, 0, d) ||
+        hf_tok_pretokenizer(f, json_get(root, "pre_tokenizer"), t, 0, d) || hf_tok_post(f, t, d))
+        return -1;
+    const json_value *ty;
+    if ((v = json_get(root, "normalizer")) && (ty = json_get(v, "type")) && ty->type == JSON_TYPE_STRING)
+        sh->norm_bert = !strcmp(ty->string, "BertNormalizer");
+    if ((v = json_get(root, "pre_tokenizer")) && (ty = json_get(v, "type")) && ty->type == JSON_TYPE_STRING)
+        sh->pre_byte_level = !strcmp(ty->string, "ByteLevel");
+    if ((v = json_get(root, "post_processor")) && (ty = json_get(v, "type")) && ty->type == JSON_TYPE_STRING)
+        sh->post_offsets = !strcmp(ty->string, "RobertaProcessing") || !strcmp(ty->string, "ByteLevel");
+    diag cd;
+    diag_init(&cd);
+    if (tokdesc_check(t, &cd)) return hf_tj_error(f, root, d, "%s", cd.text);
+    return 0;
+}
+
+int hf_tokenizer_json_parse(const char *name, const char *text, size_t len, tokdesc *t, diag *d) {
+    hf_tj f;
+    memset(&f, 0, sizeof f);
+    f.path = name;
+    f.text = (char *)text;
+    f.len = len;
+    tokdesc_init(t);
+    char err[1024];
+    hf_tok_shape sh = {0};
+    int rc = json_parse(&f.doc, text, len, name, err, sizeof err) ? diag_set(d, DIAG_CODE_INPUT, "%s", err) : 0;
+    f.parsed = !rc;
+    if (!rc && f.doc.root.type != JSON_TYPE_OBJECT) rc = hf_tj_error(&f, &f.doc.root, d, "expected a JSON object");
+    if (!rc) rc = hf_tok_components(&f, t, &sh, d);
+    if (f.parsed) json_free(&f.doc);
+    if (rc) tokdesc_free(t);
+    else t->present = 1;
+    return rc;
+}
+
 static int hf_tok_from_json(const ir_tokenizer *c, tokdesc *t, diag *d) {
     hf_tj f;
     hf_tok_shape sh = {0};
     int rc = hf_tj_load(&f, c->json_path, d);
-    if (!rc) {
-        const json_value *root = &f.doc.root, *v;
-        const char *type;
-        rc = hf_tok_model(&f, t, d) || hf_tok_added(&f, t, d) ||
-             hf_tok_normalizer(&f, json_get(root, "normalizer"), t, 0, d) ||
-             hf_tok_pretokenizer(&f, json_get(root, "pre_tokenizer"), t, 0, d) || hf_tok_post(&f, t, d);
-        if (!rc && (v = json_get(root, "normalizer")) && v->type == JSON_TYPE_OBJECT && !hf_tj_str(&f, v, "type", 0, &type, d))
-            sh.norm_bert = !strcmp(type, "BertNormalizer");
-        if (!rc && (v = json_get(root, "pre_tokenizer")) && v->type == JSON_TYPE_OBJECT && !hf_tj_str(&f, v, "type", 0, &type, d))
-            sh.pre_byte_level = !strcmp(type, "ByteLevel");
-        if (!rc && (v = json_get(root, "post_processor")) && v->type == JSON_TYPE_OBJECT && !hf_tj_str(&f, v, "type", 0, &type, d))
-            sh.post_offsets = !strcmp(type, "RobertaProcessing") || !strcmp(type, "ByteLevel");
-        if (!rc) {
-            diag cd;
-            diag_init(&cd);
-            if (tokdesc_check(t, &cd)) rc = hf_tj_error(&f, root, d, "%s", cd.text);
-        }
-    }
+    if (!rc) rc = hf_tok_components(&f, t, &sh, d);
     hf_tj_free(&f);
     if (!rc) hf_tok_class_apply(c, &sh, t);
     if (!rc) rc = hf_tok_vocab_txt_same(c, t, d) || hf_tok_added_decoder(c->json_path, t, d);

@@ -31,6 +31,9 @@
 /* The description of cfg's tokenizer (checked with tokdesc_check); out is initialised here. */
 int hf_tokenizer_load(const ir_tokenizer *cfg, tokdesc *out, diag *d);
 
+/* tokenizer.json's text alone (no class settings, no files beside it), for the fuzz targets. */
+int hf_tokenizer_json_parse(const char *name, const char *text, size_t len, tokdesc *out, diag *d);
+
 /* 1 if AutoTokenizer's class `name` is one bertc knows (see docs/tokenizer.md). */
 int hf_tokenizer_class_known(const char *name);
 
