@@ -14,39 +14,39 @@
 
 M="$BUILD/hf/all-MiniLM-L6-v2"
 G=tests/golden/tokenizer-cli.json
-for name in tok-roberta tok-roberta-files tok-xlmr; do
-    d="$T/$name"
+for tk in tok-roberta tok-roberta-files tok-xlmr; do
+    d="$T/$tk"
     mkdir -p "$d"
     ln -s "$PWD/$M/model.safetensors" "$d/model.safetensors"
     cp "$M/config.json" "$d/config.json"
-    cp tests/golden/$name/* "$d/"
-    expect "import-$name" 0 "$B" import "$d" -o "$T/$name.yaml"
-    case $name in
-        tok-roberta-files) contains "yaml-$name" "$T/$name.yaml" "  vocab_json: " ;;
-        *) contains "yaml-$name" "$T/$name.yaml" "  json: " ;;
+    cp tests/golden/$tk/* "$d/"
+    expect "import-$tk" 0 "$B" import "$d" -o "$T/$tk.yaml"
+    case $tk in
+        tok-roberta-files) contains "yaml-$tk" "$T/$tk.yaml" "  vocab_json: " ;;
+        *) contains "yaml-$tk" "$T/$tk.yaml" "  json: " ;;
     esac
-    expect "compile-$name" 0 "$B" compile "$T/$name.yaml" -o "$T/$name.plan" --arch emu --buckets 32 -j 1
+    expect "compile-$tk" 0 "$B" compile "$T/$tk.yaml" -o "$T/$tk.plan" --arch emu --buckets 32 -j 1
     for k in 0 1 2 3; do
-        text=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])]; sys.stdout.write(c["text"])' "$G" "$name" $k)
-        pair=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])]; sys.stdout.write(c["pair"] or "")' "$G" "$name" $k)
+        text=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])]; sys.stdout.write(c["text"])' "$G" "$tk" $k)
+        pair=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])]; sys.stdout.write(c["pair"] or "")' "$G" "$tk" $k)
         if [ -n "$pair" ]; then set -- --text-pair "$pair"; else set --; fi
-        expect "tokenize-$name-$k" 0 "$B" tokenize "$T/$name.plan" --text "$text" "$@" --json --offsets
-        if python3 - "$G" "$name" $k "$T/out" >"$T/cmp" 2>&1 <<'PY'
+        expect "tokenize-$tk-$k" 0 "$B" tokenize "$T/$tk.plan" --text "$text" "$@" --json --offsets
+        if python3 - "$G" "$tk" $k "$T/out" >"$T/cmp" 2>&1 <<'PY'
 import json, sys
 want = json.load(open(sys.argv[1]))[sys.argv[2]][int(sys.argv[3])]
 got = json.load(open(sys.argv[4]))
 for key in ("ids", "type_ids", "offsets", "sequence_ids"):
     assert got[key] == want[key], "%s: bertc %s, Hugging Face %s" % (key, got[key], want[key])
 PY
-        then pass "tokenize-$name-$k-matches-autotokenizer"; else fail "tokenize-$name-$k-matches-autotokenizer" "$(cat "$T/cmp")"; fi
+        then pass "tokenize-$tk-$k-matches-autotokenizer"; else fail "tokenize-$tk-$k-matches-autotokenizer" "$(cat "$T/cmp")"; fi
     done
     # The model runs on what the tokenizer made: the ids of run --text are tokenize's.
-    text=$(python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))[sys.argv[2]][0]["text"])' "$G" "$name")
-    expect "run-text-$name" 0 "$B" run "$T/$name.plan" --device emu --text "$text" --pooling mean --json
-    if python3 -c 'import json,sys; g=json.load(open(sys.argv[1])); w=json.load(open(sys.argv[2]))[sys.argv[3]][0]; assert g["ids"]==w["ids"], (g["ids"], w["ids"]); assert len(g["embedding"])==384' "$T/out" "$G" "$name" 2>"$T/cmp"; then
-        pass "run-text-$name-ids"
+    text=$(python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))[sys.argv[2]][0]["text"])' "$G" "$tk")
+    expect "run-text-$tk" 0 "$B" run "$T/$tk.plan" --device emu --text "$text" --pooling mean --json
+    if python3 -c 'import json,sys; g=json.load(open(sys.argv[1])); w=json.load(open(sys.argv[2]))[sys.argv[3]][0]; assert g["ids"]==w["ids"], (g["ids"], w["ids"]); assert len(g["embedding"])==384' "$T/out" "$G" "$tk" 2>"$T/cmp"; then
+        pass "run-text-$tk-ids"
     else
-        fail "run-text-$name-ids" "$(cat "$T/cmp")"
+        fail "run-text-$tk-ids" "$(cat "$T/cmp")"
     fi
 done
 
