@@ -12,33 +12,14 @@
  *
  * Alignments: a character derived from another (decomposed, lowercased,
  * inserted next to it) keeps its span, a dropped one vanishes — which is
- * what HF's transform gives for these steps.  Replace and Precompiled
- * carry positional quirks (inserted characters take the span of the
- * character before them), so they go through tok_transform, a transcription
- * of HF's NormalizedString::transform_range.
+ * what HF's transform gives for these steps.  Replace gives its content
+ * the span of the match's last character, as HF's replace does;
+ * Precompiled has positional quirks of its own and goes through
+ * tok_transform (tok_precompiled.c).
  */
 #include <string.h>
 
 #include "tok_internal.h"
-
-int tok_transform(const tok_unit *old, size_t nold, const tok_change *ch, size_t nch, size_t initial_offset,
-                  tok_units *out) {
-    out->n = 0;
-    if (tok_reserve((void **)&out->u, &out->cap, nch, sizeof *out->u)) return -1;
-    size_t pos = initial_offset;
-    uint32_t base = nold ? old[0].start : 0;
-    for (size_t i = 0; i < nch; i++) {
-        tok_unit a = {ch[i].c, base, base};
-        if (ch[i].change > 0) {
-            if (pos >= 1 && pos - 1 < nold) a = (tok_unit){ch[i].c, old[pos - 1].start, old[pos - 1].end};
-        } else {
-            if (pos < nold) a = (tok_unit){ch[i].c, old[pos].start, old[pos].end};
-            pos += 1 + (size_t)(-(int64_t)ch[i].change);
-        }
-        out->u[out->n++] = a;
-    }
-    return 0;
-}
 
 /* Canonical ordering inside runs of combining marks; a mark keeps its span when it moves, as HF's
  * alignment-tracking NFD gives it. */

@@ -49,6 +49,26 @@ static int tok_pc_open(tok_pc *m, const uint8_t *data, uint32_t len) {
     return 0;
 }
 
+/* HF's NormalizedString::transform_range over units: see tok_internal.h. */
+int tok_transform(const tok_unit *old, size_t nold, const tok_change *ch, size_t nch, size_t initial_offset,
+                  tok_units *out) {
+    out->n = 0;
+    if (tok_reserve((void **)&out->u, &out->cap, nch, sizeof *out->u)) return -1;
+    size_t pos = initial_offset;
+    uint32_t base = nold ? old[0].start : 0;
+    for (size_t i = 0; i < nch; i++) {
+        tok_unit a = {ch[i].c, base, base};
+        if (ch[i].change > 0) {
+            if (pos >= 1 && pos - 1 < nold) a = (tok_unit){ch[i].c, old[pos - 1].start, old[pos - 1].end};
+        } else {
+            if (pos < nold) a = (tok_unit){ch[i].c, old[pos].start, old[pos].end};
+            pos += 1 + (size_t)(-(int64_t)ch[i].change);
+        }
+        out->u[out->n++] = a;
+    }
+    return 0;
+}
+
 /* The replacement of the shortest key starting key[0..n), or NULL. */
 static const char *tok_pc_lookup(const tok_pc *m, const uint8_t *key, size_t n, size_t *out_len) {
     size_t pos = 0;
