@@ -58,7 +58,8 @@ PINNED = {"tokenizers": "0.21.1", "transformers": "4.51.3", "sentencepiece": "0.
 SEED = 20261124
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 GOLDEN = "tests/golden"
-NAMES = ["tok-roberta", "tok-roberta-files", "tok-unigram", "tok-xlmr"]
+NAMES = ["tok-roberta", "tok-roberta-files", "tok-unigram", "tok-xlmr", "tok-var-unigram", "tok-var-bpe",
+         "tok-var-bpe-unk"]
 
 
 def train_text(path):
@@ -138,6 +139,40 @@ def train_xlmr(train_path, out):
             os.remove(os.path.join(out, f))
     for f in (tmp + ".model", tmp + ".vocab"):
         os.remove(f)
+
+
+def variants(dirs):
+    """Options the trained tokenizers leave out, as edits of their tokenizer.json (class PreTrainedTokenizerFast):
+    tok-var-unigram: byte_fallback with <0xXX> pieces, Metaspace prepend_scheme "first" without split,
+                     Lowercase + Strip;
+    tok-var-bpe:     BPE over WhitespaceSplit + Metaspace (not byte-level), byte_fallback, <unk> fused,
+                     BertProcessing;
+    tok-var-bpe-unk: the same without byte_fallback, unknowns not fused, ignore_merges."""
+    with open(os.path.join(dirs[2], "tokenizer.json"), encoding="utf-8") as f:
+        v = json.load(f)
+    v["model"]["byte_fallback"] = True
+    v["model"]["vocab"] += [["<0x%02X>" % b, -20.0] for b in range(256)]
+    v["pre_tokenizer"].update(prepend_scheme="first", split=False)
+    v["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Lowercase"},
+                                                           {"type": "Strip", "strip_left": True, "strip_right": True}]}
+    with open(os.path.join(dirs[0], "tokenizer.json"), encoding="utf-8") as f:
+        b = json.load(f)
+    b["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}]}
+    b["model"].update(byte_fallback=True, unk_token="<unk>", fuse_unk=True)
+    n = len(b["model"]["vocab"])
+    for k in range(256):
+        b["model"]["vocab"]["<0x%02X>" % k] = n + k
+    b["model"]["vocab"]["\u2581"] = n + 256
+    b["post_processor"] = {"type": "BertProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]}
+    c = json.loads(json.dumps(b))
+    c["model"].update(byte_fallback=False, fuse_unk=False, ignore_merges=True)
+    for name, j in (("tok-var-unigram", v), ("tok-var-bpe", b), ("tok-var-bpe-unk", c)):
+        d = os.path.join(GOLDEN, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False, separators=(",", ":"))
+        config(d, {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 512})
 
 
 # ---------------------------------------------------------------- cases
@@ -303,7 +338,7 @@ CLI_TEXTS = [("Hello world, it's <mask> time!", None), ("  Naïve café — 中�
 def write_cli(toks):
     """tests/golden/tokenizer-cli.json: what `bertc tokenize --json --offsets` must print for a few texts."""
     out = {}
-    for n, t in zip(NAMES, toks):
+    for n, t in zip(NAMES[:4], toks):
         cases = []
         for text, pair in CLI_TEXTS:
             enc = encode(t, text, pair, -1)
@@ -370,7 +405,7 @@ def main():
             print("warning: %s %s, the goldens were made with %s" % (mod, v, PINNED[mod]), file=sys.stderr)
     train = os.path.join(GOLDEN, "tokenizer-train.txt")
     dirs = [os.path.join(GOLDEN, n) for n in NAMES]
-    if a.retrain or not all(os.path.isdir(d) for d in dirs):
+    if a.retrain or not all(os.path.isdir(d) for d in dirs[:4]):
         train_text(train)
         lines = read_lines(train)
         for d in dirs:
@@ -378,12 +413,15 @@ def main():
         train_roberta(lines, dirs[0], dirs[1])
         train_unigram(lines, dirs[2])
         train_xlmr(train, dirs[3])
+        variants(dirs)
     if a.fuzz_seeds:
         fuzz_seeds()
         return
     if a.show is not None:
         show(a.show[0], int(a.show[1]))
         return
+    if not all(os.path.isdir(d) for d in dirs[4:]):
+        variants(dirs)
     toks = [load(d) for d in dirs]
     write_cli(toks)
     write_golden(os.path.join(GOLDEN, "tokenizer-families.btk2"), NAMES, toks,

@@ -111,7 +111,7 @@ static void fuzz_damaged(int which, int what, const uint8_t *dmg, size_t n, cons
         for (int i = 0; i < k; i++) t->added[i].flags = keep[i];
         return;
     }
-    fuzz_run(t, text, len, dmg, n);
+    fuzz_run(t, text, len, (const char *)dmg, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
