@@ -30,7 +30,10 @@ pinned versions below (the trainers are run once; --retrain replaces them):
 
 With --mpnet DIR (tools/fetch_mpnet.sh) it also writes
 tests/golden/tokenizer-mpnet.btk2: the same cases through
-all-mpnet-base-v2's own tokenizer.
+all-mpnet-base-v2's own tokenizer; with --gpt2 DIR
+(tools/fetch_gpt2_bpe.sh) tests/golden/tokenizer-gpt2.btk2: through GPT-2's
+real byte-level BPE (50,000 merges) as RobertaTokenizerFast builds it from
+vocab.json + merges.txt.
 
 Usage:  python3 -m venv V && V/bin/pip install tokenizers==0.21.1 transformers==4.51.3 \\
             sentencepiece==0.2.3 protobuf
@@ -395,6 +398,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--retrain", action="store_true", help="train the tokenizers again")
     ap.add_argument("--mpnet", help="all-mpnet-base-v2 directory (tools/fetch_mpnet.sh)")
+    ap.add_argument("--gpt2", help="GPT-2's vocab.json + merges.txt as RoBERTa (tools/fetch_gpt2_bpe.sh)")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--fuzz-seeds", action="store_true", help="write the fuzz targets' tokenizer seeds")
     ap.add_argument("--show", nargs=2, metavar=("DIR", "CASE"), help="print HF's tokens for a corpus case")
@@ -431,6 +435,10 @@ def main():
     if a.mpnet:
         t = load(a.mpnet)
         write_golden(os.path.join(GOLDEN, "tokenizer-mpnet.btk2"), ["all-mpnet-base-v2"], [t],
+                     ["class: %s" % type(t).__name__])
+    if a.gpt2:
+        t = load(a.gpt2)
+        write_golden(os.path.join(GOLDEN, "tokenizer-gpt2.btk2"), ["gpt2-bpe"], [t],
                      ["class: %s" % type(t).__name__])
     print("wrote the goldens for %s" % ", ".join(NAMES))
 

@@ -14,7 +14,8 @@
  * texts (tests/golden/tokenizer-corpus.btok: its texts are not stored
  * twice), every token of about 350 byte-level edge cases, and a hash per
  * block of 256 code points of "A" c "b" for every code point c.
- * all-mpnet-base-v2 runs when tools/fetch_mpnet.sh has fetched it.
+ * all-mpnet-base-v2 runs when tools/fetch_mpnet.sh has fetched it, GPT-2's
+ * real byte-level BPE (as RoBERTa) when tools/fetch_gpt2_bpe.sh has.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,7 +258,8 @@ static void fam_run(const char *golden, const char *dir_fmt, int require) {
         tokdesc desc;
         tokenizer t;
         if (!require && access(dir, F_OK)) {
-            printf("info %s: skipped (%s absent: tools/fetch_mpnet.sh %s fetches it)\n", g.names[ti], dir, dir);
+            printf("info %s: skipped (%s absent: tools/fetch_%s.sh %s fetches it)\n", g.names[ti], dir,
+                   strstr(g.names[ti], "gpt2") ? "gpt2_bpe" : "mpnet", dir);
             continue;
         }
         if (fam_tokenizer(dir, &desc, &t)) continue;
@@ -349,6 +351,9 @@ static void test_families_corpus(void) { fam_run("tests/golden/tokenizer-familie
 
 static void test_mpnet_corpus(void) { fam_run("tests/golden/tokenizer-mpnet.btk2", "%s/hf/%s", 0); }
 
+/* GPT-2's real merges as a RoBERTa tokenizer, when tools/fetch_gpt2_bpe.sh has fetched them. */
+static void test_gpt2_corpus(void) { fam_run("tests/golden/tokenizer-gpt2.btk2", "%s/hf/%s", 0); }
+
 /* The same encodings, ids to offsets. */
 static int fam_same(const bertc_encoding *a, const bertc_encoding *b) {
     int64_t n = bertc_encoding_len(a);
@@ -415,6 +420,7 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_families_corpus);
     CHECK_CASE(test_mpnet_corpus);
+    CHECK_CASE(test_gpt2_corpus);
     CHECK_CASE(test_families_sweep);
     CHECK_CASE(test_batch_threads);
     return check_summary();
