@@ -101,7 +101,7 @@ static int tok_strip(const int32_t *p, tok_units *io) {
         while (b < e && tok_is_whitespace(io->u[b].c)) b++;
     if (p[1])
         while (e > b && tok_is_whitespace(io->u[e - 1].c)) e--;
-    memmove(io->u, io->u + b, (e - b) * sizeof *io->u);
+    if (b && e > b) memmove(io->u, io->u + b, (e - b) * sizeof *io->u);   /* io->u may be NULL when empty */
     io->n = e - b;
     return 0;
 }

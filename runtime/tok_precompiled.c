@@ -153,7 +153,7 @@ int tok_precompiled_apply(const uint8_t *data, uint32_t len, const tok_units *in
     }
     if (!modified) {
         if (tok_reserve((void **)&out->u, &out->cap, in->n, sizeof *out->u)) return -1;
-        memcpy(out->u, in->u, in->n * sizeof *in->u);
+        if (in->n) memcpy(out->u, in->u, in->n * sizeof *in->u);
         out->n = in->n;
         return 0;
     }

@@ -354,6 +354,24 @@ static void test_mpnet_corpus(void) { fam_run("tests/golden/tokenizer-mpnet.btk2
 /* GPT-2's real merges as a RoBERTa tokenizer, when tools/fetch_gpt2_bpe.sh has fetched them. */
 static void test_gpt2_corpus(void) { fam_run("tests/golden/tokenizer-gpt2.btk2", "%s/hf/%s", 0); }
 
+/* Inputs the fuzzers found (tests/fuzz/fuzz_tokenizer.c): each once a crash or a sanitizer report. */
+static void test_fuzz_regressions(void) {
+    tokdesc desc;
+    tokenizer t;
+    if (fam_tokenizer("tests/golden/tok-xlmr", &desc, &t)) return;
+    tokenizer_output o;
+    tokenizer_output_init(&o);
+    diag d;
+    diag_init(&d);
+    /* Controls the Precompiled map removes leave Strip an empty text (a NULL buffer). */
+    /* HF: [0, 2, 2, 2] (<s> </s> </s> </s>). */
+    CHECK(tokenizer_encode(&t, "\x12", 1, "\x12\x12 ", 3, 8, &o, &d) == 0 && o.len == 4 && o.ids[0] == 0 && o.ids[3] == 2,
+          "%s", d.text);
+    tokenizer_output_free(&o);
+    tokenizer_free(&t);
+    tokdesc_free(&desc);
+}
+
 /* The same encodings, ids to offsets. */
 static int fam_same(const bertc_encoding *a, const bertc_encoding *b) {
     int64_t n = bertc_encoding_len(a);
@@ -423,5 +441,6 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_gpt2_corpus);
     CHECK_CASE(test_families_sweep);
     CHECK_CASE(test_batch_threads);
+    CHECK_CASE(test_fuzz_regressions);
     return check_summary();
 }
