@@ -3,8 +3,10 @@
  *
  * Reads config.json, the header of model.safetensors (weights are never
  * copied: the YAML refers to the file by a path relative to the YAML) and,
- * when present, vocab.txt and tokenizer_config.json, and writes the op-level
- * graph in the canonical form of docs/model-yaml.md.  Every config value the
+ * when present, the tokenizer's files (tokenizer.json, else vocab.json +
+ * merges.txt, else vocab.txt, with tokenizer_config.json: hf_tokenizer.h),
+ * and writes the op-level graph in the canonical form of
+ * docs/model-yaml.md.  Every config value the
  * graph depends on is checked; an unsupported one is an error naming the
  * field and the value.  Output is written to a temporary file and renamed,
  * so a failed import leaves nothing behind.  Same inputs, same bytes.
