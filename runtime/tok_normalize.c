@@ -40,9 +40,9 @@ static void tok_canonical_order(tok_unit *u, size_t n) {
 /* Clean-up, CJK spacing and NFD (when stripping): one unit in, up to 6 out. */
 static int tok_bert_first(const int32_t *p, int strip, const tok_units *in, tok_units *out, int *reorder) {
     out->n = 0;
+    if (tok_reserve((void **)&out->u, &out->cap, 6 * in->n + 1, sizeof *out->u)) return -1;   /* 1 unit -> 6 at most */
     for (size_t i = 0; i < in->n; i++) {
         tok_unit x = in->u[i];
-        if (tok_reserve((void **)&out->u, &out->cap, out->n + 6, sizeof *out->u)) return -1;
         if (p[0]) {
             uint8_t k = tok_bert_class(x.c);
             if (k & TOK_CLS_REMOVED) continue;
@@ -66,10 +66,10 @@ static int tok_bert_first(const int32_t *p, int strip, const tok_units *in, tok_
 /* Marks dropped (strip) and lowercase, from in to out. */
 static int tok_bert_second(int strip, int lower, const tok_units *in, tok_units *out) {
     out->n = 0;
+    if (tok_reserve((void **)&out->u, &out->cap, 3 * in->n + 1, sizeof *out->u)) return -1;   /* lowercase: 3 at most */
     for (size_t i = 0; i < in->n; i++) {
         tok_unit x = in->u[i];
         if (strip && tok_is_mn(x.c)) continue;
-        if (tok_reserve((void **)&out->u, &out->cap, out->n + 3, sizeof *out->u)) return -1;
         if (!lower) {
             out->u[out->n++] = x;
             continue;
