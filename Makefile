@@ -111,7 +111,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run triton python
+.PHONY: all test sanitize fixtures plans demo clean bench-compile bench-tokenizer install setup fuzz fuzz-bins fuzz-run triton python
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -331,6 +331,7 @@ fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%) $(BUILD)/hf/micro-bert/model.safete
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) -Itests/fuzz -DBERTC_FUZZ_DEFAULT_DIR=\"$(CURDIR)/$(BUILD)/hf/micro-bert\" \
+	  -DBERTC_FUZZ_GOLDEN_DIR=\"$(CURDIR)/tests/golden\" \
 	  $(CFLAGS) $(SAN) -fsanitize=fuzzer -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
 
 $(BUILD)/plans/micro-bert.plan: $(BUILD)/bertc $(BUILD)/hf/micro-bert/model.safetensors
@@ -355,6 +356,14 @@ $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)
+
+# Tokenizer throughput against Hugging Face (docs/performance.md; HF_PYTHON=... adds HF's side).
+$(BUILD)/tools/bench_tokenizer: tools/bench_tokenizer.c $(RUNTIME_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) -Iruntime $(CFLAGS) -o $@ $< $(RUNTIME_LIB) -lutf8proc -lm -lpthread -ldl
+
+bench-tokenizer: $(BUILD)/bertc $(BUILD)/tools/bench_tokenizer $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+	sh tools/bench_tokenizer.sh $(BUILD)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -108,6 +108,31 @@ static void cli_print_ids(const char *sep, const int32_t *v, int64_t n) {
     for (int64_t i = 0; i < n; i++) printf("%s%d", i ? sep : "", v[i]);
 }
 
+/* Byte offsets: JSON [[start, end], ...] or "start-end" words; specials are "-" in text. */
+static void cli_print_offsets(const bertc_encoding *e, int json) {
+    int64_t n = bertc_encoding_len(e);
+    const int64_t *o = bertc_encoding_offsets(e);
+    const int32_t *seq = bertc_encoding_sequence_ids(e);
+    printf(json ? ", \"offsets\": [" : "offsets:");
+    for (int64_t i = 0; i < n; i++) {
+        if (json) printf("%s[%lld, %lld]", i ? ", " : "", (long long)o[2 * i], (long long)o[2 * i + 1]);
+        else if (seq[i] < 0) printf(" -");
+        else printf(" %s%lld-%lld", seq[i] ? "pair:" : "", (long long)o[2 * i], (long long)o[2 * i + 1]);
+    }
+    if (json) {
+        printf("], \"sequence_ids\": [");
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", seq[i]);
+        printf("]");
+    } else {
+        printf("\n");
+    }
+}
+
+void cli_print_encoding_offsets(const bertc_encoding *e, int json, int offsets) {
+    cli_print_encoding(e, json);
+    if (offsets) cli_print_offsets(e, json);
+}
+
 void cli_print_encoding(const bertc_encoding *e, int json) {
     int64_t n = bertc_encoding_len(e);
     if (json) {

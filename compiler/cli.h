@@ -62,6 +62,8 @@ double cli_now(void);
 
 /* Tokens, ids and token types of an encoding, as text or as JSON members. */
 void cli_print_encoding(const bertc_encoding *e, int json);
+/* The same, then (offsets) every token's byte span and sequence (docs/cli.md). */
+void cli_print_encoding_offsets(const bertc_encoding *e, int json, int offsets);
 /* --text / --text-pair through the plan's tokenizer. */
 int cli_encode_text(bertc_plan *pl, const char *text, const char *pair, long max_len, bertc_encoding **out);
 

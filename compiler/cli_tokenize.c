@@ -8,21 +8,24 @@
 
 static const char USAGE_TOKENIZE[] =
     "usage: bertc tokenize PLAN --text \"...\" [--text-pair \"...\"] [--max-len N] [--json]\n"
-    "                      [--expect-sha256 HEX]\n"
+    "                      [--offsets] [--expect-sha256 HEX]\n"
     "\n"
-    "Tokenizes with the plan's own WordPiece tokenizer (identical to Hugging\n"
-    "Face's BertTokenizerFast): prints the tokens, ids and token types.\n"
-    "--max-len truncates (default: the model's maximum, capped at the plan's\n"
-    "longest bucket). --expect-sha256 refuses a plan whose SHA-256 is not HEX.\n";
+    "Tokenizes with the plan's own tokenizer (WordPiece, byte-level BPE or\n"
+    "Unigram, identical to Hugging Face's fast tokenizers): prints the tokens,\n"
+    "ids and token types; --offsets adds each token's byte span in its text\n"
+    "(\"pair:\" marks the pair's; \"-\" the special tokens). --max-len truncates\n"
+    "(default: the model's maximum, capped at the plan's longest bucket).\n"
+    "--expect-sha256 refuses a plan whose SHA-256 is not HEX.\n";
 
 int cmd_tokenize(int argc, char **argv) {
     const char *path = NULL, *text = NULL, *pair = NULL, *pin = NULL;
     long max_len = 0;
-    int json = 0;
+    int json = 0, offsets = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_TOKENIZE, stdout); return 0; }
         if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--offsets")) { offsets = 1; continue; }
         const char **slot = NULL;
         if (!strcmp(a, "--text")) slot = &text;
         else if (!strcmp(a, "--text-pair")) slot = &pair;
@@ -46,7 +49,7 @@ int cmd_tokenize(int argc, char **argv) {
     rc = cli_encode_text(pl, text, pair, max_len, &e);
     if (!rc) {
         if (json) printf("{");
-        cli_print_encoding(e, json);
+        cli_print_encoding_offsets(e, json, offsets);
         if (json) printf("}\n");
     }
     bertc_encoding_free(e);

@@ -17,6 +17,7 @@
 #include "model.h"
 #include "plan.h"
 #include "plan_write.h"
+#include "hf_tokenizer.h"
 #include "tokenizer.h"
 
 #ifndef BERTC_VERSION
@@ -63,32 +64,23 @@ static int compile_buckets(const compile_options *o, int64_t max_seq, int *bucke
 
 static char *compile_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
-/* The tokenizer settings and the vocabulary file's bytes. */
-static int compile_tokenizer(plan_tokenizer *t, const ir_graph *g, diag *d) {
-    const ir_tokenizer *s = &g->tokenizer;
-    size_t len;
-    t->vocab = file_read_all(s->vocab_path, &len, (size_t)64 << 20, d);
-    if (!t->vocab) return -1;
-    t->vocab_len = len;
-    t->present = 1;
-    t->do_lower_case = s->do_lower_case;
-    t->strip_accents = s->strip_accents;
-    t->tokenize_chinese_chars = s->tokenize_chinese_chars;
-    t->model_max_length = s->model_max_length;
-    t->unk_token = compile_strdup(s->unk_token);
-    t->cls_token = compile_strdup(s->cls_token);
-    t->sep_token = compile_strdup(s->sep_token);
-    t->pad_token = compile_strdup(s->pad_token);
-    t->mask_token = compile_strdup(s->mask_token);
-    /* The runtime builds its tokenizer from exactly this on first use; build
-     * it now, so a vocabulary it would refuse fails the compile, not the
-     * first request of a service. */
+/*
+ * The tokenizer's description from its files (hf_tokenizer.h).  The
+ * runtime builds its tokenizer from exactly this on first use; build it
+ * now, so a description it would refuse fails the compile, not the first
+ * request of a service, and check that every id it can produce has a row
+ * in the embedding table.
+ */
+static int compile_tokenizer(plan *p, const ir_graph *g, diag *d) {
+    plan_tokenizer *t = &p->tokenizer;
+    if (hf_tokenizer_load(&g->tokenizer, t, d)) return -1;
     tokenizer tk;
-    if (tokenizer_init(&tk, t, d)) {
-        diag_prefix(d, "%s: ", s->vocab_path);
-        return -1;
-    }
+    if (tokenizer_init(&tk, t, d)) return -1;
+    int32_t n = tk.nids;
     tokenizer_free(&tk);
+    if (n > p->vocab_size)
+        return diag_set(d, DIAG_CODE_INPUT, "the tokenizer produces ids up to %d, but the model's input_ids table has "
+                        "%lld rows", (int)n - 1, (long long)p->vocab_size);
     return 0;
 }
 
@@ -99,7 +91,7 @@ static int compile_assemble(plan *p, const ir_graph *g, diag *d) {
     p->model_name = compile_strdup(g->name);
     p->producer = compile_strdup(producer);
     if (!p->model_name || !p->producer) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    return g->has_tokenizer ? compile_tokenizer(&p->tokenizer, g, d) : 0;
+    return g->has_tokenizer ? compile_tokenizer(p, g, d) : 0;
 }
 
 /* Records the stage's time and tells the caller. */
@@ -111,11 +103,14 @@ static void compile_stage_done(const compile_options *o, compile_report *r, comp
     if (o->stage) o->stage(o->user, s, r);
 }
 
-/* The output is none of the inputs: the YAML, its weights, its vocabulary. */
+/* The output is none of the inputs: the YAML, its weights, its tokenizer files. */
 static int compile_check_output(const compile_options *o, const model *m, diag *d) {
     const char *out[1] = {o->out_path}, *what[1] = {"-o"};
-    const char *in[3] = {o->model_path, m->graph.weights_path, m->graph.has_tokenizer ? m->graph.tokenizer.vocab_path : NULL};
-    return file_outputs_check(out, what, 1, in, 3, d);
+    const ir_tokenizer *t = &m->graph.tokenizer;
+    int tk = m->graph.has_tokenizer;
+    const char *in[6] = {o->model_path, m->graph.weights_path, tk ? t->vocab_path : NULL, tk ? t->json_path : NULL,
+                         tk ? t->bpe_vocab_path : NULL, tk ? t->bpe_merges_path : NULL};
+    return file_outputs_check(out, what, 1, in, 6, d);
 }
 
 int compile_model(const compile_options *o, compile_report *r, diag *d) {

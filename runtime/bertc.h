@@ -186,17 +186,19 @@ bertc_status bertc_context_last_device_ms(bertc_context *ctx, float *ms);
 /* -------------------------------------------------------------------- text */
 
 /*
- * Text to token ids with the plan's own WordPiece tokenizer (vocabulary and
- * settings travel inside the plan), identical to Hugging Face's
- * BertTokenizerFast: [CLS] text [SEP] (pair [SEP]), token types 0 then 1,
- * 'longest_first' truncation.  An encoding holds its buffers between calls,
- * so encoding into the same one again allocates nothing once it has grown;
- * use one per thread.  The plan's tokenizer is built on first use and is
- * shared read-only.
+ * Text to token ids with the plan's own tokenizer (its description travels
+ * inside the plan; docs/tokenizer.md): WordPiece (BERT), byte-level BPE
+ * (RoBERTa) or SentencePiece Unigram (XLM-RoBERTa), identical to Hugging
+ * Face's fast tokenizers (AutoTokenizer): the model's special tokens around
+ * the text (and pair), its token types, 'longest_first' truncation, and each
+ * token's byte span in the text it came from.  An encoding holds its
+ * buffers between calls, so encoding into the same one again allocates
+ * nothing once it has grown; use one per thread.  The plan's tokenizer is
+ * built on first use and is shared read-only.
  */
 typedef struct bertc_encoding bertc_encoding;
 
-/* 1 if the plan carries a tokenizer (its model had a vocab.txt). */
+/* 1 if the plan carries a tokenizer (its model directory had tokenizer files). */
 int bertc_plan_has_tokenizer(const bertc_plan *plan);
 
 bertc_encoding *bertc_encoding_create(void);   /* NULL: out of memory */
@@ -211,8 +213,34 @@ bertc_status bertc_encode(bertc_plan *plan, bertc_encoding *enc, const char *tex
 int64_t bertc_encoding_len(const bertc_encoding *enc);
 const int32_t *bertc_encoding_ids(const bertc_encoding *enc);        /* [len] */
 const int32_t *bertc_encoding_type_ids(const bertc_encoding *enc);   /* [len] */
-const char *bertc_encoding_token(const bertc_encoding *enc, int64_t i); /* "[CLS]", "hello", "##s", ... */
+const char *bertc_encoding_token(const bertc_encoding *enc, int64_t i); /* "[CLS]", "hello", "##s", "Ġworld", ... */
 int bertc_encoding_truncated(const bertc_encoding *enc);             /* 1 if tokens were dropped */
+/* [2 * len]: token i covers bytes [offsets[2i], offsets[2i+1]) of the text
+ * (or of the pair: see sequence_ids); the template's special tokens have
+ * (0, 0).  As Hugging Face's return_offsets_mapping, in bytes. */
+const int64_t *bertc_encoding_offsets(const bertc_encoding *enc);
+/* [len]: 0 for a token of the text, 1 of the pair, -1 for a special token of the template. */
+const int32_t *bertc_encoding_sequence_ids(const bertc_encoding *enc);
+
+/* Batched encoding, on several threads. */
+typedef struct bertc_batch_options {
+    int threads;                    /* 0: one per online CPU (at most 64); 1: the calling thread only */
+    int64_t max_len;                /* as bertc_encode's, for every text */
+} bertc_batch_options;
+
+void bertc_batch_options_init(bertc_batch_options *opt);   /* threads 0, max_len 0 */
+
+/*
+ * Encodes texts[i] (and pairs[i] when pairs is not NULL; a NULL or "" entry
+ * is no pair) into encs[i], for i < n, spreading the texts over threads.
+ * Each encoding is as bertc_encode would make it, whatever the thread
+ * count.  On failure the status and message are those of the lowest failing
+ * index ("text 12: ..."); the other encodings are complete and the failed
+ * ones empty (length 0).  opt may be NULL (defaults).
+ */
+bertc_status bertc_encode_batch(bertc_plan *plan, bertc_encoding *const *encs, const char *const *texts,
+                                const char *const *pairs, size_t n, const bertc_batch_options *opt, char *err,
+                                size_t err_cap);
 
 #ifdef __cplusplus
 }

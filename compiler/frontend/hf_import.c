@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 
 #include "fileutil.h"
+#include "hf_tokenizer.h"
 #include "ir.h"
 #include "json.h"
 #include "model.h"
@@ -557,13 +558,25 @@ static int hf_weights_check(const st_file *st, const hf_config *c, hf_names *nm,
 
 /* --------------------------------------------------------------- tokenizer */
 
+/* Where the tokenizer's description comes from (hf_tokenizer.h). */
+typedef enum hf_tok_source {
+    HF_TOK_VOCAB_TXT,           /* vocab.txt alone: WordPiece as BertTokenizerFast builds it */
+    HF_TOK_JSON,                /* tokenizer.json (and vocab.txt beside it for WordPiece, cross-checked) */
+    HF_TOK_BPE_FILES,           /* vocab.json + merges.txt: RobertaTokenizerFast's byte-level BPE */
+} hf_tok_source;
+
 typedef struct hf_tokenizer {
-    int present;                /* vocab.txt exists */
+    int present;                /* a tokenizer section is written */
+    hf_tok_source source;
+    int vocab_txt;              /* vocab.txt is named in the section */
     int do_lower_case;          /* -1 absent, 0, 1 */
     int strip_accents;          /* -2 absent, -1 null, 0, 1 */
     int tokenize_chinese_chars; /* -1 absent, 0, 1 */
+    int add_prefix_space;       /* -1 absent, 0, 1 */
+    int trim_offsets;           /* -1 absent, 0, 1 */
     int64_t model_max_length;   /* 0 absent */
     const char *tokens[5];      /* borrowed from the JSON document; NULL absent */
+    const char *klass;          /* tokenizer_class, or the model type's class; NULL absent */
 } hf_tokenizer;
 
 static const char *const hf_token_keys[5] = {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token"};
@@ -584,18 +597,33 @@ static int hf_tokenizer_bool(const hf_json_file *f, const char *key, int null_ok
                          hf_json_show(f, v, shown, sizeof shown));
 }
 
-static int hf_tokenizer_read(const hf_json_file *f, hf_tokenizer *tk, diag *d) {
-    const json_value *root = &f->doc.root, *v;
+/* tokenizer_class: BERT's for vocab.txt alone; any class hf_tokenizer.c knows over tokenizer.json. */
+static int hf_tokenizer_class(const hf_json_file *f, hf_tokenizer *tk, diag *d) {
+    const json_value *v = json_get(&f->doc.root, "tokenizer_class");
     char shown[256];
-    if ((v = json_get(root, "tokenizer_class")) && v->type != JSON_TYPE_NULL &&
-        !(v->type == JSON_TYPE_STRING &&
-          (!strcmp(v->string, "BertTokenizer") || !strcmp(v->string, "BertTokenizerFast"))))
+    if (!v || v->type == JSON_TYPE_NULL) return 0;
+    if (tk->source == HF_TOK_VOCAB_TXT &&
+        !(v->type == JSON_TYPE_STRING && (!strcmp(v->string, "BertTokenizer") || !strcmp(v->string, "BertTokenizerFast"))))
         return hf_json_error(f, v, d,
                              "tokenizer_class %s is not supported (expected 'BertTokenizer' or 'BertTokenizerFast')",
                              hf_json_show(f, v, shown, sizeof shown));
-    if (hf_tokenizer_bool(f, "do_lower_case", 0, &tk->do_lower_case, d) ||
+    if (v->type != JSON_TYPE_STRING || !hf_tokenizer_class_known(v->string) ||
+        (tk->source == HF_TOK_BPE_FILES && strncmp(v->string, "RobertaTokenizer", 16)))
+        return hf_json_error(f, v, d, "tokenizer_class %s is not supported%s (see docs/tokenizer.md)",
+                             hf_json_show(f, v, shown, sizeof shown),
+                             tk->source == HF_TOK_BPE_FILES ? " with vocab.json + merges.txt" : "");
+    tk->klass = v->string;
+    return 0;
+}
+
+static int hf_tokenizer_read(const hf_json_file *f, hf_tokenizer *tk, diag *d) {
+    const json_value *root = &f->doc.root, *v;
+    char shown[256];
+    if (hf_tokenizer_class(f, tk, d) || hf_tokenizer_bool(f, "do_lower_case", 0, &tk->do_lower_case, d) ||
         hf_tokenizer_bool(f, "strip_accents", 1, &tk->strip_accents, d) ||
-        hf_tokenizer_bool(f, "tokenize_chinese_chars", 0, &tk->tokenize_chinese_chars, d))
+        hf_tokenizer_bool(f, "tokenize_chinese_chars", 0, &tk->tokenize_chinese_chars, d) ||
+        (tk->source != HF_TOK_VOCAB_TXT && (hf_tokenizer_bool(f, "add_prefix_space", 0, &tk->add_prefix_space, d) ||
+                                            hf_tokenizer_bool(f, "trim_offsets", 0, &tk->trim_offsets, d))))
         return -1;
     /* Hugging Face writes 1e30 (VERY_LARGE_INTEGER) for "no limit": omit it. */
     if ((v = json_get(root, "model_max_length")) && v->type == JSON_TYPE_NUMBER && v->number_is_int &&
@@ -846,7 +874,8 @@ static int hf_st_read(const char *hf_dir, const hf_config *cfg, hf_head *head, d
 typedef struct hf_yaml_inputs {
     const char *name;
     const char *weights_rel;
-    const char *vocab_rel;      /* NULL: no tokenizer section */
+    const char *vocab_rel;      /* vocab.txt, NULL: not named */
+    const char *tok_rel[3];     /* tokenizer.json, vocab.json, merges.txt; NULL: not named */
     const hf_config *cfg;
     const hf_names *names;
     const hf_tokenizer *tok;
@@ -881,24 +910,35 @@ static void hf_yaml_header(hf_text *t, const hf_yaml_inputs *in) {
 
 /* The tokenizer section (tokenizer_config.json's settings). */
 static void hf_yaml_tokenizer(hf_text *t, const hf_yaml_inputs *in) {
-    if (in->vocab_rel) {
-        const hf_tokenizer *tk = in->tok;
-        hf_text_printf(t, "tokenizer:\n  vocab: ");
-        hf_yaml_scalar(t, in->vocab_rel);
+    const hf_tokenizer *tk = in->tok;
+    if (!tk->present) return;
+    static const char *const file_keys[4] = {"json", "vocab_json", "merges", "vocab"};
+    const char *files[4] = {in->tok_rel[0], in->tok_rel[1], in->tok_rel[2], tk->vocab_txt ? in->vocab_rel : NULL};
+    hf_text_printf(t, "tokenizer:\n");
+    for (int i = 0; i < 4; i++) {
+        if (!files[i]) continue;
+        hf_text_printf(t, "  %s: ", file_keys[i]);
+        hf_yaml_scalar(t, files[i]);
         hf_text_printf(t, "\n");
-        if (tk->do_lower_case >= 0) hf_text_printf(t, "  do_lower_case: %s\n", tk->do_lower_case ? "true" : "false");
-        if (tk->strip_accents >= -1)
-            hf_text_printf(t, "  strip_accents: %s\n",
-                           tk->strip_accents < 0 ? "null" : tk->strip_accents ? "true" : "false");
-        if (tk->tokenize_chinese_chars >= 0)
-            hf_text_printf(t, "  tokenize_chinese_chars: %s\n", tk->tokenize_chinese_chars ? "true" : "false");
-        if (tk->model_max_length > 0) hf_text_printf(t, "  model_max_length: %lld\n", (long long)tk->model_max_length);
-        for (int i = 0; i < 5; i++) {
-            if (!tk->tokens[i]) continue;
-            hf_text_printf(t, "  %s: ", hf_token_keys[i]);
-            hf_yaml_quoted(t, tk->tokens[i]);
-            hf_text_printf(t, "\n");
-        }
+    }
+    if (tk->source != HF_TOK_VOCAB_TXT && tk->klass) {
+        hf_text_printf(t, "  class: ");
+        hf_yaml_quoted(t, tk->klass);
+        hf_text_printf(t, "\n");
+    }
+    if (tk->do_lower_case >= 0) hf_text_printf(t, "  do_lower_case: %s\n", tk->do_lower_case ? "true" : "false");
+    if (tk->strip_accents >= -1)
+        hf_text_printf(t, "  strip_accents: %s\n", tk->strip_accents < 0 ? "null" : tk->strip_accents ? "true" : "false");
+    if (tk->tokenize_chinese_chars >= 0)
+        hf_text_printf(t, "  tokenize_chinese_chars: %s\n", tk->tokenize_chinese_chars ? "true" : "false");
+    if (tk->add_prefix_space >= 0) hf_text_printf(t, "  add_prefix_space: %s\n", tk->add_prefix_space ? "true" : "false");
+    if (tk->trim_offsets >= 0) hf_text_printf(t, "  trim_offsets: %s\n", tk->trim_offsets ? "true" : "false");
+    if (tk->model_max_length > 0) hf_text_printf(t, "  model_max_length: %lld\n", (long long)tk->model_max_length);
+    for (int i = 0; i < 5; i++) {
+        if (!tk->tokens[i]) continue;
+        hf_text_printf(t, "  %s: ", hf_token_keys[i]);
+        hf_yaml_quoted(t, tk->tokens[i]);
+        hf_text_printf(t, "\n");
     }
 }
 
@@ -1052,6 +1092,8 @@ typedef struct hf_import_state {
     hf_head head;
     char *hf_real, *out_dir;                   /* the checkpoint's and the YAML folder's real paths */
     char *weights_rel, *vocab_rel;             /* paths relative to the YAML */
+    char *tok_rel[3];                          /* tokenizer.json, vocab.json, merges.txt relative to the YAML */
+    tokdesc *want_desc;                        /* hf_import_tokenizer_desc: the validated description goes here */
 } hf_import_state;
 
 static void hf_import_state_free(hf_import_state *s) {
@@ -1061,6 +1103,7 @@ static void hf_import_state_free(hf_import_state *s) {
     free(s->out_dir);
     free(s->weights_rel);
     free(s->vocab_rel);
+    for (int i = 0; i < 3; i++) free(s->tok_rel[i]);
 }
 
 static int hf_import_check_dir(const char *hf_dir, const char *out_yaml, diag *d) {
@@ -1126,27 +1169,85 @@ static int hf_vocab_check(const char *vocab_path, const hf_tokenizer *tok, diag 
     return rc;
 }
 
-/* vocab.txt and, when present, tokenizer_config.json. */
-static int hf_import_tokenizer(const char *hf_dir, hf_import_state *s, diag *d) {
-    char *vocab_path = hf_path_join(hf_dir, "vocab.txt");
-    if (!vocab_path) return hf_oom(d);
+/* 1 if HF_DIR/name exists (as anything: a directory or a broken link is an error later, not "absent"). */
+static int hf_exists(const char *hf_dir, const char *name, diag *d, int *err) {
+    char *p = hf_path_join(hf_dir, name);
+    if (!p) {
+        *err = hf_oom(d);
+        return 0;
+    }
     struct stat sb;
-    int exists = lstat(vocab_path, &sb) == 0 || errno != ENOENT;
-    s->tok.present = exists;
+    int exists = lstat(p, &sb) == 0 || errno != ENOENT;
+    if (exists && !hf_is_regular_file(p))
+        *err = diag_set(d, DIAG_CODE_INPUT, "%s: not a regular file", p);
+    free(p);
+    return exists;
+}
+
+/* The model type's tokenizer class, when tokenizer_config.json names none (AutoTokenizer's mapping). */
+static const char *hf_tokenizer_default_class(const hf_import_state *s) {
+    static const char *const map[][2] = {{"bert", "BertTokenizer"}, {"mpnet", "MPNetTokenizer"},
+                                         {"distilbert", "DistilBertTokenizer"}, {"electra", "ElectraTokenizer"},
+                                         {"roberta", "RobertaTokenizer"}, {"xlm-roberta", "XLMRobertaTokenizer"}};
+    const json_value *v = json_get(&s->cfg_file.doc.root, "model_type");
+    for (size_t i = 0; v && v->type == JSON_TYPE_STRING && i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(v->string, map[i][0])) return map[i][1];
+    return NULL;
+}
+
+/* The tokenizer as compile will read it: built once here, so what it refuses fails the import. */
+static int hf_tokenizer_validate(const char *hf_dir, hf_import_state *s, diag *d) {
+    static const char *const names[4] = {"tokenizer.json", "vocab.json", "merges.txt", "vocab.txt"};
+    char *paths[4] = {0};
+    hf_tokenizer *tk = &s->tok;
+    int use[4] = {tk->source == HF_TOK_JSON, tk->source == HF_TOK_BPE_FILES, tk->source == HF_TOK_BPE_FILES,
+                  tk->vocab_txt};
     int rc = 0;
-    if (exists && !hf_is_regular_file(vocab_path))
-        rc = diag_set(d, DIAG_CODE_INPUT, "%s: not a regular file (expected the WordPiece vocabulary, one token per line)",
-                      vocab_path);
-    char *tc_path = exists && !rc ? hf_path_join(hf_dir, "tokenizer_config.json") : NULL;
-    if (exists && !rc && !tc_path) rc = hf_oom(d);
-    if (tc_path && hf_is_regular_file(tc_path) &&
-        (hf_json_file_load(&s->tok_file, hf_dir, "tokenizer_config.json", d) ||
-         hf_tokenizer_read(&s->tok_file, &s->tok, d)))
-        rc = -1;
-    if (exists && !rc) rc = hf_vocab_check(vocab_path, &s->tok, d);
-    free(tc_path);
-    free(vocab_path);
+    for (int i = 0; i < 4 && !rc; i++)
+        if (use[i] && !(paths[i] = hf_path_join(hf_dir, names[i]))) rc = hf_oom(d);
+    ir_tokenizer it = {.json_path = paths[0], .bpe_vocab_path = paths[1], .bpe_merges_path = paths[2],
+                       .vocab_path = paths[3], .tokenizer_class = (char *)tk->klass,
+                       .do_lower_case = tk->do_lower_case, .strip_accents = tk->strip_accents < -1 ? -1 : tk->strip_accents,
+                       .tokenize_chinese_chars = tk->tokenize_chinese_chars, .add_prefix_space = tk->add_prefix_space,
+                       .trim_offsets = tk->trim_offsets, .model_max_length = tk->model_max_length,
+                       .unk_token = (char *)tk->tokens[0], .cls_token = (char *)tk->tokens[1],
+                       .sep_token = (char *)tk->tokens[2], .pad_token = (char *)tk->tokens[3],
+                       .mask_token = (char *)tk->tokens[4]};
+    tokdesc desc;
+    if (!rc && !(rc = hf_tokenizer_load(&it, &desc, d))) {
+        /* vocab.txt beside a tokenizer.json is named only for WordPiece (and then cross-checked). */
+        if (tk->source == HF_TOK_JSON && desc.model != TOKDESC_MODEL_WORDPIECE) tk->vocab_txt = 0;
+        if (s->want_desc) *s->want_desc = desc;
+        else tokdesc_free(&desc);
+    }
+    for (int i = 0; i < 4; i++) free(paths[i]);
     return rc;
+}
+
+/* tokenizer.json, else vocab.json + merges.txt, else vocab.txt; and tokenizer_config.json's settings. */
+static int hf_import_tokenizer(const char *hf_dir, hf_import_state *s, diag *d) {
+    int rc = 0;
+    int json = hf_exists(hf_dir, "tokenizer.json", d, &rc), vj = hf_exists(hf_dir, "vocab.json", d, &rc),
+        mg = hf_exists(hf_dir, "merges.txt", d, &rc), vocab = hf_exists(hf_dir, "vocab.txt", d, &rc);
+    if (rc) return rc;
+    hf_tokenizer *tk = &s->tok;
+    tk->present = json || (vj && mg) || vocab;
+    if (!tk->present) return 0;
+    tk->source = json ? HF_TOK_JSON : vj && mg ? HF_TOK_BPE_FILES : HF_TOK_VOCAB_TXT;
+    tk->vocab_txt = vocab && tk->source != HF_TOK_BPE_FILES;
+    char *tc_path = hf_path_join(hf_dir, "tokenizer_config.json");
+    if (!tc_path) return hf_oom(d);
+    if (hf_is_regular_file(tc_path) &&
+        (hf_json_file_load(&s->tok_file, hf_dir, "tokenizer_config.json", d) || hf_tokenizer_read(&s->tok_file, tk, d)))
+        rc = -1;
+    free(tc_path);
+    if (!rc && tk->source != HF_TOK_VOCAB_TXT && !tk->klass) tk->klass = hf_tokenizer_default_class(s);
+    if (!rc && tk->source == HF_TOK_VOCAB_TXT) {
+        char *vocab_path = hf_path_join(hf_dir, "vocab.txt");
+        rc = vocab_path ? hf_vocab_check(vocab_path, tk, d) : hf_oom(d);
+        free(vocab_path);
+    }
+    return rc ? rc : hf_tokenizer_validate(hf_dir, s, d);
 }
 
 /* 1 if s is well-formed UTF-8. */
@@ -1183,6 +1284,23 @@ static int hf_import_paths(const char *hf_dir, const char *out_yaml, hf_import_s
     return rc;
 }
 
+/* tokenizer.json or vocab.json + merges.txt relative to the YAML's folder (beside the weights, so UTF-8 too). */
+static int hf_import_tok_paths(hf_import_state *s, diag *d) {
+    static const char *const names[3] = {"tokenizer.json", "vocab.json", "merges.txt"};
+    int use[3] = {s->tok.present && s->tok.source == HF_TOK_JSON, s->tok.present && s->tok.source == HF_TOK_BPE_FILES,
+                  s->tok.present && s->tok.source == HF_TOK_BPE_FILES};
+    for (int i = 0; i < 3; i++) {
+        if (!use[i]) continue;
+        char *abs = hf_path_join(s->hf_real, names[i]);
+        if (!abs || !(s->tok_rel[i] = hf_path_relative(s->out_dir, abs))) {
+            free(abs);
+            return hf_oom(d);
+        }
+        free(abs);
+    }
+    return 0;
+}
+
 /* The written text must load as the graph description it claims to be:
  * anything else is a bug here, caught before a file is written. */
 static int hf_import_verify(const hf_text *text, const char *out_yaml, const hf_import_state *s, diag *d) {
@@ -1201,20 +1319,37 @@ static int hf_import_verify(const hf_text *text, const char *out_yaml, const hf_
 
 /* The output is none of the files import reads. */
 static int hf_import_check_output(const char *hf_dir, const char *out_yaml, const hf_import_state *s, diag *d) {
-    const char *names[7] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
-                            "sentence_bert_config.json", s->head.present ? s->head.pool_config : NULL};
-    char *inputs[7] = {0};
+    const char *names[10] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
+                             "sentence_bert_config.json", s->head.present ? s->head.pool_config : NULL,
+                             "tokenizer.json", "vocab.json", "merges.txt"};
+    char *inputs[10] = {0};
     int rc = 0;
-    for (int i = 0; i < 7 && !rc; i++)
+    for (int i = 0; i < 10 && !rc; i++)
         if (names[i] && !(inputs[i] = hf_path_join(hf_dir, names[i]))) rc = hf_oom(d);
     const char *out[1] = {out_yaml}, *what[1] = {"-o"};
-    if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 7, d);
-    for (int i = 0; i < 7; i++) free(inputs[i]);
+    if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 10, d);
+    for (int i = 0; i < 10; i++) free(inputs[i]);
     return rc;
 }
 
+int hf_import_tokenizer_desc(const char *hf_dir, tokdesc *out, diag *d) {
+    hf_import_state s = {.tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1,
+                                 .add_prefix_space = -1, .trim_offsets = -1},
+                         .want_desc = out};
+    hf_json_file_init(&s.cfg_file);
+    hf_json_file_init(&s.tok_file);
+    tokdesc_init(out);
+    int rc = hf_import_check_dir(hf_dir, hf_dir, d) || hf_import_tokenizer(hf_dir, &s, d);
+    if (!rc && !s.tok.present)
+        rc = diag_set(d, DIAG_CODE_INPUT, "%s: no tokenizer files (tokenizer.json, vocab.json + merges.txt or vocab.txt)",
+                      hf_dir);
+    hf_import_state_free(&s);
+    return rc ? -1 : 0;
+}
+
 int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
-    hf_import_state s = {.tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1}};
+    hf_import_state s = {.tok = {.do_lower_case = -1, .strip_accents = -2, .tokenize_chinese_chars = -1,
+                                 .add_prefix_space = -1, .trim_offsets = -1}};
     hf_json_file_init(&s.cfg_file);
     hf_json_file_init(&s.tok_file);
     hf_text text;
@@ -1224,7 +1359,7 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
         hf_config_read(&s.cfg_file, &s.cfg, d) || hf_import_weights(hf_dir, &s, d) ||
         hf_import_tokenizer(hf_dir, &s, d) || hf_st_read(hf_dir, &s.cfg, &s.head, d) ||
         (s.head.present && s.tok.present && hf_st_max_seq_read(hf_dir, &s.tok, d)) ||
-        hf_import_paths(hf_dir, out_yaml, &s, d))
+        hf_import_paths(hf_dir, out_yaml, &s, d) || hf_import_tok_paths(&s, d))
         goto done;
     const char *base = strrchr(s.hf_real, '/');
     base = base && base[1] ? base + 1 : "model";
@@ -1232,6 +1367,7 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
         .name = base,
         .weights_rel = s.weights_rel,
         .vocab_rel = s.vocab_rel,
+        .tok_rel = {s.tok_rel[0], s.tok_rel[1], s.tok_rel[2]},
         .cfg = &s.cfg,
         .names = &s.names,
         .tok = &s.tok,

@@ -73,18 +73,23 @@ static void json_parser_describe(const json_parser *p, size_t off, char *buf, si
         snprintf(buf, cap, "byte 0x%02x", (unsigned)c);
 }
 
+void json_line_col(const char *text, size_t len, size_t off, size_t *line, size_t *col) {
+    *line = *col = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
 __attribute__((format(printf, 3, 4)))
 static int json_parser_fail(json_parser *p, size_t off, const char *fmt, ...) {
     if (!p->err || p->err_cap == 0) return -1;
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < off && i < p->len; i++) {
-        if (p->s[i] == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
+    size_t line, col;
+    json_line_col((const char *)p->s, p->len, off, &line, &col);
     int n = snprintf(p->err, p->err_cap, "%s: byte %zu (line %zu, column %zu): ",
                      p->name ? p->name : "<json>", off, line, col);
     if (n >= 0 && (size_t)n < p->err_cap) {

@@ -56,4 +56,7 @@ const json_value *json_get(const json_value *obj, const char *key);
 
 const char *json_type_name(json_type t);
 
+/* Line and column (1-based, column in bytes) of byte `off` of text[0..len). */
+void json_line_col(const char *text, size_t len, size_t off, size_t *line, size_t *col);
+
 #endif

@@ -680,27 +680,54 @@ static char *path_join(const char *dir, const char *rel) {
     return p;
 }
 
+/* A path key of the tokenizer section, resolved against the YAML's folder (absent: *dst stays NULL). */
+static int parse_tokenizer_path(loader *L, const yaml_node_t *n, const char *key, char **dst) {
+    yaml_node_t *v = map_get(L, n, key);
+    const char *s;
+    if (!v) return 0;
+    if (get_string(L, v, key, &s)) return -1;
+    if (!(*dst = path_join(L->base_dir, s))) return oom(L);
+    return 0;
+}
+
+/* Which files describe the tokenizer: tokenizer.json, vocab.json + merges.txt, or vocab.txt. */
+static int parse_tokenizer_source(loader *L, const yaml_node_t *n, ir_tokenizer *t) {
+    if (parse_tokenizer_path(L, n, "json", &t->json_path) || parse_tokenizer_path(L, n, "vocab", &t->vocab_path) ||
+        parse_tokenizer_path(L, n, "vocab_json", &t->bpe_vocab_path) ||
+        parse_tokenizer_path(L, n, "merges", &t->bpe_merges_path))
+        return -1;
+    if (!t->bpe_vocab_path != !t->bpe_merges_path)
+        return err_node(L, n, "tokenizer: vocab_json and merges come together (byte-level BPE)");
+    if (!t->json_path && !t->vocab_path && !t->bpe_vocab_path)
+        return err_node(L, n, "tokenizer: expected json (tokenizer.json), vocab_json + merges, or vocab (vocab.txt)");
+    if (t->bpe_vocab_path && (t->json_path || t->vocab_path))
+        return err_node(L, n, "tokenizer: vocab_json + merges is a tokenizer of its own (no json or vocab with it)");
+    return 0;
+}
+
 static int parse_tokenizer(loader *L, const yaml_node_t *n) {
-    static const char *const keys[] = {"vocab", "do_lower_case", "strip_accents", "tokenize_chinese_chars",
-                                       "model_max_length", "unk_token", "cls_token", "sep_token",
-                                       "pad_token", "mask_token", NULL};
+    static const char *const keys[] = {"json", "vocab", "vocab_json", "merges", "class", "do_lower_case",
+                                       "strip_accents", "tokenize_chinese_chars", "add_prefix_space", "trim_offsets",
+                                       "model_max_length", "unk_token", "cls_token", "sep_token", "pad_token",
+                                       "mask_token", NULL};
     if (expect_mapping(L, n, "tokenizer") || check_keys(L, n, keys, "tokenizer")) return -1;
     ir_tokenizer *t = &L->m->graph.tokenizer;
-    t->do_lower_case = t->strip_accents = t->tokenize_chinese_chars = -1;
+    t->do_lower_case = t->strip_accents = t->tokenize_chinese_chars = t->add_prefix_space = t->trim_offsets = -1;
     yaml_node_t *v;
     const char *s;
-    if (map_require(L, n, "vocab", "tokenizer", &v) || get_string(L, v, "vocab (a path)", &s)) return -1;
-    if (!(t->vocab_path = path_join(L->base_dir, s))) return oom(L);
-    if ((v = map_get(L, n, "do_lower_case")) && get_bool(L, v, "do_lower_case", &t->do_lower_case)) return -1;
-    if ((v = map_get(L, n, "tokenize_chinese_chars")) &&
-        get_bool(L, v, "tokenize_chinese_chars", &t->tokenize_chinese_chars)) return -1;
+    if (parse_tokenizer_source(L, n, t)) return -1;
+    struct { const char *key; int *dst; } flags[] = {
+        {"do_lower_case", &t->do_lower_case}, {"tokenize_chinese_chars", &t->tokenize_chinese_chars},
+        {"add_prefix_space", &t->add_prefix_space}, {"trim_offsets", &t->trim_offsets}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if ((v = map_get(L, n, flags[i].key)) && get_bool(L, v, flags[i].key, flags[i].dst)) return -1;
     if ((v = map_get(L, n, "strip_accents")) && !is_null(v) && get_bool(L, v, "strip_accents (true, false or null)", &t->strip_accents))
         return -1;
     if ((v = map_get(L, n, "model_max_length")) && get_int(L, v, "model_max_length", 1, INT32_MAX, &t->model_max_length))
         return -1;
     struct { const char *key; char **dst; } toks[] = {
-        {"unk_token", &t->unk_token}, {"cls_token", &t->cls_token}, {"sep_token", &t->sep_token},
-        {"pad_token", &t->pad_token}, {"mask_token", &t->mask_token}};
+        {"class", &t->tokenizer_class}, {"unk_token", &t->unk_token}, {"cls_token", &t->cls_token},
+        {"sep_token", &t->sep_token}, {"pad_token", &t->pad_token}, {"mask_token", &t->mask_token}};
     for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
         if (!(v = map_get(L, n, toks[i].key))) continue;
         if (get_string(L, v, toks[i].key, &s)) return -1;

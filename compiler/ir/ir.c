@@ -51,6 +51,8 @@ void ir_graph_init(ir_graph *g) {
     g->tokenizer.do_lower_case = -1;
     g->tokenizer.strip_accents = -1;
     g->tokenizer.tokenize_chinese_chars = -1;
+    g->tokenizer.add_prefix_space = -1;
+    g->tokenizer.trim_offsets = -1;
 }
 
 void ir_graph_free(ir_graph *g) {
@@ -64,6 +66,10 @@ void ir_graph_free(ir_graph *g) {
     free(g->weights_path);
     ir_tokenizer *t = &g->tokenizer;
     free(t->vocab_path);
+    free(t->json_path);
+    free(t->bpe_vocab_path);
+    free(t->bpe_merges_path);
+    free(t->tokenizer_class);
     free(t->unk_token);
     free(t->cls_token);
     free(t->sep_token);
@@ -154,13 +160,16 @@ int ir_graph_clone(ir_graph *dst, const ir_graph *src) {
     const ir_tokenizer *st = &src->tokenizer;
     ir_tokenizer *dt = &dst->tokenizer;
     *dt = *st;
-    dt->vocab_path = dt->unk_token = dt->cls_token = dt->sep_token = dt->pad_token =
-        dt->mask_token = NULL;
+    dt->vocab_path = dt->json_path = dt->bpe_vocab_path = dt->bpe_merges_path = dt->tokenizer_class = NULL;
+    dt->unk_token = dt->cls_token = dt->sep_token = dt->pad_token = dt->mask_token = NULL;
     failed |= ir_dup_into(&dst->name, src->name) | ir_dup_into(&dst->source_path, src->source_path) |
               ir_dup_into(&dst->weights_path, src->weights_path) |
               ir_dup_into(&dt->vocab_path, st->vocab_path) | ir_dup_into(&dt->unk_token, st->unk_token) |
               ir_dup_into(&dt->cls_token, st->cls_token) | ir_dup_into(&dt->sep_token, st->sep_token) |
-              ir_dup_into(&dt->pad_token, st->pad_token) | ir_dup_into(&dt->mask_token, st->mask_token);
+              ir_dup_into(&dt->pad_token, st->pad_token) | ir_dup_into(&dt->mask_token, st->mask_token) |
+              ir_dup_into(&dt->json_path, st->json_path) | ir_dup_into(&dt->bpe_vocab_path, st->bpe_vocab_path) |
+              ir_dup_into(&dt->bpe_merges_path, st->bpe_merges_path) |
+              ir_dup_into(&dt->tokenizer_class, st->tokenizer_class);
     if (failed) {
         ir_graph_free(dst);
         return -1;

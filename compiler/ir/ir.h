@@ -142,12 +142,23 @@ typedef struct ir_output {
     int node;
 } ir_output;
 
-/* Tokenizer settings carried from tokenizer_config.json (all optional). */
+/*
+ * The tokenizer (docs/model-yaml.md "Tokenizer"): where its description
+ * lives — tokenizer.json, or vocab.json + merges.txt (byte-level BPE), or
+ * vocab.txt alone (WordPiece) — and the settings of tokenizer_config.json
+ * that transformers applies over it for the tokenizer class.
+ */
 typedef struct ir_tokenizer {
-    char *vocab_path;            /* resolved path of vocab.txt, NULL if none */
+    char *vocab_path;            /* vocab.txt (WordPiece), NULL if none */
+    char *json_path;             /* tokenizer.json: the description when present */
+    char *bpe_vocab_path;        /* vocab.json and merges.txt: byte-level BPE without tokenizer.json */
+    char *bpe_merges_path;
+    char *tokenizer_class;       /* tokenizer_config.json's tokenizer_class (or the model type's), NULL unknown */
     int do_lower_case;           /* -1 = unspecified */
     int strip_accents;           /* -1 = follow do_lower_case, 0, 1 */
     int tokenize_chinese_chars;  /* -1 = unspecified */
+    int add_prefix_space;        /* -1 = unspecified (RoBERTa) */
+    int trim_offsets;            /* -1 = unspecified (RoBERTa) */
     int64_t model_max_length;    /* 0 = unspecified */
     char *unk_token, *cls_token, *sep_token, *pad_token, *mask_token;
 } ir_tokenizer;

@@ -21,9 +21,10 @@
 
 #include "diag.h"
 #include "plan_types.h"
+#include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 2
+#define PLAN_FORMAT_VERSION 3
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -56,14 +57,8 @@ typedef struct plan_image {
     plan_kernel_stats *stats;        /* [nkernels], in the kernel table's order; zeros if unknown */
 } plan_image;
 
-typedef struct plan_tokenizer {
-    int present;
-    int do_lower_case, strip_accents, tokenize_chinese_chars;   /* -1 = unspecified */
-    int64_t model_max_length;
-    char *unk_token, *cls_token, *sep_token, *pad_token, *mask_token;
-    char *vocab;                     /* vocab.txt contents, NUL-terminated */
-    size_t vocab_len;
-} plan_tokenizer;
+/* The tokenizer's description (runtime/common/tokdesc.h); present = 0 without one. */
+typedef tokdesc plan_tokenizer;
 
 typedef struct plan {
     /* signature */

@@ -1,5 +1,5 @@
 /*
- * plan_format — the constants of the plan file format, version 2.
+ * plan_format — the constants of the plan file format, version 3.
  *
  * docs/plan-format.md is the specification; this header holds only what the
  * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
@@ -24,7 +24,7 @@
 #define PLAN_HDR_VERSION 0x08        /* u32 */
 #define PLAN_HDR_ENDIAN 0x0C         /* u32 PLAN_ENDIAN_PROBE */
 #define PLAN_HDR_FILE_SIZE 0x10      /* u64 */
-/* The current version (2) from here on. */
+/* The current version (3) from here on. */
 #define PLAN_HDR_HEADER_SIZE 0x18    /* u32 PLAN_HEADER_SIZE */
 #define PLAN_HDR_CRC 0x1C            /* u32 CRC-32C of header (this field as 0) + table */
 #define PLAN_HDR_TABLE_OFFSET 0x20   /* u64 */
@@ -61,7 +61,14 @@
 #define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (168 used) or gemm (208) */
 #define PLAN_OUTPUT_RECORD_SIZE 48
 #define PLAN_REF_SIZE 16
-#define PLAN_TOKENIZER_RECORD_SIZE 56
+#define PLAN_TOKENIZER_RECORD_SIZE 80  /* 56 in version 2 (a vocab.txt and BERT settings) */
+/* The TOKENIZER section's arrays after the record (docs/plan-format.md). */
+#define PLAN_TOK_MERGE_SIZE 12
+#define PLAN_TOK_NORMALIZER_SIZE 32
+#define PLAN_TOK_PRETOKENIZER_SIZE 32
+#define PLAN_TOK_ADDED_SIZE 12
+#define PLAN_TOK_ITEM_SIZE 12
+#define PLAN_TOK_MAX_COMPONENTS 64
 
 /* The order of the sizes in the header's type-size probe. */
 typedef enum plan_record {

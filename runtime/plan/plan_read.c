@@ -78,7 +78,20 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 2, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 3, "update the enum pins below with the format");
+_Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
+                   TOKDESC_MODEL_COUNT == 3,
+               "tokdesc_model values are part of the plan format");
+_Static_assert(TOKDESC_NORM_BERT == 0 && TOKDESC_NORM_PRECOMPILED == 1 && TOKDESC_NORM_REPLACE == 2 &&
+                   TOKDESC_NORM_LOWERCASE == 3 && TOKDESC_NORM_STRIP == 4 && TOKDESC_NORM_COUNT == 5,
+               "tokdesc_norm_kind values are part of the plan format");
+_Static_assert(TOKDESC_PRE_BERT == 0 && TOKDESC_PRE_BYTE_LEVEL == 1 && TOKDESC_PRE_METASPACE == 2 &&
+                   TOKDESC_PRE_WHITESPACE_SPLIT == 3 && TOKDESC_PRE_COUNT == 4,
+               "tokdesc_pre_kind values are part of the plan format");
+_Static_assert(TOKDESC_PREPEND_ALWAYS == 0 && TOKDESC_PREPEND_FIRST == 1 && TOKDESC_PREPEND_NEVER == 2 &&
+                   TOKDESC_ITEM_SPECIAL == 0 && TOKDESC_ITEM_SEQ_A == 1 && TOKDESC_ITEM_SEQ_B == 2,
+               "tokdesc prepend schemes and template items are part of the plan format");
+_Static_assert(TOKDESC_FLAG_ALL == 31 && TOKDESC_ADDED_ALL == 31, "tokdesc flags are part of the plan format");
 _Static_assert(PLAN_DTYPE_F32 == 0 && PLAN_DTYPE_F16 == 1 && PLAN_DTYPE_BF16 == 2 && PLAN_DTYPE_I32 == 3 &&
                    PLAN_DTYPE_COUNT == 4,
                "plan_dtype values are part of the plan format");
@@ -106,9 +119,7 @@ _Static_assert(sizeof(((plan_image *)0)->arch) == 16, "the image arch field is 1
 
 void plan_init(plan *p) {
     memset(p, 0, sizeof *p);
-    p->tokenizer.do_lower_case = -1;
-    p->tokenizer.strip_accents = -1;
-    p->tokenizer.tokenize_chinese_chars = -1;
+    tokdesc_init(&p->tokenizer);
 }
 
 void sched_bucket_free(sched_bucket *b) {
@@ -136,13 +147,7 @@ void plan_free(plan *p) {
     free(p->images);
     for (int i = 0; p->buckets && i < p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
     free(p->buckets);
-    plan_tokenizer *t = &p->tokenizer;
-    free(t->unk_token);
-    free(t->cls_token);
-    free(t->sep_token);
-    free(t->pad_token);
-    free(t->mask_token);
-    free(t->vocab);
+    tokdesc_free(&p->tokenizer);
     if (writer_side && p->owns_weights) free((void *)p->weights);
     if (p->map) {
         if (p->map_heap) free(p->map);
@@ -1213,10 +1218,191 @@ static int prd_schedules(prd *r) {
     return 0;
 }
 
-static int cur_tristate(prd_cur *c, const char *field, int *out) {
-    int32_t v = cur_i32(c);
-    if (v < -1 || v > 1) return CUR_FAIL(c, "field %s: %d is not -1 (unspecified), 0 or 1", field, v);
-    *out = v;
+/* The record's counts, which size the rest of the section. */
+typedef struct prd_tok_counts {
+    uint32_t nvocab, nmerges, nnorm, npre, nadded, nsingle, npair, data_bytes;
+    uint64_t vocab_bytes;
+} prd_tok_counts;
+
+static int prd_tok_record(prd *r, prd_cur *c, plan_tokenizer *t, prd_tok_counts *k) {
+    uint32_t v;
+    if (prd_record(r, c, r->sec[PLAN_SECTION_TOKENIZER].off, PLAN_TOKENIZER_RECORD_SIZE) ||
+        cur_enum(c, "model", "a tokenizer model (0 WordPiece, 1 BPE, 2 Unigram)", TOKDESC_MODEL_COUNT, &v))
+        return -1;
+    t->model = (tokdesc_model)v;
+    if ((t->flags = cur_u32(c)) & ~(uint32_t)TOKDESC_FLAG_ALL)
+        return CUR_FAIL(c, "field flags: 0x%x has unknown bits (known: 0x%x)", t->flags, TOKDESC_FLAG_ALL);
+    if (cur_i64_min(c, "model_max_length", 0, &t->model_max_length) || cur_i32_min(c, "unk_id", -1, &t->unk_id) ||
+        cur_i32_min(c, "pad_id", -1, &t->pad_id))
+        return -1;
+    t->max_input_chars_per_word = cur_u32(c);
+    if (cur_str(c, "continuing_subword_prefix", 1, &t->continuing_subword_prefix)) return -1;
+    k->nvocab = cur_u32(c);
+    k->nmerges = cur_u32(c);
+    k->vocab_bytes = cur_u64(c);
+    k->nnorm = cur_u32(c);
+    k->npre = cur_u32(c);
+    k->nadded = cur_u32(c);
+    k->nsingle = cur_u32(c);
+    k->npair = cur_u32(c);
+    k->data_bytes = cur_u32(c);
+    if (cur_zero(c, 8, "reserved") || prd_record_done(c)) return -1;
+    if (k->nvocab < 1 || k->nvocab > INT32_MAX / 4 || k->nmerges > INT32_MAX / 4 || k->nadded > (1u << 20) ||
+        k->nnorm > PLAN_TOK_MAX_COMPONENTS || k->npre > PLAN_TOK_MAX_COMPONENTS || k->nsingle < 1 ||
+        k->nsingle > 64 || k->npair < 1 || k->npair > 64 || k->vocab_bytes < k->nvocab || k->vocab_bytes > UINT32_MAX)
+        return PRD_FAIL(r, c->at, "the counts are out of range: %u vocabulary entries in %llu bytes, %u merges, %u "
+                        "normalizers, %u pre-tokenizers, %u added tokens, templates of %u and %u items", k->nvocab,
+                        (unsigned long long)k->vocab_bytes, k->nmerges, k->nnorm, k->npre, k->nadded, k->nsingle,
+                        k->npair);
+    return 0;
+}
+
+/* The bytes the counts imply; the section must have exactly these. */
+static uint64_t prd_tok_size(const plan_tokenizer *t, const prd_tok_counts *k) {
+    uint64_t n = PLAN_TOKENIZER_RECORD_SIZE + k->vocab_bytes;
+    n += (8 - n % 8) % 8;
+    if (t->model == TOKDESC_MODEL_UNIGRAM) n += 8ull * k->nvocab;
+    n += (uint64_t)PLAN_TOK_MERGE_SIZE * k->nmerges + (uint64_t)PLAN_TOK_NORMALIZER_SIZE * k->nnorm +
+         (uint64_t)PLAN_TOK_PRETOKENIZER_SIZE * k->npre + (uint64_t)PLAN_TOK_ADDED_SIZE * k->nadded +
+         (uint64_t)PLAN_TOK_ITEM_SIZE * (k->nsingle + k->npair) + k->data_bytes;
+    return n;
+}
+
+/* The vocabulary: nvocab NUL-terminated texts filling vocab_bytes exactly, then zeros to 8. */
+static int prd_tok_vocab(prd *r, uint64_t at, plan_tokenizer *t, const prd_tok_counts *k, uint64_t *next) {
+    const uint8_t *b = r->base + at;
+    if (b[k->vocab_bytes - 1] != 0) return PRD_FAIL(r, at + k->vocab_bytes - 1, "the vocabulary does not end with a NUL");
+    if (!(t->vocab_text = malloc(k->vocab_bytes)) || !(t->vocab_off = malloc(k->nvocab * sizeof *t->vocab_off)))
+        return prd_oom(r);
+    memcpy(t->vocab_text, b, k->vocab_bytes);
+    t->vocab_text_len = k->vocab_bytes;
+    uint32_t id = 0;
+    for (uint64_t i = 0, start = 0; i < k->vocab_bytes; i++) {
+        if (b[i]) continue;
+        if (id == k->nvocab)
+            return PRD_FAIL(r, at + i, "the vocabulary text holds more than its %u entries", k->nvocab);
+        t->vocab_off[id++] = (uint32_t)start;
+        start = i + 1;
+    }
+    if (id != k->nvocab) return PRD_FAIL(r, at, "the vocabulary text holds %u entries, the record says %u", id, k->nvocab);
+    t->nvocab = (int32_t)k->nvocab;
+    uint64_t end = at + k->vocab_bytes, pad = (8 - (end - r->sec[PLAN_SECTION_TOKENIZER].off) % 8) % 8;
+    for (uint64_t i = 0; i < pad; i++)
+        if (r->base[end + i]) return PRD_FAIL(r, end + i, "byte 0x%02x where the format has zero padding", r->base[end + i]);
+    *next = end + pad;
+    return 0;
+}
+
+/* Scores (Unigram) and merges. */
+static int prd_tok_model(prd *r, uint64_t *at, plan_tokenizer *t, const prd_tok_counts *k) {
+    prd_cur c;
+    if (t->model == TOKDESC_MODEL_UNIGRAM) {
+        if (!(t->scores = malloc(k->nvocab * sizeof *t->scores))) return prd_oom(r);
+        if (prd_record(r, &c, *at, 8ull * k->nvocab)) return -1;
+        for (uint32_t i = 0; i < k->nvocab; i++)
+            if (!isfinite(t->scores[i] = cur_f64(&c))) return CUR_FAIL(&c, "the score of entry %u is not finite", i);
+        *at += 8ull * k->nvocab;
+    }
+    if (k->nmerges) {
+        if (!(t->merges = malloc(3ull * k->nmerges * sizeof *t->merges))) return prd_oom(r);
+        if (prd_record(r, &c, *at, (uint64_t)PLAN_TOK_MERGE_SIZE * k->nmerges)) return -1;
+        for (uint32_t i = 0; i < 3 * k->nmerges; i++) {
+            t->merges[i] = cur_i32(&c);
+            if (t->merges[i] < 0 || (uint32_t)t->merges[i] >= k->nvocab)
+                return CUR_FAIL(&c, "merge %u: id %d outside the vocabulary (0..%u)", i / 3, (int)t->merges[i],
+                                k->nvocab - 1);
+        }
+        t->nmerges = (int32_t)k->nmerges;
+        *at += (uint64_t)PLAN_TOK_MERGE_SIZE * k->nmerges;
+    }
+    return 0;
+}
+
+/* Normalizer and pre-tokenizer records. */
+static int prd_tok_components(prd *r, uint64_t *at, plan_tokenizer *t, const prd_tok_counts *k, uint64_t *data_sum) {
+    prd_cur c;
+    uint32_t v;
+    t->normalizers = calloc(k->nnorm + 1, sizeof *t->normalizers);
+    t->pretokenizers = calloc(k->npre + 1, sizeof *t->pretokenizers);
+    if (!t->normalizers || !t->pretokenizers) return prd_oom(r);
+    for (uint32_t i = 0; i < k->nnorm; i++, *at += PLAN_TOK_NORMALIZER_SIZE) {
+        tokdesc_normalizer *n = &t->normalizers[i];
+        prd_ctx(r, "normalizer %u", i);
+        t->nnormalizers = (int)i + 1;
+        if (prd_record(r, &c, *at, PLAN_TOK_NORMALIZER_SIZE) ||
+            cur_enum(&c, "kind", "a normalizer (0..4)", TOKDESC_NORM_COUNT, &v))
+            return -1;
+        n->kind = (tokdesc_norm_kind)v;
+        for (int j = 0; j < 4; j++) n->p[j] = cur_i32(&c);
+        if (cur_str(&c, "pattern", 1, &n->pattern) || cur_str(&c, "content", 1, &n->content)) return -1;
+        n->data_len = cur_u32(&c);
+        *data_sum += n->data_len;
+        if (prd_record_done(&c)) return -1;
+    }
+    for (uint32_t i = 0; i < k->npre; i++, *at += PLAN_TOK_PRETOKENIZER_SIZE) {
+        tokdesc_pretokenizer *p = &t->pretokenizers[i];
+        prd_ctx(r, "pre-tokenizer %u", i);
+        t->npretokenizers = (int)i + 1;
+        if (prd_record(r, &c, *at, PLAN_TOK_PRETOKENIZER_SIZE) ||
+            cur_enum(&c, "kind", "a pre-tokenizer (0..3)", TOKDESC_PRE_COUNT, &v) ||
+            cur_bool(&c, "add_prefix_space", &p->add_prefix_space) || cur_bool(&c, "trim_offsets", &p->trim_offsets) ||
+            cur_bool(&c, "use_regex", &p->use_regex))
+            return -1;
+        p->kind = (tokdesc_pre_kind)v;
+        p->replacement = cur_u32(&c);
+        if (cur_enum(&c, "prepend_scheme", "a prepend scheme (0 always, 1 first, 2 never)", 3, &v)) return -1;
+        p->prepend_scheme = (tokdesc_prepend)v;
+        if (cur_bool(&c, "split", &p->split) || cur_zero(&c, 4, "reserved") || prd_record_done(&c)) return -1;
+    }
+    r->ctx[0] = '\0';
+    return 0;
+}
+
+/* Added tokens and the two templates. */
+static int prd_tok_added(prd *r, uint64_t *at, plan_tokenizer *t, const prd_tok_counts *k) {
+    prd_cur c;
+    uint32_t v;
+    t->added = calloc(k->nadded + 1, sizeof *t->added);
+    t->single = calloc(k->nsingle, sizeof *t->single);
+    t->pair = calloc(k->npair, sizeof *t->pair);
+    if (!t->added || !t->single || !t->pair) return prd_oom(r);
+    for (uint32_t i = 0; i < k->nadded; i++, *at += PLAN_TOK_ADDED_SIZE) {
+        tokdesc_added *a = &t->added[i];
+        prd_ctx(r, "added token %u", i);
+        t->nadded = (int)i + 1;
+        if (prd_record(r, &c, *at, PLAN_TOK_ADDED_SIZE)) return -1;
+        a->id = cur_i32(&c);
+        if (cur_str(&c, "content", 0, &a->content)) return -1;
+        a->flags = cur_u32(&c);
+        if (prd_record_done(&c)) return -1;
+    }
+    for (uint32_t i = 0; i < k->nsingle + k->npair; i++, *at += PLAN_TOK_ITEM_SIZE) {
+        int pair = i >= k->nsingle;
+        tokdesc_item *it = pair ? &t->pair[i - k->nsingle] : &t->single[i];
+        prd_ctx(r, "%s template item %u", pair ? "pair" : "single", pair ? i - k->nsingle : i);
+        if (prd_record(r, &c, *at, PLAN_TOK_ITEM_SIZE) ||
+            cur_enum(&c, "kind", "a template item (0 special, 1 $A, 2 $B)", 3, &v))
+            return -1;
+        it->kind = (tokdesc_item_kind)v;
+        it->id = cur_i32(&c);
+        it->type_id = cur_i32(&c);
+        if (prd_record_done(&c)) return -1;
+    }
+    t->nsingle = (int)k->nsingle;
+    t->npair = (int)k->npair;
+    r->ctx[0] = '\0';
+    return 0;
+}
+
+/* The Precompiled maps, in normalizer order. */
+static int prd_tok_data(prd *r, uint64_t at, plan_tokenizer *t) {
+    for (int i = 0; i < t->nnormalizers; i++) {
+        tokdesc_normalizer *n = &t->normalizers[i];
+        if (!n->data_len) continue;
+        if (!(n->data = malloc(n->data_len))) return prd_oom(r);
+        memcpy(n->data, r->base + at, n->data_len);
+        at += n->data_len;
+    }
     return 0;
 }
 
@@ -1229,36 +1415,22 @@ static int prd_tokenizer(prd *r) {
         return PRD_FAIL(r, s->off, "the section has %llu bytes, the tokenizer record alone needs %d",
                         (unsigned long long)s->size, PLAN_TOKENIZER_RECORD_SIZE);
     prd_cur c;
-    int has_vocab;
-    if (prd_record(r, &c, s->off, PLAN_TOKENIZER_RECORD_SIZE) || cur_tristate(&c, "do_lower_case", &t->do_lower_case) ||
-        cur_tristate(&c, "strip_accents", &t->strip_accents) ||
-        cur_tristate(&c, "tokenize_chinese_chars", &t->tokenize_chinese_chars) || cur_bool(&c, "has_vocab", &has_vocab) ||
-        cur_i64_min(&c, "model_max_length", 0, &t->model_max_length) || cur_str(&c, "unk_token", 1, &t->unk_token) ||
-        cur_str(&c, "cls_token", 1, &t->cls_token) || cur_str(&c, "sep_token", 1, &t->sep_token) ||
-        cur_str(&c, "pad_token", 1, &t->pad_token) || cur_str(&c, "mask_token", 1, &t->mask_token) ||
-        cur_zero(&c, 4, "reserved"))
+    prd_tok_counts k;
+    uint64_t at, data_sum = 0;
+    if (prd_tok_record(r, &c, t, &k)) return -1;
+    if (prd_tok_size(t, &k) != s->size)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes, its counts make %llu", (unsigned long long)s->size,
+                        (unsigned long long)prd_tok_size(t, &k));
+    if (prd_tok_vocab(r, s->off + PLAN_TOKENIZER_RECORD_SIZE, t, &k, &at) || prd_tok_model(r, &at, t, &k) ||
+        prd_tok_components(r, &at, t, &k, &data_sum) || prd_tok_added(r, &at, t, &k))
         return -1;
-    uint64_t vlen = cur_u64(&c);
-    if (prd_record_done(&c)) return -1;
-    uint64_t room = s->size - PLAN_TOKENIZER_RECORD_SIZE;
-    if (!has_vocab) {
-        if (vlen != 0) return CUR_FAIL(&c, "field vocab_len: %llu without a vocabulary", (unsigned long long)vlen);
-        if (room)
-            return PRD_FAIL(r, s->off + PLAN_TOKENIZER_RECORD_SIZE, "%llu bytes after the record",
-                            (unsigned long long)room);
-    } else {
-        if (room == 0 || vlen != room - 1)
-            return CUR_FAIL(&c, "field vocab_len: %llu, but the section leaves %llu bytes for the text and its NUL",
-                            (unsigned long long)vlen, (unsigned long long)room);
-        const uint8_t *text = r->base + s->off + PLAN_TOKENIZER_RECORD_SIZE;
-        const uint8_t *nul = memchr(text, 0, (size_t)vlen + 1);
-        if (nul != text + vlen)
-            return PRD_FAIL(r, s->off + PLAN_TOKENIZER_RECORD_SIZE + (uint64_t)(nul - text),
-                            "the vocabulary has a NUL at byte %llu of its %llu", (unsigned long long)(nul - text),
-                            (unsigned long long)vlen);
-        if (!(t->vocab = prd_strndup(text, (size_t)vlen))) return prd_oom(r);
-        t->vocab_len = (size_t)vlen;
-    }
+    if (data_sum != k.data_bytes)
+        return PRD_FAIL(r, s->off, "the normalizers' data add up to %llu bytes, the record says %u",
+                        (unsigned long long)data_sum, k.data_bytes);
+    if (prd_tok_data(r, at, t)) return -1;
+    diag td;
+    diag_init(&td);
+    if (tokdesc_check(t, &td)) return PRD_FAIL(r, s->off, "the tokenizer description: %s", td.text);
     t->present = 1;
     return 0;
 }

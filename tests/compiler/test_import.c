@@ -481,12 +481,13 @@ static void models_compare(const char *name) {
             char *lc = strtok_r(tc, "\n", &sc), *lf = strtok_r(tf, "\n", &sf);
             int line = 1;
             for (; lc && lf; lc = strtok_r(NULL, "\n", &sc), lf = strtok_r(NULL, "\n", &sf), line++) {
-                const char *keys[] = {"weights: ", "  vocab: "};
+                const char *keys[] = {"weights: ", "  vocab: ", "  json: "};
+                const char *files[] = {"model.safetensors", "vocab.txt", "tokenizer.json"};
                 int path_line = 0;
-                for (int k = 0; k < 2; k++) {
+                for (int k = 0; k < 3; k++) {
                     if (starts_with(lc, keys[k]) && starts_with(lf, keys[k])) {
                         path_line = 1;
-                        const char *file = k ? "vocab.txt" : "model.safetensors";
+                        const char *file = files[k];
                         char *want = tbuf_format("../build/hf/%s/%s", name, file);
                         char *got = tbuf_format("models/%s", lf + strlen(keys[k]));
                         char *real = tbuf_format("%s/%s", dir, file);

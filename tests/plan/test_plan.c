@@ -32,6 +32,7 @@
 #include "plan_format.h"
 #include "plan_kernels.h"
 #include "plan_write.h"
+#include "hf_import.h"
 
 /* ---- scratch files -------------------------------------------------------- */
 
@@ -238,6 +239,34 @@ typedef enum gen_size { GEN_SMALL, GEN_MEDIUM, GEN_RICH } gen_size;
  * every-length truncation); GEN_RICH: at least two buckets, and bucket 0
  * starts with a kernel step then a GEMM step (the corruption tests aim there).
  */
+/*
+ * A tokenizer description: a random WordPiece vocabulary with random
+ * settings, or one of the trained tokenizers of tests/golden (byte-level
+ * BPE with its merges, Unigram with scores and Replace/Strip normalizers,
+ * SentencePiece with a Precompiled map and Metaspace) with random limits.
+ */
+static void gen_tokenizer(plan_tokenizer *t, int small) {
+    static const char *const dirs[3] = {"tests/golden/tok-roberta", "tests/golden/tok-unigram", "tests/golden/tok-xlmr"};
+    diag d;
+    diag_init(&d);
+    int k = small ? 3 : (int)check_rng_range(0, 3);
+    if (k < 3) {
+        CHECK(hf_import_tokenizer_desc(dirs[k], t, &d) == 0, "%s: %s", dirs[k], d.text);
+    } else {
+        char *vocab = rnd_text(small ? 30 : (size_t)check_rng_range(1, 5000));
+        size_t n = strlen(vocab);
+        /* The specials are lines of it, so the description exists. */
+        char *v = malloc(n + 32);
+        snprintf(v, n + 32, "[UNK]\n[CLS]\n[SEP]\n%s", vocab);
+        CHECK(tokdesc_from_vocab_txt(t, v, strlen(v), (int)check_rng_range(-1, 1), (int)check_rng_range(-1, 1),
+                                     (int)check_rng_range(-1, 1), NULL, &d) == 0, "%s", d.text);
+        free(v);
+        free(vocab);
+    }
+    t->model_max_length = check_rng_range(0, 1 << 20);
+    if (t->model == TOKDESC_MODEL_BPE) t->flags ^= (uint32_t)check_rng_range(0, 3) * TOKDESC_FLAG_TRIM_OFFSETS;
+}
+
 static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
     plan_init(p);
     int small = size == GEN_SMALL, rich = size == GEN_RICH;
@@ -388,20 +417,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         if (b->arena_bytes > p->arena_bytes) p->arena_bytes = b->arena_bytes;
     }
 
-    if (with_tokenizer) {
-        plan_tokenizer *t = &p->tokenizer;
-        t->present = 1;
-        t->do_lower_case = (int)check_rng_range(-1, 1);
-        t->strip_accents = (int)check_rng_range(-1, 1);
-        t->tokenize_chinese_chars = (int)check_rng_range(-1, 1);
-        t->model_max_length = check_rng_range(0, 1 << 20);
-        char **tokens[5] = {&t->unk_token, &t->cls_token, &t->sep_token, &t->pad_token, &t->mask_token};
-        for (int i = 0; i < 5; i++) *tokens[i] = check_rng_range(0, 3) ? rnd_ident("[tok") : NULL;
-        if (check_rng_range(0, 3)) {
-            t->vocab = rnd_text(small ? 30 : (size_t)check_rng_range(0, 5000));
-            t->vocab_len = strlen(t->vocab);
-        }
-    }
+    if (with_tokenizer) gen_tokenizer(&p->tokenizer, small);
 }
 
 /* Re-randomise everything the format does not carry. */
@@ -435,6 +451,36 @@ static char diff_why[1024];
     } while (0)
 
 static int str_differs(const char *a, const char *b) { return (!a != !b) || (a && strcmp(a, b)); }
+
+/* Every field of two tokenizer descriptions. */
+static int tok_differs(const tokdesc *s, const tokdesc *t) {
+    if (s->present != t->present) return 1;
+    if (!s->present) return 0;
+    if (s->model != t->model || s->model_max_length != t->model_max_length || s->unk_id != t->unk_id ||
+        s->pad_id != t->pad_id || s->flags != t->flags || s->max_input_chars_per_word != t->max_input_chars_per_word ||
+        str_differs(s->continuing_subword_prefix, t->continuing_subword_prefix) || s->nvocab != t->nvocab ||
+        s->vocab_text_len != t->vocab_text_len || memcmp(s->vocab_text, t->vocab_text, s->vocab_text_len) ||
+        memcmp(s->vocab_off, t->vocab_off, (size_t)s->nvocab * 4) || !s->scores != !t->scores ||
+        (s->scores && memcmp(s->scores, t->scores, (size_t)s->nvocab * 8)) || s->nmerges != t->nmerges ||
+        (s->nmerges && memcmp(s->merges, t->merges, (size_t)s->nmerges * 12)) || s->nnormalizers != t->nnormalizers ||
+        s->npretokenizers != t->npretokenizers || s->nadded != t->nadded || s->nsingle != t->nsingle ||
+        s->npair != t->npair || memcmp(s->single, t->single, (size_t)s->nsingle * sizeof *s->single) ||
+        memcmp(s->pair, t->pair, (size_t)s->npair * sizeof *s->pair) ||
+        memcmp(s->pretokenizers, t->pretokenizers, (size_t)s->npretokenizers * sizeof *s->pretokenizers))
+        return 1;
+    for (int i = 0; i < s->nnormalizers; i++) {
+        const tokdesc_normalizer *x = &s->normalizers[i], *y = &t->normalizers[i];
+        if (x->kind != y->kind || memcmp(x->p, y->p, sizeof x->p) || str_differs(x->pattern, y->pattern) ||
+            str_differs(x->content, y->content) || x->data_len != y->data_len ||
+            (x->data_len && memcmp(x->data, y->data, x->data_len)))
+            return 1;
+    }
+    for (int i = 0; i < s->nadded; i++)
+        if (s->added[i].id != t->added[i].id || s->added[i].flags != t->added[i].flags ||
+            strcmp(s->added[i].content, t->added[i].content))
+            return 1;
+    return 0;
+}
 static int f32_differs(float a, float b) { return memcmp(&a, &b, sizeof a) != 0; }
 static int f64_differs(double a, double b) { return memcmp(&a, &b, sizeof a) != 0; }
 static int ref_differs(sched_ref a, sched_ref b) { return a.buf != b.buf || a.offset != b.offset; }
@@ -534,18 +580,7 @@ static int plan_diff(const plan *a, const plan *b) {
                  "bucket %d output %d", i, j);
         }
     }
-    const plan_tokenizer *s = &a->tokenizer, *t = &b->tokenizer;
-    DIFF(s->present != t->present, "tokenizer presence");
-    if (s->present) {
-        DIFF(s->do_lower_case != t->do_lower_case || s->strip_accents != t->strip_accents ||
-                 s->tokenize_chinese_chars != t->tokenize_chinese_chars || s->model_max_length != t->model_max_length,
-             "tokenizer settings");
-        DIFF(str_differs(s->unk_token, t->unk_token) || str_differs(s->cls_token, t->cls_token) ||
-                 str_differs(s->sep_token, t->sep_token) || str_differs(s->pad_token, t->pad_token) ||
-                 str_differs(s->mask_token, t->mask_token),
-             "tokenizer tokens");
-        DIFF(str_differs(s->vocab, t->vocab) || s->vocab_len != t->vocab_len, "tokenizer vocab");
-    }
+    DIFF(tok_differs(&a->tokenizer, &b->tokenizer), "tokenizer");
     return 0;
 }
 
@@ -783,7 +818,7 @@ static void test_layout_matches_spec(void) {
         return;
     }
     CHECK(memcmp(b, "BERTCPLN", 8) == 0, "magic");
-    CHECK(ld32(b + 0x08) == 2, "version");
+    CHECK(ld32(b + 0x08) == 3, "version");
     CHECK(b[0x0C] == 4 && b[0x0D] == 3 && b[0x0E] == 2 && b[0x0F] == 1, "endianness probe bytes");
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
@@ -791,7 +826,7 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(b + 0x28) == 9, "9 sections with a tokenizer, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 152, 40, 16, 24, 232, 48, 16, 56, 0};
+    static const uint16_t records[12] = {128, 32, 80, 152, 40, 16, 24, 232, 48, 16, 80, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -955,11 +990,11 @@ static void example_plan(plan *p) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x02, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x71, 0x93, 0x82, 0x08,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x03, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0xd9, 0x53, 0xa7, 0xef,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
     0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x98, 0x00,
-    0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x38, 0x00, 0x00, 0x00,
+    0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1150,13 +1185,13 @@ static void test_header_fields(void) {
     EXPECT_FAIL((const uint8_t *)text, sizeof text - 1, "text file", "not a bertc plan");
     memcpy(c, b, len);
 
-    st32(c + 0x08, 3);
+    st32(c + 0x08, 4);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 3", "offset 0x8: header: field format_version: 3 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "version 4", "offset 0x8: header: field format_version: 4 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 1);
+    st32(c + 0x08, 2);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 2;",
+    EXPECT_FAIL(c, len, "version 2", "field format_version: 2 is not supported (this reader reads version 3;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1340,8 +1375,12 @@ static void test_semantic_errors(void) {
     st32(c + t.step0 + 4, 0xFFFFFFFFu); /* NONE is not allowed for a step name */
     FIXED_FAIL("step name NONE", "section SCHEDULES: bucket 0 (seq_len", "step 0: field name: string index 4294967295");
     if (t.tok.size) {
-        st32(c + t.tok.off + 24, (uint32_t)t.strings.size);
-        FIXED_FAIL("token index", "section TOKENIZER: field unk_token: string index");
+        st32(c + t.tok.off + 80 + ((ld64(c + t.tok.off + 40) + 7) / 8 * 8) +
+                 (ld32(c + t.tok.off) == TOKDESC_MODEL_UNIGRAM ? 8 * (size_t)ld32(c + t.tok.off + 32) : 0) +
+                 12 * (size_t)ld32(c + t.tok.off + 36) + 32 * (size_t)ld32(c + t.tok.off + 48) +
+                 32 * (size_t)ld32(c + t.tok.off + 52) + 4,
+             (uint32_t)t.strings.size);
+        FIXED_FAIL("token index", "section TOKENIZER: added token 0: field content: string index");
     }
 
     /* Kernel index out of range in a launch; nargs; dims; refs. */
@@ -1520,10 +1559,14 @@ static void test_semantic_errors(void) {
 
     /* Tokenizer. */
     if (t.tok.size) {
-        st32(c + t.tok.off, 2);
-        FIXED_FAIL("tristate", "section TOKENIZER: field do_lower_case: 2 is not -1");
-        st64(c + t.tok.off + 48, ld64(c + t.tok.off + 48) + 1);
-        FIXED_FAIL("vocab_len", "section TOKENIZER: field vocab_len: ");
+        st32(c + t.tok.off, 3);
+        FIXED_FAIL("model", "section TOKENIZER: field model: 3 is not a tokenizer model");
+        st64(c + t.tok.off + 40, ld64(c + t.tok.off + 40) + 8);
+        FIXED_FAIL("vocab_bytes", "section TOKENIZER: the section has ", "its counts make");
+        st32(c + t.tok.off + 16, 0x7fffffff);
+        FIXED_FAIL("unk_id", "section TOKENIZER: the tokenizer description: unk id 2147483647 outside the vocabulary");
+        st32(c + t.tok.off + 80 + (uint32_t)ld64(c + t.tok.off + 40) - 1, 'x');
+        FIXED_FAIL("vocab NUL", "section TOKENIZER: the vocabulary does not end with a NUL");
     }
 #undef FIXED_FAIL
 #undef RESET
@@ -1702,7 +1745,7 @@ static void test_read_failures(void) {
     plan_init(&q);
     plan_free(&q);
     plan_free(&q);
-    CHECK(q.map == NULL && q.tokenizer.do_lower_case == -1, "plan_free re-initialises");
+    CHECK(q.map == NULL && q.tokenizer.unk_id == -1 && !q.tokenizer.present, "plan_free re-initialises");
 }
 
 int main(int argc, char **argv) {

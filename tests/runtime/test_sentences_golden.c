@@ -156,19 +156,13 @@ static void test_bertc_tokenizer_ids(void) {
         golden_free(&s);
         return;
     }
-    plan_tokenizer cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.present = 1;
-    cfg.do_lower_case = 1; /* all-MiniLM-L6-v2's tokenizer_config.json */
-    cfg.strip_accents = -1;
-    cfg.tokenize_chinese_chars = 1;
-    cfg.model_max_length = 512;
-    cfg.vocab = vocab;
-    cfg.vocab_len = vlen;
+    tokdesc cfg;   /* all-MiniLM-L6-v2's tokenizer_config.json: do_lower_case true */
     tokenizer t;
     diag d;
     diag_init(&d);
-    rc = tokenizer_init(&t, &cfg, &d);
+    rc = tokdesc_from_vocab_txt(&cfg, vocab, vlen, 1, -1, 1, NULL, &d);
+    cfg.model_max_length = 512;
+    if (rc == 0 && (rc = tokenizer_init(&t, &cfg, &d))) tokdesc_free(&cfg);
     CHECK(rc == 0, "tokenizer_init: %s", d.text);
     if (rc == 0) {
         tokenizer_output o;
@@ -187,6 +181,7 @@ static void test_bertc_tokenizer_ids(void) {
         }
         tokenizer_output_free(&o);
         tokenizer_free(&t);
+        tokdesc_free(&cfg);
     }
     free(vocab);
     golden_free(&s);

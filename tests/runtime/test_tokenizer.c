@@ -116,18 +116,43 @@ static int tok_golden_load(tok_golden *g, const char *path) {
     return rc;
 }
 
-/* A plan_tokenizer over `vocab` with the given settings. */
-static plan_tokenizer tok_config(char *vocab, size_t len, int lower, int strip, int chinese) {
-    plan_tokenizer c;
-    memset(&c, 0, sizeof c);
-    c.present = 1;
-    c.do_lower_case = lower;
-    c.strip_accents = strip;
-    c.tokenize_chinese_chars = chinese;
-    c.model_max_length = 512;
-    c.vocab = vocab;
-    c.vocab_len = len;
+/* A vocab.txt and settings, as a plan of today's WordPiece directories describes them. */
+typedef struct tok_cfg {
+    const char *vocab;
+    size_t len;              /* 0: strlen(vocab) */
+    int lower, strip, chinese;
+} tok_cfg;
+
+static tok_cfg tok_config(const char *vocab, size_t len, int lower, int strip, int chinese) {
+    tok_cfg c = {vocab, len, lower, strip, chinese};
     return c;
+}
+
+/* The tokenizer of c: its description made as the compiler makes it (tokdesc_from_vocab_txt),
+ * owned by the tokenizer until tok_free. */
+static int tok_init(tokenizer *t, const tok_cfg *c, diag *d) {
+    memset(t, 0, sizeof *t);
+    tokdesc *desc = malloc(sizeof *desc);
+    if (!desc) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    if (tokdesc_from_vocab_txt(desc, c->vocab, c->len ? c->len : strlen(c->vocab), c->lower, c->strip, c->chinese,
+                               NULL, d)) {
+        free(desc);
+        return -1;
+    }
+    desc->model_max_length = 512;
+    if (tokenizer_init(t, desc, d)) {
+        tokdesc_free(desc);
+        free(desc);
+        return -1;
+    }
+    return 0;
+}
+
+static void tok_free(tokenizer *t) {
+    tokdesc *desc = (tokdesc *)t->desc;
+    tokenizer_free(t);
+    if (desc) tokdesc_free(desc);
+    free(desc);
 }
 
 static void tok_print_text(const char *label, const char *s, size_t n) {
@@ -170,11 +195,11 @@ static void tok_check_corpus(int v, const char *vocab_path) {
         tok_golden_free(&g);
         return;
     }
-    plan_tokenizer cfg = tok_config(vocab, vlen, g.settings[v][0], g.settings[v][1], g.settings[v][2]);
+    tok_cfg cfg = tok_config(vocab, vlen, g.settings[v][0], g.settings[v][1], g.settings[v][2]);
     tokenizer t;
     diag d;
     diag_init(&d);
-    int rc = tokenizer_init(&t, &cfg, &d);
+    int rc = tok_init(&t, &cfg, &d);
     CHECK(rc == 0, "tokenizer_init(%s): %s", vocab_path, d.text);
     if (rc) {
         free(vocab);
@@ -194,7 +219,7 @@ static void tok_check_corpus(int v, const char *vocab_path) {
         int same = rc == 0 && o.len == c->n[v];
         for (size_t k = 0; same && k < o.len; k++) {
             int32_t want = c->ids[v][2 * k] | c->ids[v][2 * k + 1] << 8;
-            same = o.ids[k] == want && o.type_ids[k] == c->types[v][k] && o.tokens[k] == t.tok[o.ids[k]];
+            same = o.ids[k] == want && o.type_ids[k] == c->types[v][k] && o.tokens[k] == t.id_text[o.ids[k]];
         }
         if (!same) {
             if (bad < 5) {
@@ -232,7 +257,7 @@ static void tok_check_corpus(int v, const char *vocab_path) {
            (double)bytes * rounds / (t1 - t0) / 1e6, bytes, rounds, t1 - t0);
 
     tokenizer_output_free(&o);
-    tokenizer_free(&t);
+    tok_free(&t);
     free(vocab);
     tok_golden_free(&g);
 }
@@ -272,11 +297,11 @@ static void test_codepoint_sweep(void) {
         const unsigned char *p = buf + 16 + (size_t)k * (3 + 8 * (size_t)nblk);
         int8_t s[3];
         memcpy(s, p, 3);
-        plan_tokenizer cfg = tok_config(vocab, strlen(vocab), s[0], s[1], s[2]);
+        tok_cfg cfg = tok_config(vocab, strlen(vocab), s[0], s[1], s[2]);
         tokenizer t;
         diag d;
         diag_init(&d);
-        if (tokenizer_init(&t, &cfg, &d)) {
+        if (tok_init(&t, &cfg, &d)) {
             CHECK(0, "tokenizer_init: %s", d.text);
             continue;
         }
@@ -313,7 +338,7 @@ static void test_codepoint_sweep(void) {
                           s[0], s[1], s[2], b * 256, b * 256 + 255);
             }
         }
-        tokenizer_free(&t);
+        tok_free(&t);
     }
     tokenizer_output_free(&o);
     free(buf);
@@ -329,9 +354,9 @@ typedef struct tok_fx {
 
 static int tok_fx_up(tok_fx *f) {
     static char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\na\nb\n!\n##b\n";
-    plan_tokenizer cfg = tok_config(vocab, strlen(vocab), 1, -1, -1);
+    tok_cfg cfg = tok_config(vocab, strlen(vocab), 1, -1, -1);
     diag_init(&f->d);
-    int rc = tokenizer_init(&f->t, &cfg, &f->d);
+    int rc = tok_init(&f->t, &cfg, &f->d);
     CHECK(rc == 0, "tokenizer_init: %s", f->d.text);
     tokenizer_output_init(&f->o);
     return rc;
@@ -339,7 +364,7 @@ static int tok_fx_up(tok_fx *f) {
 
 static void tok_fx_down(tok_fx *f) {
     tokenizer_output_free(&f->o);
-    tokenizer_free(&f->t);
+    tok_free(&f->t);
 }
 
 static void test_empty_and_specials(void) {
@@ -430,27 +455,27 @@ static void test_vocab_errors(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *v = strdup(cases[i].vocab);
-        plan_tokenizer cfg = tok_config(v, 0, 1, -1, 1);
+        tok_cfg cfg = tok_config(v, 0, 1, -1, 1);
         tokenizer t;
         diag d;
         diag_init(&d);
-        int rc = tokenizer_init(&t, &cfg, &d);
+        int rc = tok_init(&t, &cfg, &d);
         CHECK(rc != 0 && d.code == DIAG_CODE_INPUT && strstr(d.text, cases[i].needle), "vocab %zu: rc %d '%s'", i, rc,
               d.text);
-        if (!rc) tokenizer_free(&t);
+        if (!rc) tok_free(&t);
         free(v);
     }
     /* Duplicates: the later line wins; '\r' is part of the token, as in HF. */
     char v[] = "[UNK]\n[CLS]\n[SEP]\nx\ny\r\nx";
-    plan_tokenizer cfg = tok_config(v, strlen(v), 0, -1, 1);
+    tok_cfg cfg = tok_config(v, strlen(v), 0, -1, 1);
     tokenizer t;
     diag d;
     diag_init(&d);
-    CHECK(tokenizer_init(&t, &cfg, &d) == 0, "%s", d.text);
-    CHECK(t.nvocab == 6 && tokenizer_token_to_id(&t, "x", 1) == 5 && tokenizer_token_to_id(&t, "y", 1) == -1 &&
+    CHECK(tok_init(&t, &cfg, &d) == 0, "%s", d.text);
+    CHECK(t.nids == 6 && tokenizer_token_to_id(&t, "x", 1) == 5 && tokenizer_token_to_id(&t, "y", 1) == -1 &&
               tokenizer_token_to_id(&t, "y\r", 2) == 4,
           "duplicate / CR handling");
-    tokenizer_free(&t);
+    tok_free(&t);
 }
 
 /* Random bytes and random valid text: never a crash, an over-read or a bad id. */
@@ -469,7 +494,7 @@ static void test_random_bytes(void) {
         int rc = tokenizer_encode(&f.t, s, n, it % 3 ? NULL : s, n / 2, ml, &f.o, &f.d);
         if (rc == 0) {
             int ok = 1;
-            for (size_t i = 0; i < f.o.len; i++) ok &= f.o.ids[i] >= 0 && f.o.ids[i] < f.t.nvocab;
+            for (size_t i = 0; i < f.o.len; i++) ok &= f.o.ids[i] >= 0 && f.o.ids[i] < f.t.nids;
             CHECK(ok, "iteration %d: id out of range", it);
             CHECK(ml <= 2 || f.o.len <= (size_t)ml, "iteration %d: %zu tokens > max_len %d", it, f.o.len, (int)ml);
         }
