@@ -204,6 +204,7 @@ fixtures: $(FIXTURE_STAMPS)
 # and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
 # image selection runs on real images.
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
+# Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
@@ -221,7 +222,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
-	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
+	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 .PRECIOUS: $(PLAN_DIR)/%.yaml
 plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
