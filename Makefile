@@ -103,7 +103,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile install setup fuzz fuzz-bins fuzz-run
+.PHONY: all test sanitize fixtures plans demo clean bench bench-compile install setup fuzz fuzz-bins fuzz-run
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -282,6 +282,13 @@ fuzz-run: fuzz
 $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
+
+# Benchmarks, not tests (docs/performance.md quotes them): `make bench`
+# prints launches, bytes against the floor, the performance model's
+# latency of the default plan against the baseline (BASELINE_FLAGS), the
+# calibration table and compile times; `make bench-compile` only the last.
+bench: $(BUILD)/bertc
+	$(PYTHON) tools/bench.py --build $(BUILD)
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)

@@ -3,7 +3,12 @@
 published batch-1 FP16 BERT latencies, and prints the calibration table.
 
     python3 tools/fit_perf_model.py --base BASE.plan --large LARGE.plan
-            [--bertc build/bertc] [--check] [--markdown]
+            [--bertc build/bertc] [--fit] [--check] [--markdown]
+
+Without --fit it only evaluates the constants compiled into bertc
+(compiler/predict.c) and prints the table (what `make bench` does); with
+--fit it searches for the best constants first (a few minutes) and prints
+them, to be copied into compiler/predict.c.
 
 BASE and LARGE are BERT-base and BERT-large plans with TensorRT's structure
 (7 launches per encoder layer: `bertc compile` with the baseline fusion
@@ -46,12 +51,16 @@ LIMIT = 0.25
 
 
 def predict(bertc, plan, k, e, cache):
-    """{(gpu, seq_len): predicted µs} for one plan and one pair of constants."""
-    key = (plan, round(k, 3), round(e, 5))
+    """{(gpu, seq_len): predicted µs} for one plan and one pair of constants
+    (k None: bertc's own)."""
+    key = (plan, k, e)
     if key not in cache:
-        out = subprocess.run([bertc, "inspect", plan, "--predict", "all", "--json", "--model-constants",
-                              "launch_cycles=%g,efficiency=%g,units=tensor" % (k, e)],
+        spec = "units=tensor" if k is None else "launch_cycles=%g,efficiency=%g,units=tensor" % (k, e)
+        out = subprocess.run([bertc, "inspect", plan, "--predict", "all", "--json", "--model-constants", spec],
                              check=True, capture_output=True, text=True).stdout
+        if k is None:
+            c = json.loads(out)["predictions"][0]["constants"]
+            cache["default"] = (c["launch_cycles"], c["efficiency"])
         cache[key] = {(p["gpu"], b["seq_len"]): b["predicted_us"]
                       for p in json.loads(out)["predictions"] for b in p["buckets"]}
     return cache[key]
@@ -90,17 +99,24 @@ def main():
     ap.add_argument("--bertc", default="build/bertc")
     ap.add_argument("--base", required=True)
     ap.add_argument("--large", required=True)
+    ap.add_argument("--fit", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     plans = {"base": a.base, "large": a.large}
     cache = {}
-    _, k, e = search(a.bertc, plans, frange(1000, 12000, 500), frange(0.10, 1.00, 0.05), cache)
-    _, k, e = search(a.bertc, plans, frange(max(0, k - 500), k + 500, 100),
-                     frange(max(0.01, e - 0.05), min(1.0, e + 0.05), 0.01), cache)
-    rows = errors(a.bertc, plans, k, e, cache)
-    print("fitted: launch_cycles = %g, efficiency = %.2f (largest error %.1f%%, %d model evaluations)"
-          % (k, e, 100 * max(abs(r[5]) for r in rows), len(cache)))
+    if a.fit:
+        _, k, e = search(a.bertc, plans, frange(1000, 12000, 500), frange(0.10, 1.00, 0.05), cache)
+        _, k, e = search(a.bertc, plans, frange(max(0, k - 500), k + 500, 100),
+                         frange(max(0.01, e - 0.05), min(1.0, e + 0.05), 0.01), cache)
+        rows = errors(a.bertc, plans, k, e, cache)
+        print("fitted: launch_cycles = %g, efficiency = %.2f (largest error %.1f%%, %d model evaluations)"
+              % (k, e, 100 * max(abs(r[5]) for r in rows), len(cache)))
+    else:
+        rows = errors(a.bertc, plans, None, None, cache)
+        k, e = cache["default"]
+        print("bertc's constants: launch_cycles = %g, efficiency = %.2f (largest error %.1f%%)"
+              % (k, e, 100 * max(abs(r[5]) for r in rows)))
     if a.markdown:
         print("\n| GPU | model | seq | TensorRT (ms) | modelled (ms) | error |")
         print("|---|---|---|---|---|---|")
