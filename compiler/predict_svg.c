@@ -109,11 +109,33 @@ static void svg_lanes(const svg_ctx *c, double total) {
     }
 }
 
+/* The layer a step belongs to ("layer7/ctx" -> 7), or -1. */
+static int svg_layer_of(const char *name) {
+    int n = -1, len = 0;
+    return sscanf(name, "layer%d/%n", &n, &len) == 1 && len > 0 ? n : -1;
+}
+
+/* A faint line and a label where a new encoder layer starts, if there is room. */
+static void svg_layer_mark(const svg_ctx *c, double t, int layer, double per_layer_px) {
+    if (per_layer_px < 28) return;
+    fprintf(c->f,
+            "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" stroke=\"#999\" stroke-width=\"0.6\"/>"
+            "<text x=\"%.2f\" y=\"%d\" font-size=\"10\" fill=\"#777\">L%d</text>\n",
+            svg_x(c, t), SVG_TOP - 4, svg_x(c, t), svg_row_y(c->nrows) - SVG_LANE_GAP, svg_x(c, t) + 2, SVG_TOP - 4,
+            layer);
+}
+
 /* Each step: its launch-and-tail segment, then its bar; returns the end. */
 static double svg_steps(const svg_ctx *c, const plan *p, const predict_bucket *b, const sched_bucket *sb) {
     double t = 0;
+    int last_layer = -1, layers = 0;
+    for (int i = 0; i < b->nsteps; i++)
+        if (svg_layer_of(sb->steps[i].name) > layers - 1) layers = svg_layer_of(sb->steps[i].name) + 1;
     for (int i = 0; i < b->nsteps; i++) {
         const predict_step *s = &b->steps[i];
+        int layer = svg_layer_of(sb->steps[i].name);
+        if (layer >= 0 && layer != last_layer) svg_layer_mark(c, t, layer, b->us * c->scale / (layers + 1));
+        if (layer >= 0) last_layer = layer;
         const char *tmpl = predict_step_template(p, &sb->steps[i]);
         int lane = svg_lane(tmpl), y = svg_row_y(c->lane_of[lane]);
         double work = s->us - s->launch_us;
@@ -152,7 +174,7 @@ static void svg_axis(const svg_ctx *c, const predict_bucket *b, double total, in
             "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#d62728\" stroke-width=\"2\" "
             "stroke-dasharray=\"6,4\"/>\n<text x=\"%.1f\" y=\"%d\" font-size=\"12\" fill=\"#d62728\">memory floor "
             "%.1f \xc2\xb5s</text>\n",
-            fx, SVG_TOP - 14, fx, axis_y, fx + 4, SVG_TOP - 16, b->floor_us);
+            fx, SVG_TOP - 22, fx, axis_y, fx + 4, SVG_TOP - 22, b->floor_us);
 }
 
 /* Where the time goes, by kind (launch and tail apart), as one stacked bar. */
