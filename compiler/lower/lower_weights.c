@@ -35,19 +35,27 @@ static int64_t lower_numel(const ir_node *n) {
 
 static int lower_is_param(const ir_node *n) { return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST; }
 
-/* float -> float16 for values whose result is a normal half (the common
- * case, computed inline as half_f32_to_f16_finite does), else the full rule. */
+/* float -> float16.  A run whose every value gives a normal half (the
+ * common case) takes a loop without branches, the arithmetic of
+ * half_f32_to_f16_finite, which the compiler vectorises; any other run
+ * goes value by value through the full rule. */
 static void lower_store_f16(uint8_t *dst, const float *v, int64_t n) {
+    uint32_t odd = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint32_t u = half_f32_bits(v[i]), a = u & 0x7fffffffu;
-        uint16_t h;
-        if (a >= 0x38800000u && a < 0x477ff000u) {
-            uint32_t m = a - 0x38000000u;
-            m += 0xfffu + ((m >> 13) & 1u);
-            h = (uint16_t)(((u >> 16) & 0x8000u) | (m >> 13));
-        } else {
-            h = half_f32_to_f16(v[i]);
+        uint32_t a = half_f32_bits(v[i]) & 0x7fffffffu;
+        odd |= (uint32_t)(a - 0x38800000u >= 0x477ff000u - 0x38800000u);
+    }
+    if (odd) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = half_f32_to_f16(v[i]);
+            memcpy(dst + (size_t)i * 2, &h, 2);
         }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = half_f32_bits(v[i]), m = (u & 0x7fffffffu) - 0x38000000u;
+        m += 0xfffu + ((m >> 13) & 1u);
+        uint16_t h = (uint16_t)(((u >> 16) & 0x8000u) | (m >> 13));
         memcpy(dst + (size_t)i * 2, &h, 2);
     }
 }
