@@ -157,9 +157,8 @@ static int kbuild_arch_bounds(const kbuild_work *w, int *b, int cap) {
 
 /* The lowest supported architecture whose __CUDA_ARCH__ reaches v; 0 if none. */
 static int kbuild_arch_level(int v) {
-    static const int known[] = {75, 80, 86, 89, 90, 100, 120};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (known[i] * 10 >= v) return known[i];
+    for (int i = 0; arch_supported_name(i); i++)
+        if (arch_number(arch_supported_name(i)) * 10 >= v) return arch_number(arch_supported_name(i));
     return 0;
 }
 

@@ -37,17 +37,16 @@ char *kcache_default_dir(void) {
     return out;
 }
 
-/* mkdir -p for the last `levels` components of path (the rest must exist
- * or be creatable from the root up); 0 if the folder exists afterwards. */
+/* mkdir -p (new folders private to the user); 0 if the folder exists afterwards. */
 static int kcache_mkdirs(char *path) {
     for (char *p = path + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        int rc = mkdir(path, 0755);
+        int rc = mkdir(path, 0700);
         *p = '/';
         if (rc && errno != EEXIST) return -1;
     }
-    if (mkdir(path, 0755) && errno != EEXIST) return -1;
+    if (mkdir(path, 0700) && errno != EEXIST) return -1;
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
@@ -219,11 +218,11 @@ static int kcache_encode(int fd, const kcache_key *k, const kcache_part *parts, 
 void kcache_put(kcache *c, const kcache_key *k, const kcache_part *parts, int nparts) {
     if (!c || !c->dir || nparts < 1 || nparts > KCACHE_MAX_PARTS) return;
     char *folder = kcache_path(c, k, 1), *path = kcache_path(c, k, 0), *tmp = NULL;
-    int ok = folder && path && (mkdir(folder, 0755) == 0 || errno == EEXIST) &&
+    int ok = folder && path && (mkdir(folder, 0700) == 0 || errno == EEXIST) &&
              asprintf(&tmp, "%s/.tmp-XXXXXX", folder) >= 0;
     int fd = ok ? mkostemp(tmp, O_CLOEXEC) : -1;
     if (fd >= 0) {
-        ok = kcache_encode(fd, k, parts, nparts) == 0 && fchmod(fd, 0644) == 0;
+        ok = kcache_encode(fd, k, parts, nparts) == 0;
         ok = close(fd) == 0 && ok && rename(tmp, path) == 0;
         if (!ok) unlink(tmp);
     }

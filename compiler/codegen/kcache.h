@@ -23,6 +23,12 @@
  * those, so a truncated, damaged or misplaced file is a miss (and is
  * removed, so the rebuilt entry replaces it), never a wrong image.
  *
+ * Trust.  An entry becomes code in the plans compiled from it, so the
+ * cache is as trusted as the compiler: bertc creates its folders private
+ * to the user (0700) and entries readable by the user only (mkostemp's
+ * 0600); a cache folder others can write to lets them change the plans
+ * compiled with it (docs/security.md).
+ *
  * Writes are atomic and safe against concurrent compiles: an entry is
  * written to an exclusive temporary in its folder and renamed into place,
  * so a reader sees either no file or a whole one, and two compiles storing

@@ -14,7 +14,8 @@
  * What "the same output" means: every image of the result, byte for byte,
  * and every ptxas number — a compile from the cache, with no cache, with 1
  * or 4 threads, after a damaged entry, and in two threads sharing one
- * cache folder at once.
+ * cache folder at once.  The folders the cache creates are private to the
+ * user (an entry becomes code in a plan: docs/security.md).
  */
 #include <dirent.h>
 #include <ftw.h>
@@ -97,6 +98,10 @@ static void test_cache_hit_miss_identical(void) {
     kcache c;
     kcache_open(&c, 1);
     CHECK(c.dir && strstr(c.dir, dir) == c.dir && strstr(c.dir, "/" KCACHE_SUBDIR), "cache folder %s", c.dir);
+    struct stat st;
+    CHECK(c.dir && stat(c.dir, &st) == 0 && (st.st_mode & 0777) == 0700 && stat(dir, &st) == 0 &&
+              (st.st_mode & 0777) == 0700,
+          "the cache folders are not private to the user");
     kbuild_result miss, hit, none, one;
     if (t_compile(t_units, 2, t_archs, 3, 2, &c, &miss)) goto out;
     CHECK(miss.ntargets == 2 && miss.cached_jobs == 0 && miss.njobs == 5, "%d targets, %d of %d jobs cached",
