@@ -111,7 +111,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench-compile bench-tokenizer install setup fuzz fuzz-bins fuzz-run triton python
+.PHONY: all test sanitize fixtures plans demo clean bench bench-compile bench-tokenizer install setup fuzz fuzz-bins fuzz-run triton python
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -252,6 +252,7 @@ fixtures: $(FIXTURE_STAMPS)
 # and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
 # image selection runs on real images.
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
+# Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
@@ -269,7 +270,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
-	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
+	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 .PRECIOUS: $(PLAN_DIR)/%.yaml
 plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
@@ -353,6 +354,13 @@ fuzz-run: fuzz
 $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
+
+# Benchmarks, not tests (docs/performance.md quotes them): `make bench`
+# prints launches, bytes against the floor, the performance model's
+# latency of the default plan against the baseline (BASELINE_FLAGS), the
+# calibration table and compile times; `make bench-compile` only the last.
+bench: $(BUILD)/bertc
+	$(PYTHON) tools/bench.py --build $(BUILD)
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)

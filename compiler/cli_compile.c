@@ -13,19 +13,25 @@
 
 static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
-    "                     [--precision fp16|bf16|fp32] [-j N] [-v]\n"
+    "                     [--precision fp16|bf16|fp32] [-j N] [--no-cache] [-v]\n"
     "\n"
     "Fuses the graph, lowers it per sequence-length bucket to generated\n"
-    "kernels and cuBLASLt GEMMs, compiles the kernels with NVRTC for each\n"
-    "architecture (CUBIN, plus PTX of the lowest for newer GPUs) and writes\n"
-    "one self-contained plan (docs/plan-format.md).\n"
+    "kernels and cuBLASLt GEMMs, compiles the kernels (NVRTC once per PTX\n"
+    "target, ptxas per architecture: CUBINs, plus PTX for newer GPUs) and\n"
+    "writes one self-contained plan (docs/plan-format.md).  Built images are\n"
+    "cached under $BERTC_CACHE_DIR (default ~/.cache/bertc/images-v1), so an\n"
+    "unchanged recompile runs no compiler; the plan is the same either way.\n"
     "\n"
-    "  --arch LIST       comma-separated, default sm_75,sm_80,sm_86,sm_89,sm_90;\n"
-    "                    'emu' adds the emulated device's CPU image\n"
+    "  --arch LIST       GPUs to serve, comma-separated, default\n"
+    "                    sm_75,sm_80,sm_86,sm_89,sm_90 (an arch a lower listed\n"
+    "                    one of the same major serves, as sm_80 serves sm_86,\n"
+    "                    gets no CUBIN of its own); 'emu' adds the emulated\n"
+    "                    device's CPU image\n"
     "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
     "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
     "  --precision P     storage precision of weights and activations (default fp16)\n"
-    "  -j N              architectures compiled at once (default: the number of cores)\n"
+    "  -j N              compile threads (default: the number of cores)\n"
+    "  --no-cache        neither read nor write the compile cache\n"
     "  -v                print what each fusion pass did\n";
 
 static int cli_parse_precision(const char *s, plan_dtype *out) {
@@ -103,23 +109,24 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
     const compile_options *o = c->o;
     if (stage == COMPILE_STAGE_FUSE && c->verbose) passes_report_write(&r->passes, stderr);
     if (stage == COMPILE_STAGE_LOWER)
-        fprintf(stderr, "bertc: %s: %d bucket%s, %d distinct kernels, compiling for %d architecture%s with NVRTC\n",
+        fprintf(stderr, "bertc: %s: %d bucket%s, %d kernels, compiling for %d architecture%s\n",
                 o->model_path, r->nbuckets, cli_plural(r->nbuckets), r->nkernels, o->targets.count,
                 cli_plural(o->targets.count));
     if (stage != COMPILE_STAGE_WRITE) return;
     const double *s = r->seconds;
     fprintf(stderr,
             "bertc: wrote %s: %s, %d bucket%s, %d kernels, %d images; %.2f s (load %.2f, fuse %.2f, lower %.2f, "
-            "kernels %.2f, write %.2f)\n",
+            "kernels %.2f [%d of %d jobs cached], write %.2f)\n",
             o->out_path, inspect_precision_name(o->precision), r->nbuckets, cli_plural(r->nbuckets), r->nkernels,
             r->nimages, r->total_seconds, s[COMPILE_STAGE_LOAD], s[COMPILE_STAGE_FUSE], s[COMPILE_STAGE_LOWER],
-            s[COMPILE_STAGE_GENERATE] + s[COMPILE_STAGE_BUILD], s[COMPILE_STAGE_ASSEMBLE] + s[COMPILE_STAGE_WRITE]);
+            s[COMPILE_STAGE_GENERATE] + s[COMPILE_STAGE_BUILD], r->images.cached_jobs, r->images.njobs,
+            s[COMPILE_STAGE_ASSEMBLE] + s[COMPILE_STAGE_WRITE]);
 }
 
 /* The options' raw values, checked after the whole line is read. */
 typedef struct cli_compile_args {
     const char *out, *archs, *buckets, *precision;
-    int jobs, verbose;
+    int jobs, verbose, no_cache;
 } cli_compile_args;
 
 /* Reads argv; 0, -1 after --help, or the exit status of a usage error. */
@@ -135,6 +142,7 @@ static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compi
         else if (!strcmp(arg, "--buckets")) slot = &a->buckets;
         else if (!strcmp(arg, "--precision")) slot = &a->precision;
         else if (!strcmp(arg, "-v")) { a->verbose = 1; continue; }
+        else if (!strcmp(arg, "--no-cache")) { a->no_cache = 1; continue; }
         else if (!strcmp(arg, "-j")) {
             if (++i >= argc) return cli_usage_error(USAGE_COMPILE, "%s needs a value", arg);
             char *end;
@@ -166,6 +174,7 @@ int cmd_compile(int argc, char **argv) {
     if (a.buckets && (rc = cli_parse_buckets(a.buckets, &o))) return rc;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.jobs = a.jobs ? a.jobs : ncpu > 0 ? (int)ncpu : 1;
+    o.no_cache = a.no_cache;
     cli_compile_ctx ctx = {&o, a.verbose};
     o.stage = cli_compile_stage;
     o.user = &ctx;

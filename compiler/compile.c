@@ -138,7 +138,8 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     compile_stage_done(o, r, COMPILE_STAGE_LOWER, &t);
     if (kernels_generate(&p, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_GENERATE, &t);
-    if (images_build(&p, &o->targets, o->jobs, d)) goto done;
+    images_options io = {.jobs = o->jobs, .no_cache = o->no_cache};
+    if (images_build(&p, &o->targets, &io, &r->images, d)) goto done;
     r->nimages = p.nimages;
     compile_stage_done(o, r, COMPILE_STAGE_BUILD, &t);
     if (compile_assemble(&p, &m.graph, d)) goto done;

@@ -23,6 +23,7 @@
 
 #include "arch.h"
 #include "diag.h"
+#include "images.h"
 #include "passes.h"
 #include "plan_types.h"
 
@@ -42,6 +43,7 @@ typedef enum compile_stage {
 typedef struct compile_report {
     passes_report passes;            /* node counts around each fusion pass */
     int nbuckets, nkernels, nimages;
+    images_report images;            /* CUBINs built, jobs, cache hits */
     double seconds[COMPILE_STAGE_COUNT];
     double total_seconds;
 } compile_report;
@@ -53,7 +55,8 @@ typedef struct compile_options {
     int buckets[COMPILE_MAX_BUCKETS];/* ascending multiples of 8; nbuckets 0: the defaults */
     int nbuckets;
     arch_list targets;               /* GPU architectures and/or the emulated device */
-    int jobs;                        /* architectures compiled at once (>= 1) */
+    int jobs;                        /* compile threads (>= 1) */
+    int no_cache;                    /* bypass the compile cache (kcache.h) */
     /* Called after each stage with the report so far (may be NULL). */
     void (*stage)(void *user, compile_stage stage, const compile_report *r);
     void *user;

@@ -4,6 +4,7 @@
  */
 #include "inspect.h"
 
+#include "arch.h"
 #include "kernels.h"
 
 void inspect_json_str(FILE *f, const char *s) {
@@ -50,7 +51,25 @@ static void inspect_step_describe(const plan *p, const sched_step *s, char *buf,
     }
 }
 
+/* The image a GPU of architecture `arch` runs (the runtime's rule), or -1. */
+static int inspect_image_for(const plan *p, const char *arch) {
+    int sm = arch_number(arch);
+    return plan_image_select(p, arch, sm / 10, sm % 10, NULL, 0);
+}
+
 /* ------------------------------------------------------------ text */
+
+static void inspect_text_serves(FILE *f, const plan *p) {
+    fprintf(f, "\nserves (the image each GPU architecture runs):\n ");
+    for (int a = 0; arch_supported_name(a); a++) {
+        int i = inspect_image_for(p, arch_supported_name(a));
+        const plan_image *im = i >= 0 ? &p->images[i] : NULL;
+        fprintf(f, " %s -> %s%s", arch_supported_name(a), im ? im->arch : "none",
+                !im ? "" : im->kind == PLAN_IMAGE_PTX ? " (PTX, JIT)" : " (CUBIN)");
+        if (arch_supported_name(a + 1)) fputc(',', f);
+    }
+    fputc('\n', f);
+}
 
 static void inspect_text_kernels(FILE *f, const plan *p) {
     fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch):\n");
@@ -98,13 +117,28 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
         const plan_image *im = &p->images[i];
         fprintf(f, "  %-11s %-5s %8zu bytes\n", im->arch, inspect_image_kind(im->kind), im->size);
     }
+    inspect_text_serves(f, p);
     inspect_text_kernels(f, p);
     for (int b = 0; b < p->nbuckets; b++) inspect_text_bucket(f, p, &p->buckets[b]);
 }
 
 /* ------------------------------------------------------------ JSON */
 
+static void inspect_json_serves(FILE *f, const plan *p) {
+    fprintf(f, " \"serves\": {");
+    int first = 1;
+    for (int a = 0; arch_supported_name(a); a++) {
+        int i = inspect_image_for(p, arch_supported_name(a));
+        if (i < 0) continue;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", arch_supported_name(a));
+        inspect_json_str(f, p->images[i].arch);
+        first = 0;
+    }
+    fprintf(f, "},\n");
+}
+
 static void inspect_json_images(FILE *f, const plan *p) {
+    inspect_json_serves(f, p);
     fprintf(f, " \"archs\": [");
     int first = 1;
     for (int i = 0; i < p->nimages; i++) {

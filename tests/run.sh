@@ -11,13 +11,17 @@ export BERTC="$BUILD/bertc"
 # The test binaries live in $BUILD/tests, not beside libbertc_emudev.so: name it
 # (bertc and libbertc.so find it beside themselves; tests/cli/embed.sh checks that).
 export BERTC_EMU_DEVICE="$PWD/$BUILD/libbertc_emudev.so"
+# Compiles in tests never touch the user's compile cache (~/.cache/bertc):
+# they share one of their own, removed at the end.
+BERTC_CACHE_DIR=$(mktemp -d)
+export BERTC_CACHE_DIR
 : "${BERTC_TEST_SEED:=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 export BERTC_TEST_SEED
 echo "test seed: $BERTC_TEST_SEED (set BERTC_TEST_SEED to replay)"
 passed=0
 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; rm -rf "$BERTC_CACHE_DIR"' EXIT
 for t in "$BUILD"/tests/*/test_* tests/cli/*.sh; do
     [ -f "$t" ] || continue
     case "$t" in *.o|*.d) continue ;; esac

@@ -4,13 +4,16 @@ benchmarks (compile time, plan size, launches, bytes), not for numerics.
 
 Usage:  python3 tools/make_bench_bert.py OUT_DIR [--layers 12] [--hidden 768]
             [--heads 12] [--intermediate 3072] [--vocab 30522] [--max-pos 512]
+            [--dtype F16|F32]
 
 Writing 110 M values one by one in pure Python takes minutes, and a
 benchmark does not care which random values it gets, so this script draws one
 1 MiB pool of float16 values (std ~0.05, deterministic splitmix64 integers)
 and fills each tensor from the pool at a per-tensor offset.  Weights are F16
-(as a served BERT-base checkpoint usually is); the importer widens or keeps
-them per plan precision.  Standard library only.
+by default (as a served BERT-base checkpoint usually is); --dtype F32 writes
+them as Hugging Face's own bert-base-uncased checkpoint is stored, which
+makes the compile convert every weight (the benchmark of that path).  The
+importer widens or keeps them per plan precision.  Standard library only.
 """
 import argparse
 import json
@@ -67,17 +70,22 @@ def main():
     ap.add_argument("--intermediate", type=int, default=3072)
     ap.add_argument("--vocab", type=int, default=30522)
     ap.add_argument("--max-pos", type=int, default=512)
+    ap.add_argument("--dtype", choices=("F16", "F32"), default="F16")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     pool = make_pool(1 << 20)
+    es = 2 if a.dtype == "F16" else 4
+    if es == 4:  # the same values, widened exactly
+        vals = struct.unpack("<%de" % (len(pool) // 2), pool)
+        pool = struct.pack("<%df" % len(vals), *vals)
     header, offset, items = {}, 0, []
     for idx, (name, shape) in enumerate(sorted(tensors(a))):
         n = 1
         for d in shape:
             n *= d
-        header[name] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + 2 * n]}
-        items.append((idx, 2 * n))
-        offset += 2 * n
+        header[name] = {"dtype": a.dtype, "shape": shape, "data_offsets": [offset, offset + es * n]}
+        items.append((idx, es * n))
+        offset += es * n
     hjson = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
     hjson += b" " * ((8 - len(hjson) % 8) % 8)
     tmp = os.path.join(a.out, ".model.safetensors.tmp")
@@ -85,7 +93,7 @@ def main():
         f.write(struct.pack("<Q", len(hjson)))
         f.write(hjson)
         for idx, nbytes in items:
-            start = (idx * 7919 * 2) % len(pool)
+            start = (idx * 7919 * es) % len(pool)
             while nbytes > 0:
                 chunk = pool[start:start + nbytes]
                 f.write(chunk)

@@ -11,7 +11,7 @@
 # targets).  apt-get
 # runs directly as root and through sudo otherwise; packages already
 # present are not touched, so a second run does nothing.  The CUDA toolkit
-# (NVRTC and headers; no GPU or driver needed) is looked for in $CUDA_HOME,
+# (NVRTC, headers and ptxas; no GPU or driver needed) is looked for in $CUDA_HOME,
 # /usr/local/cuda and /usr; if none has it, Debian's nvidia-cuda-toolkit
 # (non-free) is tried, and failing that the script says what is missing and
 # exits 1.  .ci/run uses this script, so CI and the README cannot disagree.
@@ -42,7 +42,7 @@ if [ -n "$need" ]; then
     as_root apt-get install -y -qq $need
 fi
 
-cuda_ok() { [ -f "$1/include/nvrtc.h" ] && [ -f "$1/include/cuda.h" ]; }
+cuda_ok() { [ -f "$1/include/nvrtc.h" ] && [ -f "$1/include/cuda.h" ] && [ -x "$1/bin/ptxas" ]; }
 # Where a toolkit may be: $CUDA_HOME, NVIDIA's default, Debian's package
 # (BERTC_SETUP_CUDA_DIRS replaces the last two; the tests use it).
 cuda_find() {
@@ -59,6 +59,6 @@ echo "setup: no CUDA toolkit found; trying Debian's nvidia-cuda-toolkit (non-fre
 if as_root apt-get install -y -qq nvidia-cuda-toolkit >/dev/null 2>&1 && cuda_find; then
     exit 0
 fi
-echo "setup: the CUDA toolkit is required (NVRTC and its headers; no GPU needed) and none was found or installable;" >&2
+echo "setup: the CUDA toolkit is required (NVRTC, its headers and ptxas; no GPU needed) and none was found or installable;" >&2
 echo "setup: install it from NVIDIA into /usr/local/cuda, or set CUDA_HOME to where it is" >&2
 exit 1

@@ -19,6 +19,10 @@ int arch_supported(const char *arch) {
     return 0;
 }
 
+const char *arch_supported_name(int i) {
+    return i >= 0 && (size_t)i < sizeof arch_all / sizeof arch_all[0] ? arch_all[i] : NULL;
+}
+
 const char *arch_supported_list(void) { return "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120"; }
 
 int arch_number(const char *arch) {

@@ -32,6 +32,8 @@ int arch_list_check(const char *const *names, int count, diag *d);
 int arch_supported(const char *arch);
 /* "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120" */
 const char *arch_supported_list(void);
+/* The i-th supported architecture ("sm_75" ... "sm_120"), NULL past the last. */
+const char *arch_supported_name(int i);
 /* 75 for "sm_75" or "compute_75"; -1 otherwise. */
 int arch_number(const char *arch);
 

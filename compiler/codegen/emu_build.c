@@ -4,9 +4,9 @@
  * A build is a private directory under $TMPDIR holding the prelude (written
  * out of the embedded copy), one source file per unit, the objects, the
  * compiler logs and the image.  The host compiler runs as a child process
- * (posix_spawn, with the build directory as its working directory and
- * stdout/stderr captured to a log, so a failure's message carries the
- * compiler's own words), on relative names only — no temporary path ever
+ * (subproc.h: the build directory as its working directory, stdout/stderr
+ * captured to a log, so a failure's message carries the compiler's own
+ * words), on relative names only — no temporary path ever
  * reaches an object file, which is what makes two builds of the same texts
  * byte-identical.  Units are compiled in parallel, one compiler per core,
  * then linked once: g++ costs about a second per unit, which dominates every
@@ -16,18 +16,16 @@
 #include "emu_build.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "embed.h"
 #include "fileutil.h"
+#include "subproc.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EMU_BUILD_ASAN 1
@@ -39,8 +37,6 @@
 
 #define EMU_BUILD_MAX_ARGV 48
 #define EMU_BUILD_PATH 4096
-
-extern char **environ;
 
 typedef struct emu_build {
     char dir[EMU_BUILD_PATH];      /* absolute; everything else is relative to it */
@@ -128,28 +124,6 @@ static void emu_build_cleanup(const emu_build *b, int failed, diag *d) {
 
 /* ------------------------------------------------------------ processes */
 
-/* Starts argv in the build directory with stdout+stderr to `log`; 0 or errno. */
-static int emu_build_spawn(const emu_build *b, char *const argv[], const char *log, pid_t *pid) {
-    posix_spawn_file_actions_t fa;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc) return rc;
-    rc = posix_spawn_file_actions_addchdir_np(&fa, b->dir);
-    if (!rc) rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (!rc) rc = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (!rc) rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc;
-}
-
-/* Exit status of a child, or -1 if it did not exit normally. */
-static int emu_build_wait(pid_t pid) {
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Puts the head of a compiler log into the diagnostic. */
 static int emu_build_fail_log(const emu_build *b, diag *d, const char *what, const char *log, int status) {
     char path[EMU_BUILD_PATH], buf[3200];
@@ -197,10 +171,10 @@ static int emu_build_compile_units(const emu_build *b, diag *d) {
             char *argv[EMU_BUILD_MAX_ARGV], src[32], obj[32], log[32];
             emu_build_compile_argv(b, started, argv, src, obj);
             sprintf(log, "unit%d.log", started);
-            if ((spawn_error = emu_build_spawn(b, argv, log, &pids[started])) == 0) started++;
+            if ((spawn_error = subproc_start(argv, b->dir, log, &pids[started])) == 0) started++;
             continue;
         }
-        int rc = emu_build_wait(pids[waited]);
+        int rc = subproc_wait(pids[waited]);
         if (rc != 0 && failed < 0) {
             failed = waited;
             fail_status = rc;
@@ -234,10 +208,9 @@ static int emu_build_link(const emu_build *b, diag *d) {
     }
     argv[argc++] = "-lm";
     argv[argc] = NULL;
-    pid_t pid;
-    int rc = emu_build_spawn(b, argv, "link.log", &pid);
+    int status, rc = subproc_run(argv, b->dir, "link.log", &status);
     if (rc) return diag_set(d, DIAG_CODE_INTERNAL, "emulated-device image: cannot run %s: %s", b->cxx, strerror(rc));
-    if ((rc = emu_build_wait(pid)) != 0) return emu_build_fail_log(b, d, "linking the kernel image", "link.log", rc);
+    if (status != 0) return emu_build_fail_log(b, d, "linking the kernel image", "link.log", status);
     return 0;
 }
 

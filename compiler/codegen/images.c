@@ -10,6 +10,20 @@
 
 #include "emu_build.h"
 #include "kbuild.h"
+#include "kcache.h"
+
+int images_archs_to_build(const arch_list *targets, const char **out) {
+    int n = 0;
+    for (int a = 0; a < targets->count; a++) {
+        int sm = plan_arch_number(targets->names[a], "sm_"), served = 0;
+        for (int b = 0; b < targets->count; b++) {
+            int other = plan_arch_number(targets->names[b], "sm_");
+            if (b != a && other < sm && plan_cubin_runs_on(other, sm / 10, sm % 10)) served = 1;
+        }
+        if (!served) out[n++] = targets->names[a];
+    }
+    return n;
+}
 
 /* Moves kbuild's images into the plan, their stats in kernel order. */
 static int images_take_gpu(plan *p, kbuild_result *kr, diag *d) {
@@ -34,17 +48,27 @@ static int images_take_gpu(plan *p, kbuild_result *kr, diag *d) {
     return 0;
 }
 
-static int images_build_gpu(plan *p, const arch_list *targets, int jobs, diag *d) {
+static int images_build_gpu(plan *p, const arch_list *targets, const images_options *o, images_report *r,
+                            diag *d) {
     kbuild_unit *units = calloc((size_t)p->nkernels + 1, sizeof *units);
     const char *archs[ARCH_MAX];
     if (!units) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     for (int i = 0; i < p->nkernels; i++) units[i] = (kbuild_unit){p->kernels[i].source, p->kernels[i].entry};
-    for (int a = 0; a < targets->count; a++) archs[a] = targets->names[a];
-    kbuild_options ko = {.jobs = jobs};
+    int narchs = images_archs_to_build(targets, archs);
+    kcache cache;
+    kcache_open(&cache, !o->no_cache);
+    kbuild_options ko = {.jobs = o->jobs, .cache = &cache};
     kbuild_result kr;
-    int rc = kbuild_compile(units, p->nkernels, archs, targets->count, &ko, &kr, d);
+    int rc = kbuild_compile(units, p->nkernels, archs, narchs, &ko, &kr, d);
     free(units);
-    if (!rc) rc = images_take_gpu(p, &kr, d);
+    kcache_close(&cache);
+    if (!rc) {
+        r->narchs_built = narchs;
+        r->njobs = kr.njobs;
+        r->cached_jobs = kr.cached_jobs;
+        r->ndistinct = kr.ndistinct;
+        rc = images_take_gpu(p, &kr, d);
+    }
     kbuild_result_free(&kr);
     return rc;
 }
@@ -73,12 +97,15 @@ static int images_build_emu(plan *p, diag *d) {
     return pi->stats ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
 }
 
-int images_build(plan *p, const arch_list *targets, int jobs, diag *d) {
-    /* one CUBIN per arch, one PTX, one emu image */
-    plan_image *im = realloc(p->images, (size_t)(p->nimages + targets->count + 2) * sizeof *im);
+int images_build(plan *p, const arch_list *targets, const images_options *o, images_report *r, diag *d) {
+    images_report none;
+    if (!r) r = &none;
+    *r = (images_report){0};
+    /* at most one CUBIN per arch and one PTX per arch (a target each), one emu image */
+    plan_image *im = realloc(p->images, (size_t)(p->nimages + 2 * targets->count + 1) * sizeof *im);
     if (!im) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     p->images = im;
-    if (targets->count > 0 && images_build_gpu(p, targets, jobs, d)) return -1;
+    if (targets->count > 0 && images_build_gpu(p, targets, o, r, d)) return -1;
     if (targets->emu && images_build_emu(p, d)) return -1;
     return 0;
 }

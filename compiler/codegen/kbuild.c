@@ -1,55 +1,41 @@
 /*
- * kbuild — NVRTC driver: dedupe, concatenate, compile per architecture in
- * parallel, parse ptxas's report.  See kbuild.h for why it is shaped so.
+ * kbuild — the driver (kbuild.h has the design): distinct kernels, PTX
+ * targets, the job graph, the result.
  *
- * Threads.  Each worker takes the next architecture from a shared index
- * and runs one NVRTC program start to finish; nothing else is shared, so
- * the only lock is the one around the index.  Workers never touch a diag:
- * they keep NVRTC's status and log, and the calling thread turns a failure
- * into a message once every worker has finished (the first failing
- * architecture in the caller's order wins, so the message does not depend
- * on scheduling).
+ * The graph.  Jobs are, in priority order: the front end per target
+ * (lowest first: compute_75 is the slowest), then ptxas per architecture,
+ * each needing its target's PTX.  Each worker takes the first job whose
+ * input is done; the calling thread works too.  A job writes only its own
+ * record, so the one lock guards the bookkeeping, not the work.  After a
+ * failure no job starts; the message is the first failure in the graph's
+ * fixed order (targets, then architectures), so it does not depend on
+ * scheduling either.
  *
- * Messages.  Every unit enters the program behind `#line 1 "<entry>.cu"`,
- * so an NVRTC error reads "bertc_gemm_....cu(123): error: ..." — the
- * kernel and the line of its own text.  The excerpt below the log is cut
- * from that unit's text, lines numbered the same way, the failing line
- * marked with '>'.
+ * Targets.  kbuild_arch_bounds reads every `__CUDA_ARCH__` comparison in
+ * the kernel texts; a threshold N means code for archs >= N/10 may differ
+ * from code below.  An architecture compiles from the lowest target at or
+ * above every threshold it passes (and at or above the lowest architecture
+ * asked for).  The toolkit headers' own tests of __CUDA_ARCH__ choose
+ * between implementations of the same operation and are not read.
  */
 #include "kbuild.h"
 
-#include <nvrtc.h>
+#include <ftw.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
+#include "kbuild_internal.h"
 
 #ifndef BERTC_CUDA_HOME
 #define BERTC_CUDA_HOME "/usr/local/cuda"
 #endif
 
-#define KBUILD_LOG_IN_DIAG 1600   /* bytes of NVRTC log quoted in a diagnostic */
-#define KBUILD_MAX_EXCERPTS 3
-#define KBUILD_EXCERPT_CONTEXT 2  /* lines before and after a failing line */
-
-int kbuild_nvrtc_version(int *major, int *minor, diag *d) {
-    nvrtcResult rc = nvrtcVersion(major, minor);
-    if (rc != NVRTC_SUCCESS)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: nvrtcVersion failed: %s", nvrtcGetErrorString(rc));
-    return 0;
-}
-
-static double kbuild_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#define KBUILD_MAX_BOUNDS 64
 
 static uint64_t kbuild_hash(const char *s) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -57,263 +43,7 @@ static uint64_t kbuild_hash(const char *s) {
     return h;
 }
 
-/* ------------------------------------------------------------ one architecture */
-
-typedef struct kbuild_job {
-    const char *arch;
-    int want_ptx;
-    const char *source;
-    const char *const *opts;     /* common options; the arch option is added */
-    int nopts;
-    /* results */
-    nvrtcResult status;
-    const char *failed_call;     /* the NVRTC call that failed, NULL if none */
-    char *log;
-    unsigned char *cubin;
-    size_t cubin_size;
-    char *ptx;
-    size_t ptx_size;
-    double seconds;
-} kbuild_job;
-
-typedef struct kbuild_pool {
-    kbuild_job *jobs;
-    int njobs, next;
-    pthread_mutex_t mu;
-} kbuild_pool;
-
-static void kbuild_job_run(kbuild_job *j) {
-    double t0 = kbuild_now();
-    nvrtcProgram prog = NULL;
-    char name[48], archopt[48];
-    snprintf(name, sizeof name, "bertc_%s.cu", j->arch);
-    snprintf(archopt, sizeof archopt, "-arch=%s", j->arch);
-    const char *opts[64];
-    int n = 0;
-    for (int i = 0; i < j->nopts && n < 63; i++) opts[n++] = j->opts[i];
-    opts[n++] = archopt;
-
-    j->status = nvrtcCreateProgram(&prog, j->source, name, 0, NULL, NULL);
-    if (j->status != NVRTC_SUCCESS) {
-        j->failed_call = "nvrtcCreateProgram";
-        goto out;
-    }
-    j->status = nvrtcCompileProgram(prog, n, opts);
-    size_t loglen = 0;
-    if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 0) {
-        j->log = malloc(loglen + 1);
-        if (j->log && nvrtcGetProgramLog(prog, j->log) != NVRTC_SUCCESS) j->log[0] = '\0';
-        if (j->log) j->log[loglen] = '\0';
-    }
-    if (j->status != NVRTC_SUCCESS) {
-        j->failed_call = "nvrtcCompileProgram";
-        goto out;
-    }
-    j->status = nvrtcGetCUBINSize(prog, &j->cubin_size);
-    if (j->status == NVRTC_SUCCESS) {
-        j->cubin = malloc(j->cubin_size ? j->cubin_size : 1);
-        j->status = j->cubin ? nvrtcGetCUBIN(prog, (char *)j->cubin) : NVRTC_ERROR_OUT_OF_MEMORY;
-    }
-    if (j->status != NVRTC_SUCCESS) {
-        j->failed_call = "nvrtcGetCUBIN";
-        goto out;
-    }
-    if (j->want_ptx) {
-        j->status = nvrtcGetPTXSize(prog, &j->ptx_size);
-        if (j->status == NVRTC_SUCCESS) {
-            j->ptx = malloc(j->ptx_size + 1);
-            j->status = j->ptx ? nvrtcGetPTX(prog, j->ptx) : NVRTC_ERROR_OUT_OF_MEMORY;
-        }
-        if (j->status != NVRTC_SUCCESS) {
-            j->failed_call = "nvrtcGetPTX";
-            goto out;
-        }
-        j->ptx[j->ptx_size] = '\0';
-        /* the size NVRTC reports counts the terminating NUL */
-        if (j->ptx_size > 0 && j->ptx[j->ptx_size - 1] == '\0') j->ptx_size--;
-    }
-out:
-    if (prog) nvrtcDestroyProgram(&prog);
-    j->seconds = kbuild_now() - t0;
-}
-
-static void *kbuild_worker(void *arg) {
-    kbuild_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->mu);
-        int i = p->next++;
-        pthread_mutex_unlock(&p->mu);
-        if (i >= p->njobs) return NULL;
-        kbuild_job_run(&p->jobs[i]);
-    }
-}
-
-/* ------------------------------------------------------------ ptxas report */
-
-/* The integer that ends just before `key` in line (-1 if none). */
-static int kbuild_number_before(const char *line, const char *end, const char *key) {
-    const char *k = strstr(line, key);
-    if (!k || k >= end) return -1;
-    const char *p = k;
-    while (p > line && p[-1] == ' ') p--;
-    const char *q = p;
-    while (q > line && q[-1] >= '0' && q[-1] <= '9') q--;
-    if (q == p) return -1;
-    return atoi(q);
-}
-
-static int kbuild_label_is(const char *label, const char *s, size_t n) {
-    return strlen(label) == n && memcmp(label, s, n) == 0;
-}
-
-/* Fills stats[distinct unit] from the verbose log. */
-static void kbuild_parse_stats(const char *log, char *const *labels, const int *distinct_idx, int ndistinct,
-                               kbuild_stats *stats) {
-    int cur = -1;
-    for (const char *line = log; line && *line;) {
-        const char *end = strchr(line, '\n');
-        if (!end) end = line + strlen(line);
-        const char *ce = strstr(line, "Compiling entry function '");
-        if (ce && ce < end) {
-            const char *nm = ce + strlen("Compiling entry function '");
-            const char *q = memchr(nm, '\'', (size_t)(end - nm));
-            cur = -1;
-            for (int i = 0; q && i < ndistinct; i++)
-                if (kbuild_label_is(labels[distinct_idx[i]], nm, (size_t)(q - nm))) cur = distinct_idx[i];
-        } else if (cur >= 0) {
-            int v;
-            if ((v = kbuild_number_before(line, end, " bytes stack frame")) >= 0) stats[cur].stack_frame = v;
-            if ((v = kbuild_number_before(line, end, " bytes spill stores")) >= 0) stats[cur].spill_stores = v;
-            if ((v = kbuild_number_before(line, end, " bytes spill loads")) >= 0) stats[cur].spill_loads = v;
-            if ((v = kbuild_number_before(line, end, " bytes smem")) >= 0) stats[cur].shared_static = v;
-            const char *u = strstr(line, "Used ");
-            if (u && u < end && strstr(u, " registers") && strstr(u, " registers") < end) {
-                stats[cur].registers = atoi(u + 5);
-                if (stats[cur].shared_static < 0) stats[cur].shared_static = 0;
-            }
-        }
-        line = *end ? end + 1 : end;
-    }
-}
-
-/* ------------------------------------------------------------ error messages */
-
-/* Appends to buf (capacity cap, current length *len), truncating. */
-static void kbuild_append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void kbuild_append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-    if (*len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    *len += (size_t)n;
-    if (*len >= cap) *len = cap - 1;
-}
-
-/* Lines first..last (1-based) of text, numbered, `mark` flagged. */
-static void kbuild_excerpt(char *buf, size_t cap, size_t *len, const char *text, int mark) {
-    int first = mark - KBUILD_EXCERPT_CONTEXT, last = mark + KBUILD_EXCERPT_CONTEXT;
-    int ln = 1;
-    for (const char *p = text; *p && ln <= last;) {
-        const char *e = strchr(p, '\n');
-        if (!e) e = p + strlen(p);
-        if (ln >= first) {
-            int w = (int)(e - p);
-            if (w > 160) w = 160;
-            kbuild_append(buf, cap, len, "  %c%5d | %.*s\n", ln == mark ? '>' : ' ', ln, w, p);
-        }
-        ln++;
-        p = *e ? e + 1 : e;
-    }
-}
-
-static int kbuild_compile_error(diag *d, const kbuild_job *j, const kbuild_unit *units, char *const *labels,
-                                const int *distinct_idx, int ndistinct) {
-    char buf[sizeof d->text];
-    size_t len = 0;
-    kbuild_append(buf, sizeof buf, &len, "kernel compile for %s failed: %s: %s", j->arch,
-                  j->failed_call ? j->failed_call : "NVRTC", nvrtcGetErrorString(j->status));
-    if (j->log && *j->log) {
-        size_t ll = strlen(j->log);
-        int w = ll > KBUILD_LOG_IN_DIAG ? KBUILD_LOG_IN_DIAG : (int)ll;
-        kbuild_append(buf, sizeof buf, &len, "\nNVRTC log:\n%.*s%s", w, j->log, ll > KBUILD_LOG_IN_DIAG ? "\n..." : "");
-        /* one excerpt per distinct (unit, line) an error points at */
-        int shown = 0, seen_unit[KBUILD_MAX_EXCERPTS], seen_line[KBUILD_MAX_EXCERPTS];
-        for (const char *line = j->log; *line && shown < KBUILD_MAX_EXCERPTS;) {
-            const char *end = strchr(line, '\n');
-            if (!end) end = line + strlen(line);
-            const char *err = strstr(line, "): ");
-            if (err && err < end && strstr(err, "error") && strstr(err, "error") < end) {
-                const char *open = err;
-                while (open > line && open[-1] != '(') open--;
-                if (open > line) {
-                    int lineno = atoi(open);
-                    size_t nlen = (size_t)(open - 1 - line);
-                    for (int i = 0; i < ndistinct; i++) {
-                        int u = distinct_idx[i];
-                        char want[300];
-                        snprintf(want, sizeof want, "%s.cu", labels[u]);
-                        if (!kbuild_label_is(want, line, nlen)) continue;
-                        int dup = 0;
-                        for (int s = 0; s < shown; s++)
-                            if (seen_unit[s] == u && seen_line[s] == lineno) dup = 1;
-                        if (dup) break;
-                        seen_unit[shown] = u;
-                        seen_line[shown] = lineno;
-                        shown++;
-                        kbuild_append(buf, sizeof buf, &len, "\nin %s, line %d of its generated source:\n", labels[u],
-                                      lineno);
-                        kbuild_excerpt(buf, sizeof buf, &len, units[u].text, lineno);
-                        break;
-                    }
-                }
-            }
-            line = *end ? end + 1 : end;
-        }
-    }
-    while (len > 0 && buf[len - 1] == '\n') buf[--len] = '\0';
-    return diag_set(d, DIAG_CODE_INTERNAL, "%s", buf);
-}
-
-/* ------------------------------------------------------------ driver */
-
-void kbuild_result_free(kbuild_result *r) {
-    if (!r) return;
-    for (int i = 0; i < r->nimages; i++) {
-        free(r->images[i].data);
-        free(r->images[i].stats);
-    }
-    free(r->images);
-    free(r->distinct_of);
-    memset(r, 0, sizeof *r);
-}
-
-/* The toolkit's include option (-I<root>/include), its headers checked. */
-static int kbuild_include_option(const kbuild_options *opt, char *incopt, size_t cap, diag *d) {
-    const char *home = opt->cuda_home;
-    if (!home || !*home) home = getenv("CUDA_HOME");
-    if (!home || !*home) home = BERTC_CUDA_HOME;
-    char probe[4200];
-    snprintf(incopt, cap, "-I%s/include", home);
-    snprintf(probe, sizeof probe, "%s/include/cuda_fp16.h", home);
-    if (access(probe, R_OK) != 0)
-        return diag_set(d, DIAG_CODE_USAGE,
-                        "CUDA toolkit headers not found: %s is missing (set CUDA_HOME to the toolkit root)", probe);
-    return 0;
-}
-
-/* What one compile works on: the distinct texts, their labels, one program. */
-typedef struct kbuild_work {
-    const kbuild_unit *units;
-    int nunits;
-    int ndistinct;
-    int *distinct_idx;           /* [ndistinct] unit index of each distinct text */
-    char **labels;               /* [nunits] entry names, or "unit<i>" */
-    char *source;                /* every distinct unit behind a #line directive */
-} kbuild_work;
+/* ------------------------------------------------------------ distinct kernels */
 
 static void kbuild_work_free(kbuild_work *w) {
     if (w->labels)
@@ -367,120 +97,326 @@ static int kbuild_work_prepare(kbuild_work *w, const kbuild_unit *units, int nun
     return 0;
 }
 
-/* Runs the jobs on up to `jobs` threads (the calling thread works too). */
-static int kbuild_run_jobs(kbuild_job *jobs, int njobs, int nthreads) {
-    kbuild_pool pool = {jobs, njobs, 0, PTHREAD_MUTEX_INITIALIZER};
-    if (njobs < 1) return 0;
-    if (nthreads > njobs) nthreads = njobs;
-    if (nthreads < 1) nthreads = 1;
-    pthread_t *threads = calloc((size_t)nthreads, sizeof *threads);
-    if (!threads) return -1;
+/* ------------------------------------------------------------ targets */
+
+/* The thresholds after `__CUDA_ARCH__` at p (the text after the macro):
+ * "OP N" adds its boundaries; returns how many (0: not a comparison). */
+static int kbuild_arch_compare(const char *p, int *b) {
+    while (*p == ' ' || *p == '\t') p++;
+    int len = (p[0] == '>' || p[0] == '<' || p[0] == '=' || p[0] == '!') && p[1] == '=' ? 2
+              : (p[0] == '>' || p[0] == '<')                                          ? 1
+                                                                                      : 0;
+    if (!len) return 0;
+    const char *q = p + len;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q < '0' || *q > '9') return 0;
+    int v = atoi(q);
+    if (!strncmp(p, ">=", 2) || !strncmp(p, "<", len)) b[0] = v; /* >= N, < N */
+    else b[0] = v + 1;                                           /* > N, <= N */
+    if (!strncmp(p, "==", 2) || !strncmp(p, "!=", 2)) {
+        b[0] = v;
+        b[1] = v + 1;
+        return 2;
+    }
+    return 1;
+}
+
+/* Whether the macro at s[i] is the operand of defined / #ifdef / #ifndef. */
+static int kbuild_arch_defined_test(const char *s, size_t i) {
+    size_t j = i;
+    while (j > 0 && (s[j - 1] == ' ' || s[j - 1] == '\t' || s[j - 1] == '(')) j--;
+    static const char *const words[] = {"defined", "#ifdef", "#ifndef"};
+    for (int k = 0; k < 3; k++) {
+        size_t n = strlen(words[k]);
+        if (j >= n && !strncmp(s + j - n, words[k], n)) return 1;
+    }
+    return 0;
+}
+
+/* Every boundary of every distinct text into b; their count, or -1 when a
+ * use of the architecture macros is not a plain comparison. */
+static int kbuild_arch_bounds(const kbuild_work *w, int *b, int cap) {
+    int n = 0;
+    for (int k = 0; k < w->ndistinct; k++) {
+        const char *s = w->units[w->distinct_idx[k]].text;
+        for (const char *p = strstr(s, "__CUDA_ARCH"); p; p = strstr(p + 1, "__CUDA_ARCH")) {
+            if (strncmp(p, "__CUDA_ARCH__", 13) != 0) return -1; /* __CUDA_ARCH_LIST__, _FEAT_, ... */
+            int got[2], m = kbuild_arch_compare(p + 13, got);
+            if (m == 0 && !kbuild_arch_defined_test(s, (size_t)(p - s))) return -1;
+            for (int i = 0; i < m; i++) {
+                int seen = 0;
+                for (int j = 0; j < n; j++) seen |= b[j] == got[i];
+                if (seen) continue;
+                if (n == cap) return -1;
+                b[n++] = got[i];
+            }
+        }
+    }
+    return n;
+}
+
+/* The lowest supported architecture whose __CUDA_ARCH__ reaches v; 0 if none. */
+static int kbuild_arch_level(int v) {
+    for (int i = 0; arch_supported_name(i); i++)
+        if (arch_number(arch_supported_name(i)) * 10 >= v) return arch_number(arch_supported_name(i));
+    return 0;
+}
+
+/* The target number of each arch (arch_target[a]); the distinct targets,
+ * ascending, into numbers; returns their count. */
+static int kbuild_targets(const kbuild_work *w, const char *const *archs, int narchs, int *arch_target,
+                          int *numbers) {
+    int bounds[KBUILD_MAX_BOUNDS], nb = kbuild_arch_bounds(w, bounds, KBUILD_MAX_BOUNDS), lowest = 1 << 30, n = 0;
+    for (int a = 0; a < narchs; a++)
+        if (arch_number(archs[a]) < lowest) lowest = arch_number(archs[a]);
+    for (int a = 0; a < narchs; a++) {
+        int sm = arch_number(archs[a]), t = nb < 0 ? sm : lowest;
+        for (int i = 0; i < nb; i++) {
+            int level = bounds[i] <= sm * 10 ? kbuild_arch_level(bounds[i]) : 0;
+            if (level > t) t = level;
+        }
+        arch_target[a] = t;
+    }
+    for (int v = 0; v <= 1000; v++)
+        for (int a = 0; a < narchs; a++)
+            if (arch_target[a] == v) {
+                numbers[n++] = v;
+                break;
+            }
+    return n;
+}
+
+/* ------------------------------------------------------------ the graph */
+
+typedef struct kbuild_graph {
+    const kbuild_work *w;
+    kbuild_tools tools;
+    int ntargets, narchs;
+    kbuild_target targets[KBUILD_MAX_TARGETS];
+    kbuild_sass sass[ARCH_MAX];
+    /* scheduling: job j < ntargets is targets[j], then sass[j - ntargets] */
+    int njobs, started[KBUILD_MAX_TARGETS + ARCH_MAX], done[KBUILD_MAX_TARGETS + ARCH_MAX], failed;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} kbuild_graph;
+
+static int kbuild_job_ready(const kbuild_graph *g, int j) {
+    return j < g->ntargets || g->done[g->sass[j - g->ntargets].target - g->targets];
+}
+
+static int kbuild_job_failed(const kbuild_graph *g, int j) {
+    return j < g->ntargets ? g->targets[j].failed : g->sass[j - g->ntargets].failed;
+}
+
+static void kbuild_job_run(kbuild_graph *g, int j) {
+    if (j < g->ntargets) kbuild_front_run(g->w, &g->tools, &g->targets[j]);
+    else kbuild_sass_run(&g->tools, &g->sass[j - g->ntargets]);
+}
+
+static void *kbuild_worker(void *arg) {
+    kbuild_graph *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        int pick = -1, pending = 0, running = 0;
+        for (int j = 0; j < g->njobs; j++) {
+            running += g->started[j] && !g->done[j];
+            if (g->started[j]) continue;
+            pending = 1;
+            if (pick < 0 && !g->failed && kbuild_job_ready(g, j)) pick = j;
+        }
+        if (pick < 0) {
+            if (!pending || g->failed || !running) break;
+            pthread_cond_wait(&g->cv, &g->mu);
+            continue;
+        }
+        g->started[pick] = 1;
+        pthread_mutex_unlock(&g->mu);
+        kbuild_job_run(g, pick);
+        pthread_mutex_lock(&g->mu);
+        g->done[pick] = 1;
+        if (kbuild_job_failed(g, pick)) g->failed = 1;
+        pthread_cond_broadcast(&g->cv);
+    }
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* Runs the graph on up to `threads` threads (the caller's included). */
+static int kbuild_graph_run(kbuild_graph *g, int threads) {
+    pthread_t tids[KBUILD_MAX_TARGETS + ARCH_MAX];
+    if (threads > g->njobs) threads = g->njobs;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
     int started = 0;
-    for (int t = 1; t < nthreads; t++) {
-        if (pthread_create(&threads[t], NULL, kbuild_worker, &pool) != 0) break;
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&tids[t], NULL, kbuild_worker, g) != 0) break;
         started++;
     }
-    kbuild_worker(&pool);
-    for (int t = 1; t <= started; t++) pthread_join(threads[t], NULL);
-    free(threads);
+    kbuild_worker(g);
+    for (int t = 1; t <= started; t++) pthread_join(tids[t], NULL);
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
     return 0;
 }
 
-/* The CUBIN of job a into image a, with its ptxas report per unit. */
-static int kbuild_take_cubin(kbuild_result *r, const kbuild_work *w, kbuild_job *j, kbuild_image *im) {
-    snprintf(im->arch, sizeof im->arch, "%s", j->arch);
-    im->data = j->cubin;
-    im->size = j->cubin_size;
-    j->cubin = NULL;
-    im->seconds = j->seconds;
-    im->stats = malloc(sizeof(kbuild_stats) * (size_t)w->nunits);
-    if (!im->stats) return -1;
-    for (int i = 0; i < w->nunits; i++) im->stats[i] = (kbuild_stats){-1, -1, -1, -1, -1};
-    if (j->log) kbuild_parse_stats(j->log, w->labels, w->distinct_idx, w->ndistinct, im->stats);
-    for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
-    return 0;
+/* The targets and one ptxas job per architecture. */
+static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int narchs) {
+    int numbers[ARCH_MAX], target_of[ARCH_MAX];
+    g->narchs = narchs;
+    g->ntargets = kbuild_targets(g->w, archs, narchs, target_of, numbers);
+    for (int t = 0; t < g->ntargets; t++) {
+        g->targets[t].number = numbers[t];
+        snprintf(g->targets[t].name, sizeof g->targets[t].name, "compute_%d", numbers[t]);
+        diag_init(&g->targets[t].d);
+    }
+    for (int a = 0; a < narchs; a++) {
+        int t = 0;
+        while (numbers[t] != target_of[a]) t++;
+        g->sass[a] = (kbuild_sass){.target = &g->targets[t], .arch = archs[a]};
+        diag_init(&g->sass[a].d);
+    }
+    g->njobs = g->ntargets + narchs;
 }
 
-/* One CUBIN per arch in the order given, then the lowest arch's PTX. */
-static int kbuild_collect(kbuild_result *r, const kbuild_work *w, kbuild_job *jobs, int narchs, int lowest,
-                          int no_ptx) {
-    r->nimages = narchs + (no_ptx ? 0 : 1);
+/* ------------------------------------------------------------ results */
+
+/* One CUBIN per arch in the order given, then each target's PTX. */
+static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx) {
+    const kbuild_work *w = g->w;
+    r->nimages = g->narchs + (no_ptx ? 0 : g->ntargets);
     r->images = calloc((size_t)r->nimages, sizeof *r->images);
     if (!r->images) return -1;
-    for (int a = 0; a < narchs; a++)
-        if (kbuild_take_cubin(r, w, &jobs[a], &r->images[a])) return -1;
-    if (!no_ptx) {
-        kbuild_image *im = &r->images[narchs];
-        snprintf(im->arch, sizeof im->arch, "compute_%d", arch_number(jobs[lowest].arch));
+    for (int a = 0; a < g->narchs; a++) {
+        kbuild_image *im = &r->images[a];
+        kbuild_sass *s = &g->sass[a];
+        snprintf(im->arch, sizeof im->arch, "%s", s->arch);
+        im->data = s->cubin;
+        im->size = s->cubin_size;
+        s->cubin = NULL;
+        im->seconds = s->seconds;
+        if (!(im->stats = malloc(sizeof(kbuild_stats) * (size_t)w->nunits))) return -1;
+        for (int i = 0; i < w->nunits; i++) im->stats[i] = (kbuild_stats){-1, -1, -1, -1, -1};
+        if (s->log) kbuild_sass_stats(s->log, w, im->stats);
+        for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
+    }
+    for (int t = 0; !no_ptx && t < g->ntargets; t++) {
+        kbuild_image *im = &r->images[g->narchs + t];
+        snprintf(im->arch, sizeof im->arch, "%s", g->targets[t].name);
         im->is_ptx = 1;
-        im->data = (unsigned char *)jobs[lowest].ptx;
-        im->size = jobs[lowest].ptx_size;
-        jobs[lowest].ptx = NULL;
-        im->seconds = jobs[lowest].seconds;
+        im->data = (unsigned char *)g->targets[t].ptx;
+        im->size = g->targets[t].ptx_size;
+        im->seconds = g->targets[t].seconds;
+        g->targets[t].ptx = NULL;
     }
     return 0;
 }
 
-static void kbuild_jobs_free(kbuild_job *jobs, int n) {
-    for (int a = 0; jobs && a < n; a++) {
-        free(jobs[a].log);
-        free(jobs[a].cubin);
-        free(jobs[a].ptx);
+static void kbuild_graph_free(kbuild_graph *g) {
+    for (int t = 0; t < g->ntargets; t++) free(g->targets[t].ptx);
+    for (int a = 0; a < g->narchs; a++) {
+        free(g->sass[a].cubin);
+        free(g->sass[a].log);
     }
-    free(jobs);
 }
 
-/* Compiles the prepared program for every arch; fills r's images. */
-static int kbuild_compile_work(const kbuild_work *w, const char *const *archs, int narchs, const kbuild_options *opt,
-                               const char *incopt, kbuild_result *r, diag *d) {
-    const char *common[64];
-    int ncommon = 0;
-    common[ncommon++] = "--std=c++17";
-    common[ncommon++] = incopt;
-    common[ncommon++] = "--ptxas-options=-v";
-    for (int i = 0; i < opt->nextra && ncommon < 62; i++) common[ncommon++] = opt->extra_options[i];
-    int lowest = 0;
-    for (int a = 1; a < narchs; a++)
-        if (arch_number(archs[a]) < arch_number(archs[lowest])) lowest = a;
-    kbuild_job *jobs = calloc((size_t)narchs, sizeof *jobs);
-    if (!jobs) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
-    for (int a = 0; a < narchs; a++)
-        jobs[a] = (kbuild_job){.arch = archs[a], .want_ptx = !opt->no_ptx && a == lowest, .source = w->source,
-                               .opts = common, .nopts = ncommon};
-    int rc = kbuild_run_jobs(jobs, narchs, opt->jobs) ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory") : 0;
-    for (int a = 0; !rc && a < narchs; a++)
-        if (jobs[a].status != NVRTC_SUCCESS)
-            rc = kbuild_compile_error(d, &jobs[a], w->units, w->labels, w->distinct_idx, w->ndistinct);
-    if (!rc && kbuild_collect(r, w, jobs, narchs, lowest, opt->no_ptx))
-        rc = diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
-    kbuild_jobs_free(jobs, narchs);
-    return rc;
+/* The first failure in the graph's order into d. */
+static int kbuild_graph_error(const kbuild_graph *g, diag *d) {
+    for (int j = 0; j < g->njobs; j++)
+        if (kbuild_job_failed(g, j)) {
+            *d = j < g->ntargets ? g->targets[j].d : g->sass[j - g->ntargets].d;
+            return -1;
+        }
+    return 0;
 }
 
-int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
-                   const kbuild_options *opt, kbuild_result *r, diag *d) {
-    double t0 = kbuild_now();
+/* ------------------------------------------------------------ driver */
+
+void kbuild_result_free(kbuild_result *r) {
+    if (!r) return;
+    for (int i = 0; i < r->nimages; i++) {
+        free(r->images[i].data);
+        free(r->images[i].stats);
+    }
+    free(r->images);
+    free(r->distinct_of);
     memset(r, 0, sizeof *r);
-    kbuild_options defaults = {0};
-    if (!opt) opt = &defaults;
+}
+
+static int kbuild_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The toolkit and a private folder for ptxas. */
+static int kbuild_tools_open(kbuild_tools *t, const kbuild_options *opt, diag *d) {
+    const char *home = opt->cuda_home;
+    if (!home || !*home) home = getenv("CUDA_HOME");
+    if (!home || !*home) home = BERTC_CUDA_HOME;
+    if (strlen(home) > KBUILD_PATH - 64) return diag_set(d, DIAG_CODE_USAGE, "CUDA_HOME is too long");
+    t->extra = opt->extra_options;
+    t->nextra = opt->nextra;
+    t->cache = opt->cache;
+    if (kbuild_front_tools(t, home, d)) return -1;
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp || strlen(tmp) > KBUILD_PATH - 64) tmp = "/tmp";
+    snprintf(t->tmpdir, sizeof t->tmpdir, "%s/bertc-ptxas-XXXXXX", tmp);
+    if (!mkdtemp(t->tmpdir)) {
+        t->tmpdir[0] = '\0';
+        return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: cannot create a folder under %s", tmp);
+    }
+    return kbuild_sass_tools(t, home, d);
+}
+
+static int kbuild_check(const kbuild_unit *units, int nunits, const char *const *archs, int narchs, diag *d) {
     if (arch_list_check(archs, narchs, d)) return -1;
     if (nunits < 1) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: no kernels to compile");
     for (int i = 0; i < nunits; i++)
         if (!units[i].text) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: kernel %d has no source", i);
-    char incopt[4200];
-    if (kbuild_include_option(opt, incopt, sizeof incopt, d)) return -1;
+    return 0;
+}
 
+/* Builds the graph over the prepared work and runs it; fills r's images. */
+static int kbuild_build(kbuild_graph *g, const char *const *archs, int narchs, const kbuild_options *opt,
+                        kbuild_result *r, diag *d) {
+    kbuild_graph_plan(g, archs, narchs);
+    kbuild_graph_run(g, opt->jobs);
+    if (kbuild_graph_error(g, d)) return -1;
+    r->ntargets = g->ntargets;
+    r->njobs = g->njobs;
+    for (int t = 0; t < g->ntargets; t++) r->cached_jobs += g->targets[t].cached;
+    for (int a = 0; a < narchs; a++) r->cached_jobs += g->sass[a].cached;
+    if (kbuild_collect(g, r, opt->no_ptx)) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
+    return 0;
+}
+
+int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
+                   const kbuild_options *opt, kbuild_result *r, diag *d) {
+    double t0 = kbuild_clock();
+    memset(r, 0, sizeof *r);
+    kbuild_options defaults = {0};
+    if (!opt) opt = &defaults;
+    if (kbuild_check(units, nunits, archs, narchs, d)) return -1;
     kbuild_work w;
     memset(&w, 0, sizeof w);
+    kbuild_graph *g = calloc(1, sizeof *g);
     r->nunits = nunits;
     r->distinct_of = malloc(sizeof(int) * (size_t)nunits);
-    int rc = !r->distinct_of || kbuild_work_prepare(&w, units, nunits, r->distinct_of)
+    int rc = !g || !r->distinct_of || kbuild_work_prepare(&w, units, nunits, r->distinct_of)
                  ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory")
                  : 0;
     r->ndistinct = w.ndistinct;
-    if (!rc) rc = kbuild_compile_work(&w, archs, narchs, opt, incopt, r, d);
+    if (!rc) {
+        g->w = &w;
+        rc = kbuild_tools_open(&g->tools, opt, d);
+    }
+    if (!rc) rc = kbuild_build(g, archs, narchs, opt, r, d);
+    if (g && g->tools.tmpdir[0]) nftw(g->tools.tmpdir, kbuild_rm, 16, FTW_DEPTH | FTW_PHYS);
+    if (g) kbuild_graph_free(g);
+    free(g);
     kbuild_work_free(&w);
     if (rc) kbuild_result_free(r);
-    else r->seconds = kbuild_now() - t0;
+    else r->seconds = kbuild_clock() - t0;
     return rc;
 }

@@ -1,27 +1,48 @@
 /*
  * kbuild — compiles a plan's generated kernels for a set of GPU
- * architectures with NVRTC.
+ * architectures: NVRTC for the front end, ptxas for machine code.
  *
  * Compile time is the user-visible cost of `bertc compile` (engine builds
  * that take minutes are what users of other engines complain about), so
- * the shape of the work matters more than anything inside it:
+ * the shape of the work matters more than anything inside it (measured on
+ * BERT-base's 25 kernels: the front end costs 1.5-2.1 s of CPU per target,
+ * ptxas about 1.1 s per architecture):
  *
  *  - identical texts are compiled once: units are deduplicated by content
  *    (a 64-bit hash, confirmed by comparing the bytes), since a 12-layer
  *    model asks for the same dozen kernels twelve times;
- *  - all distinct kernels go into ONE NVRTC program per architecture (the
- *    front end parses the shared headers once; this halves compile time
- *    against one program per kernel), each unit preceded by a `#line 1
- *    "<entry>.cu"` directive so NVRTC's messages name the kernel and the
- *    line within its own text;
- *  - the architectures compile in parallel on up to `jobs` threads (NVRTC
- *    programs are independent).
+ *  - the front end runs once per PTX target, not once per architecture.
+ *    NVRTC parses and optimises all distinct kernels as ONE program (the
+ *    shared headers once), each unit behind `#line 1 "<entry>.cu"` so its
+ *    messages name the kernel and the line within its own text, and emits
+ *    PTX.  An architecture takes the PTX of the lowest target its kernels
+ *    cannot tell apart from it: the kernel texts are scanned for
+ *    `__CUDA_ARCH__` comparisons, and only their thresholds split targets
+ *    (today's templates compare with 800, so sm_80 ... sm_90 all compile
+ *    from compute_80 and sm_75 from compute_75; a template that tests
+ *    `>= 900` makes sm_90 a target of its own).  Any other use of the
+ *    macro gives every architecture its own target, as before;
+ *  - ptxas compiles each architecture's CUBIN from its target's PTX as a
+ *    whole program — the code NVRTC's own ptxas run gives (kbuild_sass.c
+ *    says why nothing finer-grained is used);
+ *  - all of it is one job graph run on up to `jobs` threads: a job starts
+ *    when its input exists, so the cores stay busy across targets and
+ *    architectures (BERT-base on two cores: compute_75 and compute_80
+ *    side by side, then three ptxas runs);
+ *  - with a cache (kcache.h) every job first looks for its output under a
+ *    key made of its inputs, so an unchanged recompile runs no compiler.
  *
- * Each architecture yields a CUBIN (-arch=sm_XX); the lowest one also
- * yields its PTX, which newer GPUs than any listed can JIT.  ptxas runs
- * verbose, and its report is parsed per entry point into kbuild_stats:
- * registers, spill bytes, static shared memory — `bertc inspect` shows
- * them, and the tests assert "no spills".
+ * The result is one CUBIN per architecture asked for, in the order given,
+ * then the PTX of each target built (lowest first), which GPUs newer than
+ * any listed can JIT.  ptxas runs verbose, and its report is parsed per
+ * entry point into kbuild_stats: registers, spill bytes, static shared
+ * memory — `bertc inspect` shows them, and the tests assert "no spills".
+ *
+ * ptxas is the toolkit's program ($CUDA_HOME/bin/ptxas, the same release
+ * as NVRTC); it runs in a private temporary folder that is removed
+ * afterwards.  Outputs do not depend on the number of jobs, the order jobs
+ * happen to run in, or whether they came from the cache: the bytes are the
+ * same (tests/kernels/test_kbuild_cache.c).
  *
  * A failed compile returns a diagnostic holding NVRTC's log and, for each
  * line an error points at, the surrounding lines of the generated text,
@@ -34,6 +55,7 @@
 #include <stddef.h>
 
 #include "diag.h"
+#include "kcache.h"
 
 /* One kernel to compile: its complete source and its extern "C" entry. */
 typedef struct kbuild_unit {
@@ -50,31 +72,34 @@ typedef struct kbuild_stats {
 } kbuild_stats;
 
 typedef struct kbuild_image {
-    char arch[16];             /* "sm_80"; "compute_75" for the PTX image */
+    char arch[16];             /* "sm_80"; "compute_75" for a PTX image */
     int is_ptx;
     unsigned char *data;       /* CUBIN (ELF) or PTX text (NUL-terminated, size excludes it) */
     size_t size;
     kbuild_stats *stats;       /* [nunits] in the caller's order (duplicates repeat their
                                   twin's numbers); NULL for PTX */
-    double seconds;            /* wall time of this architecture's NVRTC compile */
+    double seconds;            /* thread time of the jobs that made it (0 from the cache) */
 } kbuild_image;
 
 typedef struct kbuild_result {
     int nunits;
     int ndistinct;             /* distinct texts actually compiled */
     int *distinct_of;          /* [nunits]: the first unit with the same text */
-    int nimages;               /* one CUBIN per arch in the order given, then the PTX */
+    int nimages;               /* one CUBIN per arch in the order given, then the PTX per target */
     kbuild_image *images;
+    int ntargets;              /* PTX targets the front end ran for */
+    int njobs, cached_jobs;    /* jobs in the graph; of them, taken from the cache */
     double seconds;            /* wall time of the whole call */
 } kbuild_result;
 
 typedef struct kbuild_options {
-    const char *cuda_home;     /* toolkit root for -I<root>/include; NULL: $CUDA_HOME,
-                                  else the build's CUDA_HOME (/usr/local/cuda) */
-    int jobs;                  /* architectures compiled at once; < 1 means 1 */
-    int no_ptx;                /* skip the PTX image */
+    const char *cuda_home;     /* toolkit root for -I<root>/include and <root>/bin/ptxas; NULL:
+                                  $CUDA_HOME, else the build's CUDA_HOME (/usr/local/cuda) */
+    int jobs;                  /* threads; < 1 means 1 */
+    int no_ptx;                /* skip the PTX images */
     const char *const *extra_options;   /* more NVRTC options (e.g. "-lineinfo") */
     int nextra;
+    kcache *cache;             /* NULL: no cache */
 } kbuild_options;
 
 /*
@@ -83,7 +108,7 @@ typedef struct kbuild_options {
  * kbuild_result_free) and returns 0; on failure returns -1 with *r empty
  * and the diagnostic set: an unknown arch (DIAG_CODE_USAGE, listing the
  * supported ones), a compile error (DIAG_CODE_INTERNAL, with the log and
- * numbered source lines), or NVRTC itself failing.
+ * numbered source lines), or a tool itself failing.
  */
 int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
                    const kbuild_options *opt, kbuild_result *r, diag *d);

@@ -4,9 +4,20 @@
  * aligned (what cuBLASLt and 16-byte vector loads want), in graph order so
  * the same graph always gives the same bytes.
  *
- * Conversion goes a run of elements at a time through the weights
- * interface (float16/bfloat16/float64 widened exactly to float32), then
- * rounds once to the plan precision (runtime/common/half.h, ties to even).
+ * Conversion runs at memory speed, because it touches every parameter of
+ * the model (110 M for BERT-base) on every compile, cached or not:
+ *
+ *   - a tensor already stored in the plan precision is copied as it is
+ *     (float16 into a float16 plan, and so on: the common case);
+ *   - a 16-bit tensor into a float32 plan is widened in one exact loop;
+ *   - anything else goes a run of elements at a time through the weights
+ *     interface (float16/bfloat16/float64 widened exactly to float32), then
+ *     is rounded once to the plan precision (runtime/common/half.h, ties to
+ *     even), with the normal-range case of float -> float16 inline.
+ *
+ * The copy keeps a stored value's bits exactly, where the round trip
+ * through float32 used to turn a signalling NaN into a quiet one; weights
+ * holding signalling NaNs are broken either way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +35,60 @@ static int64_t lower_numel(const ir_node *n) {
 
 static int lower_is_param(const ir_node *n) { return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST; }
 
+/* float -> float16.  A run whose every value gives a normal half (the
+ * common case) takes a loop without branches, the arithmetic of
+ * half_f32_to_f16_finite, which the compiler vectorises; any other run
+ * goes value by value through the full rule. */
+static void lower_store_f16(uint8_t *dst, const float *v, int64_t n) {
+    uint32_t odd = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t a = half_f32_bits(v[i]) & 0x7fffffffu;
+        odd |= (uint32_t)(a - 0x38800000u >= 0x477ff000u - 0x38800000u);
+    }
+    if (odd) {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = half_f32_to_f16(v[i]);
+            memcpy(dst + (size_t)i * 2, &h, 2);
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = half_f32_bits(v[i]), m = (u & 0x7fffffffu) - 0x38000000u;
+        m += 0xfffu + ((m >> 13) & 1u);
+        uint16_t h = (uint16_t)(((u >> 16) & 0x8000u) | (m >> 13));
+        memcpy(dst + (size_t)i * 2, &h, 2);
+    }
+}
+
 /* n float32 values to the plan precision at dst. */
 static void lower_store(uint8_t *dst, plan_dtype t, const float *v, int64_t n) {
     if (t == PLAN_DTYPE_F32) {
         memcpy(dst, v, (size_t)n * 4);
-        return;
+    } else if (t == PLAN_DTYPE_F16) {
+        lower_store_f16(dst, v, n);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = half_f32_to_bf16(v[i]);
+            memcpy(dst + (size_t)i * 2, &h, 2);
+        }
     }
+}
+
+/* The source dtype that is already the plan precision, bit for bit. */
+static int lower_same_dtype(weights_dtype src, plan_dtype t) {
+    return (src == WEIGHTS_DTYPE_F32 && t == PLAN_DTYPE_F32) || (src == WEIGHTS_DTYPE_F16 && t == PLAN_DTYPE_F16) ||
+           (src == WEIGHTS_DTYPE_BF16 && t == PLAN_DTYPE_BF16);
+}
+
+/* 16-bit source values widened straight into a float32 blob. */
+static void lower_widen(uint8_t *dst, const weights_tensor *t, int64_t n) {
+    const uint8_t *src = t->data;
+    int f16 = t->dtype == WEIGHTS_DTYPE_F16;
     for (int64_t i = 0; i < n; i++) {
-        uint16_t h = t == PLAN_DTYPE_F16 ? half_f32_to_f16(v[i]) : half_f32_to_bf16(v[i]);
-        memcpy(dst + (size_t)i * 2, &h, 2);
+        uint16_t h;
+        memcpy(&h, src + (size_t)i * 2, 2);
+        float f = f16 ? half_f16_to_f32(h) : half_bf16_to_f32(h);
+        memcpy(dst + (size_t)i * 4, &f, 4);
     }
 }
 
@@ -64,6 +120,14 @@ static int lower_weights_fill(const ir_node *n, const weights *w, plan_dtype pre
     if (!t || weights_tensor_numel(t) != numel || !weights_dtype_is_float(t->dtype))
         return diag_set(d, DIAG_CODE_INPUT, "%s: weight '%s' is missing or changed size", w ? w->path : "weights",
                         n->weight);
+    if (lower_same_dtype(t->dtype, precision)) {
+        memcpy(dst, t->data, (size_t)numel * es);
+        return 0;
+    }
+    if (precision == PLAN_DTYPE_F32 && (t->dtype == WEIGHTS_DTYPE_F16 || t->dtype == WEIGHTS_DTYPE_BF16)) {
+        lower_widen(dst, t, numel);
+        return 0;
+    }
     float run[LOWER_WEIGHTS_RUN];
     for (int64_t e = 0; e < numel; e += LOWER_WEIGHTS_RUN) {
         int64_t k = numel - e < LOWER_WEIGHTS_RUN ? numel - e : LOWER_WEIGHTS_RUN;

@@ -116,4 +116,17 @@ int plan_read_pinned(plan *p, const char *path, const char *sha256, diag *d);
 void plan_sha256(const plan *p, char out[65]);
 int plan_read_memory(plan *p, const void *buf, size_t len, const char *name, diag *d);
 
+/*
+ * Kernel images and devices (plan_image.c): the image of `p` that runs on
+ * capability major.minor named `arch` — an image of exactly that arch
+ * (CUBIN or EMU), else the newest CUBIN of the same major and no newer
+ * minor, else the newest PTX not newer than the device; -1 with `why`
+ * (may be NULL) listing what the plan has.
+ */
+int plan_image_select(const plan *p, const char *arch, int major, int minor, char *why, size_t cap);
+/* 86 for ("sm_86", "sm_"), 75 for ("compute_75", "compute_"); -1 otherwise. */
+int plan_arch_number(const char *arch, const char *prefix);
+/* Whether a CUBIN for sm runs on a major.minor device (same major, minor not newer). */
+int plan_cubin_runs_on(int sm, int major, int minor);
+
 #endif

@@ -25,7 +25,9 @@ j = json.load(open(sys.argv[1]))
 for key in ("format_version", "precision", "archs", "weights_bytes", "arena_bytes", "buckets"):
     assert key in j, key
 assert j["precision"] == "fp16", j["precision"]
-assert j["archs"] == ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"], j["archs"]
+# the default GPUs: sm_86 and sm_89 run the sm_80 CUBIN
+assert j["archs"] == ["sm_75", "sm_80", "sm_90"], j["archs"]
+assert j["serves"]["sm_86"] == "sm_80" and j["serves"]["sm_89"] == "sm_80", j["serves"]
 assert [b["seq_len"] for b in j["buckets"]] == [32, 64], [b["seq_len"] for b in j["buckets"]]
 layers = 3
 for b in j["buckets"]:
@@ -40,9 +42,9 @@ for b in j["buckets"]:
 b = j["buckets"][0]
 S, H, I = b["seq_len"], 96, 200
 assert b["flops"] >= layers * 2 * S * (4 * H * H + 2 * H * I), b["flops"]
-# at least one image per arch plus PTX for the lowest
+# a CUBIN per arch built, plus PTX per target (compute_80 for newer GPUs)
 kinds = sorted((im["arch"], im["kind"]) for im in j["images"])
-assert ("compute_75", "ptx") in kinds, kinds
+assert ("compute_75", "ptx") in kinds and ("compute_80", "ptx") in kinds, kinds
 print("ok")
 PY
 then pass inspect-json-fields; else fail inspect-json-fields "$(tail -3 "$T/py")"; fi

@@ -15,9 +15,10 @@ stubs() {  # stubs DIR UID HAVE_SUDO PACKAGES_PRESENT
     if [ "$3" = 1 ]; then printf '#!/bin/sh\necho "sudo $1" >>"%s/log"\nexec "$@"\n' "$1" >"$1/sudo"; fi
     chmod +x "$1"/*
 }
-mkdir -p "$T/cuda/include"
+mkdir -p "$T/cuda/include" "$T/cuda/bin"
 : >"$T/cuda/include/nvrtc.h"
 : >"$T/cuda/include/cuda.h"
+printf '#!/bin/sh\n' >"$T/cuda/bin/ptxas" && chmod +x "$T/cuda/bin/ptxas"
 # The stubs first on PATH; the real system tools after them (sh, grep, ...).
 run_setup() { PATH="$1:/usr/bin:/bin" CUDA_HOME="$T/cuda" sh tools/setup.sh >"$T/out" 2>"$T/err"; }
 

@@ -17,9 +17,9 @@
  * message carries NVRTC's words and the numbered source line, an unknown
  * architecture is refused.
  *
- * All kernels are compiled as one program per architecture, the
- * architectures two at a time: the test's run time is dominated by that
- * single kbuild_compile call (printed).
+ * All kernels are compiled as one program per PTX target, then ptxas per
+ * architecture, two jobs at a time: the test's run time is dominated by
+ * that single kbuild_compile call (printed).
  */
 #include <stdio.h>
 #include <string.h>
@@ -438,13 +438,19 @@ static void test_compile_all_archs(void) {
     CHECK(r.nunits == n && r.ndistinct == t_list.n, "%d distinct of %d (expected %d)", r.ndistinct, n, t_list.n);
     for (int i = t_list.n; i < n; i++)
         CHECK(r.distinct_of[i] == i - t_list.n, "unit %d is a copy of %d, not %d", i, i - t_list.n, r.distinct_of[i]);
-    CHECK(r.nimages == default_arch_count + 1, "%d images", r.nimages);
+    /* the templates test __CUDA_ARCH__ >= 800 only: sm_75 compiles from
+     * compute_75, everything newer from compute_80 */
+    CHECK(r.ntargets == 2 && r.nimages == default_arch_count + 2, "%d images, %d PTX targets", r.nimages,
+          r.ntargets);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
         const kbuild_image *im = &r.images[a];
         if (im->is_ptx) {
-            CHECK(strcmp(im->arch, "compute_75") == 0, "PTX image for %s", im->arch);
-            CHECK(im->size > 0 && strstr((const char *)im->data, ".target sm_75") != NULL, "PTX without .target");
+            const char *want = a == default_arch_count ? "compute_75" : "compute_80";
+            char target[32];
+            snprintf(target, sizeof target, ".target sm_%s", want + 8);
+            CHECK(strcmp(im->arch, want) == 0, "PTX image %d for %s, expected %s", a, im->arch, want);
+            CHECK(im->size > 0 && strstr((const char *)im->data, target) != NULL, "PTX without %s", target);
             for (int i = 0; i < t_list.n; i++) {
                 char vis[300];
                 snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
@@ -508,7 +514,7 @@ static void test_broken_kernel(void) {
     int rc = kbuild_compile(units, 2, arch, 1, NULL, &r, &d);
     CHECK(rc != 0, "a broken kernel compiled");
     CHECK(r.nimages == 0 && r.images == NULL, "result not empty after a failure");
-    CHECK(strstr(d.text, "sm_80") != NULL, "no arch in: %s", d.text);
+    CHECK(strstr(d.text, "compute_80") != NULL, "no target in: %s", d.text);
     CHECK(strstr(d.text, "\"undeclared_thing\" is undefined") != NULL, "NVRTC's message missing: %s", d.text);
     CHECK(strstr(d.text, "broken_kernel.cu(4)") != NULL, "the log does not name the kernel and line: %s", d.text);
     CHECK(strstr(d.text, ">    4 |     o[threadIdx.x] = a + undeclared_thing;") != NULL, "no marked line: %s",

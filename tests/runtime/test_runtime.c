@@ -123,9 +123,11 @@ static void test_image_select(void) {
     CHECK(rt_image_select(&p, "emu", 0, 0, NULL, 0) < 0, "the emulated device took a CUBIN");
 }
 
-/* The same plan through CUBIN (8.9 -> sm_86), PTX (10.0 -> compute_75) and
- * EMU: the runtime's image choice and the module path of a GPU, with the
- * emulated device binding the CUBIN's kernels to their twins by name. */
+/* The same plan through CUBIN (8.9 -> sm_86), PTX (10.0 -> compute_80: the
+ * plan carries the PTX of each target it compiled, and a GPU newer than any
+ * CUBIN JITs the newest, the tensor-core code) and EMU: the runtime's image
+ * choice and the module path of a GPU, with the emulated device binding the
+ * CUBIN's kernels to their twins by name. */
 static void test_image_paths_run(void) {
     bertc_plan *pl = open_plan("tiny-bert-fp16");
     if (!pl) return;
@@ -148,7 +150,7 @@ static void test_image_paths_run(void) {
     struct {
         int major, minor;
         const char *arch, *kind;
-    } gpus[] = {{8, 9, "sm_86", "cubin"}, {7, 5, "sm_75", "cubin"}, {10, 0, "compute_75", "ptx"}};
+    } gpus[] = {{8, 9, "sm_86", "cubin"}, {7, 5, "sm_75", "cubin"}, {10, 0, "compute_80", "ptx"}};
     for (int g = 0; g < 3 && want; g++) {
         E->set_arch(gpus[g].major, gpus[g].minor);
         c = make_ctx(pl, &o);

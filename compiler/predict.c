@@ -1,0 +1,296 @@
+/*
+ * predict — the performance model's core (predict.h has the equations):
+ * which image a GPU runs, occupancy from ptxas's numbers, a step's work
+ * turned into time, buckets as sums.
+ *
+ * Occupancy follows the CUDA occupancy rules: registers are allocated per
+ * warp in units of 256 (a thread's count rounded up to 8), shared memory
+ * per CTA in units of 128 bytes plus what the system reserves per CTA, and
+ * the SM's limits on CTAs and threads apply.  A step whose CTA does not fit
+ * at all is reported as an error, not timed.
+ *
+ * The memory side charges DRAM only: the weights a step reads, less the
+ * share of the request's weights the L2 can keep from one request to the
+ * next (at best its capacity beyond the activation arena, over the
+ * weights: an optimal cache's hit rate on a cyclic stream), and the
+ * activations only when the arena does not fit in the L2 (the share that
+ * does not).  Bandwidth is shared by the SMs a step occupies: a grid of
+ * fewer CTAs than SMs gets that fraction of it.
+ */
+#include "predict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "predict_internal.h"
+
+/* Fitted by tools/fit_perf_model.py (docs/performance-model.md). */
+#define PREDICT_LAUNCH_CYCLES 4600.0
+#define PREDICT_EFFICIENCY 0.34
+
+void predict_constants_default(predict_constants *k) {
+    k->launch_cycles = PREDICT_LAUNCH_CYCLES;
+    k->efficiency = PREDICT_EFFICIENCY;
+    k->tensor_units = 0;
+}
+
+int predict_constants_parse(const char *s, predict_constants *k, diag *d) {
+    char *copy = strdup(s ? s : ""), *save = NULL;
+    if (!copy) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end = NULL;
+        double v = eq ? strtod(eq + 1, &end) : 0.0;
+        if (!strcmp(tok, "units=plan") || !strcmp(tok, "units=tensor")) k->tensor_units = tok[6] == 't';
+        else if (!eq || end == eq + 1 || *end || !isfinite(v) || v < 0)
+            rc = diag_set(d, DIAG_CODE_USAGE, "--model-constants: '%s' is not NAME=NUMBER (a number >= 0)", tok);
+        else if (!strncmp(tok, "launch_cycles=", 14)) k->launch_cycles = v;
+        else if (!strncmp(tok, "efficiency=", 11) && v > 0 && v <= 1) k->efficiency = v;
+        else
+            rc = diag_set(d, DIAG_CODE_USAGE,
+                          "--model-constants: '%s': expected launch_cycles=N, efficiency=X (0 < X <= 1), "
+                          "units=plan or units=tensor", tok);
+    }
+    free(copy);
+    return rc;
+}
+
+const char *predict_unit_name(predict_unit u) {
+    return u == PREDICT_UNIT_TENSOR ? "tensor" : u == PREDICT_UNIT_WARP_MMA ? "warp_mma" : "simt";
+}
+
+const char *predict_step_template(const plan *p, const sched_step *s) {
+    return s->kind == SCHED_STEP_GEMM ? "cublaslt" : kernel_kind_name(p->kernels[s->launch.kernel].spec.kind);
+}
+
+/* ------------------------------------------------------------ images */
+
+/* The image the GPU runs, and the CUBIN whose ptxas numbers stand for it:
+ * its own when it runs a CUBIN, else the newest CUBIN not newer than the
+ * GPU (what its JIT'd code most resembles), else the oldest one. */
+static void predict_images(const plan *p, const predict_gpu *g, int *image, int *stats, int *image_sm) {
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%d", g->major, g->minor);
+    *image = plan_image_select(p, arch, g->major, g->minor, NULL, 0);
+    *stats = -1;
+    *image_sm = 0;
+    if (*image >= 0) {
+        const plan_image *im = &p->images[*image];
+        *image_sm = plan_arch_number(im->arch, im->kind == PLAN_IMAGE_PTX ? "compute_" : "sm_");
+        if (im->kind == PLAN_IMAGE_CUBIN) *stats = *image;
+    }
+    int cc = g->major * 10 + g->minor, best = -1, oldest = -1;
+    for (int i = 0; *stats < 0 && i < p->nimages; i++) {
+        int sm = p->images[i].kind == PLAN_IMAGE_CUBIN ? plan_arch_number(p->images[i].arch, "sm_") : -1;
+        if (sm < 0) continue;
+        if (sm <= cc && (best < 0 || sm > plan_arch_number(p->images[best].arch, "sm_"))) best = i;
+        if (oldest < 0 || sm < plan_arch_number(p->images[oldest].arch, "sm_")) oldest = i;
+    }
+    if (*stats < 0) *stats = best >= 0 ? best : oldest;
+}
+
+/* ------------------------------------------------------------ occupancy */
+
+int predict_ctas_per_sm(const predict_gpu *g, int threads, int registers, int smem) {
+    int warps = (threads + 31) / 32, r = g->max_ctas_per_sm;
+    if (warps * 32 > g->max_threads_per_sm) return 0;
+    if (g->max_threads_per_sm / (warps * 32) < r) r = g->max_threads_per_sm / (warps * 32);
+    if (registers > 0) {
+        int per_warp = ((registers + 7) / 8 * 8 * 32 + 255) / 256 * 256;
+        int by_regs = g->regs_per_sm / per_warp / warps;
+        if (by_regs < r) r = by_regs;
+    }
+    int cta_smem = (smem + 127) / 128 * 128 + g->smem_reserved_per_cta;
+    if (cta_smem > g->smem_reserved_per_cta && g->smem_per_sm / cta_smem < r) r = g->smem_per_sm / cta_smem;
+    return r;
+}
+
+/* ------------------------------------------------------------ time */
+
+typedef struct predict_ctx {
+    const plan *p;
+    const predict_gpu *g;
+    const predict_constants *k;
+    int image_sm, stats;
+    double l2_share;             /* share of weight bytes served by the L2 */
+    double act_dram;             /* share of activation bytes that go to DRAM */
+} predict_ctx;
+
+static double predict_peak_per_sm(const predict_gpu *g, predict_unit u) {
+    double tensor = g->tensor_tflops * 1e12 / g->sms;
+    if (u == PREDICT_UNIT_TENSOR) return tensor;
+    if (u == PREDICT_UNIT_WARP_MMA) return tensor * g->warp_mma_share;
+    return g->fp32_lanes * 2.0 * g->clock_mhz * 1e6;
+}
+
+/* The work of a step turned into time; -1 if a CTA does not fit. */
+static int predict_time(const predict_ctx *c, const predict_work *w, predict_step *out) {
+    const predict_gpu *g = c->g;
+    int r = predict_ctas_per_sm(g, w->threads, w->registers, w->smem);
+    if (r < 1 || w->ctas < 1) return -1;
+    long per_sm = (w->ctas + g->sms - 1) / g->sms;
+    int reff = per_sm < r ? (int)per_sm : r, warps = (w->threads + 31) / 32;
+    long waves = (w->ctas + (long)g->sms * reff - 1) / ((long)g->sms * reff);
+    double cta_flops = w->cta_flops > 0 ? w->cta_flops : w->flops / (double)w->ctas;
+    double busy = reff * warps / 4.0;
+    double math = (double)waves * reff * cta_flops /
+                  (predict_peak_per_sm(g, w->unit) * c->k->efficiency * (busy < 1.0 ? busy : 1.0));
+    double dram = w->weight_bytes * (1.0 - c->l2_share) + w->act_bytes * c->act_dram + w->extra_bytes;
+    double share = (double)w->ctas / g->sms;
+    double memory = dram / (g->dram_gbs * 1e9 * (share < 1.0 ? share : 1.0));
+    *out = (predict_step){.launch_us = w->launches * c->k->launch_cycles / g->clock_mhz,
+                          .math_us = math * 1e6,
+                          .memory_us = memory * 1e6,
+                          .launches = w->launches,
+                          .ctas = w->ctas,
+                          .threads = w->threads,
+                          .ctas_per_sm = r,
+                          .waves = (int)waves,
+                          .occupancy = (double)r * warps * 32 / g->max_threads_per_sm,
+                          .unit = w->unit,
+                          .flops = w->flops,
+                          .dram_bytes = dram,
+                          .weight_bytes = w->weight_bytes,
+                          .registers = w->registers,
+                          .tile_m = w->tile_m,
+                          .tile_n = w->tile_n,
+                          .split_k = w->split_k};
+    if (out->occupancy > 1.0) out->occupancy = 1.0;
+    out->us = out->launch_us + (out->math_us > out->memory_us ? out->math_us : out->memory_us);
+    return 0;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/* Bytes of the weight blob a step reads (kernel: its arguments in WEIGHTS,
+ * by the launch contract's extents; GEMM: its operands there), at most its
+ * minimum bytes. */
+static double predict_weight_bytes(const plan *p, const sched_step *s) {
+    double w = 0;
+    if (s->kind == SCHED_STEP_GEMM) {
+        const sched_gemm *g = &s->gemm;
+        double es = plan_dtype_size(g->ab_type);
+        if (g->a.buf == SCHED_BUF_WEIGHTS) w += (double)g->m * (double)g->k * es * g->batch_count;
+        if (g->b.buf == SCHED_BUF_WEIGHTS) w += (double)g->k * (double)g->n * es * g->batch_count;
+        if (g->bias.buf == SCHED_BUF_WEIGHTS) w += (double)g->m * plan_dtype_size(g->bias_type);
+    } else {
+        kernel_arg a[KERNEL_MAX_ARGS];
+        memset(a, 0, sizeof a);
+        kernel_args_of(&p->kernels[s->launch.kernel].spec, a);
+        for (int i = 0; i < s->launch.nargs; i++)
+            if (s->launch.args[i].buf == SCHED_BUF_WEIGHTS) w += (double)a[i].bytes;
+    }
+    return w < (double)s->min_hbm_bytes ? w : (double)s->min_hbm_bytes;
+}
+
+static int predict_kernel_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
+    const plan_kernel *pk = &c->p->kernels[s->launch.kernel];
+    const predict_kind *row = predict_kind_of(pk->spec.kind);
+    kernel_geometry geo;
+    if (!row) return diag_set(d, DIAG_CODE_INTERNAL, "the performance model has no row for kernel kind %s",
+                              kernel_kind_name(pk->spec.kind));
+    if (kernel_geometry_of(&pk->spec, &geo, d)) return -1;
+    const kernel_launch_dims *dm = &s->launch.dims;
+    const plan_kernel_stats *st = c->stats >= 0 ? &c->p->images[c->stats].stats[s->launch.kernel] : NULL;
+    predict_unit unit = row->unit(&pk->spec, &geo, c->image_sm);
+    if (c->k->tensor_units && row->unit(&pk->spec, &geo, 1000) != PREDICT_UNIT_SIMT) unit = PREDICT_UNIT_TENSOR;
+    predict_work w = {.flops = s->flops,
+                      .unit = unit,
+                      .ctas = (long)dm->grid[0] * dm->grid[1] * dm->grid[2],
+                      .threads = (int)(dm->block[0] * dm->block[1] * dm->block[2]),
+                      .registers = st && st->registers > 0 ? st->registers : -1,
+                      .smem = (int)dm->shared_bytes + (st ? st->shared_static : 0),
+                      .launches = 1};
+    w.weight_bytes = predict_weight_bytes(c->p, s);
+    w.act_bytes = (double)s->min_hbm_bytes - w.weight_bytes;
+    if (row->adjust) row->adjust(&pk->spec, &geo, &w);
+    if (predict_time(c, &w, out))
+        return diag_set(d, DIAG_CODE_INPUT, "step %s: a CTA of %d threads, %d registers, %d bytes of shared memory "
+                        "does not fit an SM of the %s", s->name, w.threads, w.registers, w.smem, c->g->part);
+    return 0;
+}
+
+/* The best of cuBLASLt's plausible candidates. */
+static int predict_gemm_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
+    const predict_tile *tiles;
+    const int *splits;
+    int nt = predict_gemm_tiles(&tiles), ns = predict_gemm_splits(&splits), found = 0;
+    double weights = predict_weight_bytes(c->p, s);
+    for (int t = 0; t < nt; t++)
+        for (int k = 0; k < ns; k++) {
+            if (splits[k] > 1 && s->gemm.k / splits[k] < 64) continue;
+            predict_work w = {.flops = s->flops, .weight_bytes = weights};
+            w.act_bytes = (double)s->min_hbm_bytes - weights;
+            predict_gemm_work(&s->gemm, &tiles[t], splits[k], c->image_sm, c->g, &w);
+            predict_step cand;
+            if (predict_time(c, &w, &cand)) continue;
+            if (!found || cand.us < out->us) *out = cand;
+            found = 1;
+        }
+    if (!found) return diag_set(d, DIAG_CODE_INTERNAL, "step %s: no cuBLASLt tile fits the %s", s->name, c->g->part);
+    return 0;
+}
+
+/* ------------------------------------------------------------ buckets */
+
+static int predict_bucket_run(predict_ctx *c, const sched_bucket *b, predict_bucket *out, diag *d) {
+    const predict_gpu *g = c->g;
+    double weights = 0, l2 = g->l2_mb * 1e6, arena = (double)b->arena_bytes;
+    for (int i = 0; i < b->nsteps; i++) weights += predict_weight_bytes(c->p, &b->steps[i]);
+    c->l2_share = weights > 0 && l2 > arena ? (l2 - arena) / weights : 0.0;
+    if (c->l2_share > 1.0) c->l2_share = 1.0;
+    c->act_dram = arena > l2 ? (arena - l2) / arena : 0.0;
+    out->seq_len = b->seq_len;
+    out->l2_weight_share = c->l2_share;
+    out->floor_us = weights * (1.0 - c->l2_share) / (g->dram_gbs * 1e9) * 1e6;
+    out->steps = calloc((size_t)b->nsteps + 1, sizeof *out->steps);
+    if (!out->steps) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    for (int i = 0; i < b->nsteps; i++) {
+        const sched_step *s = &b->steps[i];
+        predict_step *ps = &out->steps[out->nsteps];
+        int rc = s->kind == SCHED_STEP_GEMM ? predict_gemm_step(c, s, ps, d) : predict_kernel_step(c, s, ps, d);
+        if (rc) return -1;
+        out->nsteps++;
+        out->us += ps->us;
+        out->launches += ps->launches;
+        out->launch_us += ps->launch_us;
+        if (ps->math_us > ps->memory_us) out->math_bound_us += ps->math_us;
+        else out->memory_bound_us += ps->memory_us;
+    }
+    return 0;
+}
+
+int predict_plan(const plan *p, const predict_gpu *g, const predict_constants *k, predict_result *r, diag *d) {
+    memset(r, 0, sizeof *r);
+    r->gpu = g;
+    r->k = *k;
+    predict_ctx c = {.p = p, .g = g, .k = &r->k};
+    predict_images(p, g, &r->image, &c.stats, &c.image_sm);
+    r->stats_image = c.stats;
+    if (r->image < 0) {
+        char why[512], arch[16];
+        snprintf(arch, sizeof arch, "sm_%d%d", g->major, g->minor);
+        plan_image_select(p, arch, g->major, g->minor, why, sizeof why);
+        return diag_set(d, DIAG_CODE_INPUT, "the %s would not run this plan: %s", g->part, why);
+    }
+    r->buckets = calloc((size_t)p->nbuckets + 1, sizeof *r->buckets);
+    if (!r->buckets) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    for (int b = 0; b < p->nbuckets; b++) {
+        int rc = predict_bucket_run(&c, &p->buckets[b], &r->buckets[r->nbuckets++], d);
+        if (rc) {
+            predict_result_free(r);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void predict_result_free(predict_result *r) {
+    for (int b = 0; r->buckets && b < r->nbuckets; b++) free(r->buckets[b].steps);
+    free(r->buckets);
+    r->buckets = NULL;
+    r->nbuckets = 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * predict_kinds — the per-kernel-kind part of the performance model
+ * (predict_internal.h says what a row must supply), and the model of a
+ * cuBLASLt step.
+ *
+ * Kernel kinds.  Each row states, in the model's terms, the choice its
+ * template makes: the LayerNorm family and pooling run on the CUDA cores;
+ * attention and the GEMM template use mma.sync for 16-bit storage from
+ * sm_80 on (the SIMT path on sm_75 and for float32 — kernels_templates/
+ * gemm.cuh, attention.cuh); a GEMM CTA computes its whole BM x BN tile
+ * over K, padding included.  A kind added to kernel_kind without a row
+ * here makes `--predict` refuse the plan (test_predict checks every kind
+ * has one), so the model never silently guesses.
+ *
+ * cuBLASLt.  The algorithm is chosen at run time by cuBLASLt's heuristic,
+ * so the model takes the best of a set of plausible tiles — the shapes of
+ * CUTLASS-style tensor-core kernels, 4 or 8 warps, 4 stages of 32-deep
+ * K slices from sm_80 on (2 on sm_75) — with split-K factors up to 8.  A
+ * split-K candidate writes and reads back FP32 partial sums and pays one
+ * more dependent launch for the reduction.  Registers are estimated as the
+ * tile's FP32 accumulators per thread plus 48 for addresses and fragments.
+ */
+#include "predict_internal.h"
+
+static predict_unit predict_unit_simt(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
+    (void)s, (void)g, (void)image_sm;
+    return PREDICT_UNIT_SIMT;
+}
+
+/* kernels_templates/attention.cuh: the tensor-core path from sm_80 on when
+ * the geometry chose it (16-bit, head_dim % 16, aligned). */
+static predict_unit predict_unit_attention(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
+    (void)s;
+    return g->tc && image_sm >= 80 ? PREDICT_UNIT_WARP_MMA : PREDICT_UNIT_SIMT;
+}
+
+/* kernels_templates/gemm.cuh: mma.sync for 16-bit storage from sm_80 on. */
+static predict_unit predict_unit_gemm(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
+    (void)g;
+    return plan_dtype_size(s->dtype) == 2 && image_sm >= 80 ? PREDICT_UNIT_WARP_MMA : PREDICT_UNIT_SIMT;
+}
+
+/* A CTA computes its whole tile over all of K. */
+static void predict_adjust_gemm(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
+    w->cta_flops = 2.0 * g->bm * g->bn * s->k;
+    w->tile_m = g->bm;
+    w->tile_n = g->bn;
+}
+
+static const predict_kind predict_kind_simt = {predict_unit_simt, NULL};
+static const predict_kind predict_kind_attention = {predict_unit_attention, NULL};
+static const predict_kind predict_kind_gemm = {predict_unit_gemm, predict_adjust_gemm};
+
+/* One row per kind: a new kind adds one line (and, if its template has a
+ * rule of its own, its functions above). */
+static const predict_kind *const predict_kinds[KERNEL_KIND_COUNT] = {
+    [KERNEL_KIND_EMBED_LN] = &predict_kind_simt,
+    [KERNEL_KIND_ADD_LN] = &predict_kind_simt,
+    [KERNEL_KIND_ATTENTION] = &predict_kind_attention,
+    [KERNEL_KIND_GEMM] = &predict_kind_gemm,
+    [KERNEL_KIND_POOL] = &predict_kind_simt,
+};
+
+const predict_kind *predict_kind_of(kernel_kind kind) {
+    return (unsigned)kind < KERNEL_KIND_COUNT ? predict_kinds[kind] : NULL;
+}
+
+/* ------------------------------------------------------------ cuBLASLt */
+
+static const predict_tile predict_tiles[] = {
+    {256, 128, 8}, {128, 256, 8}, {128, 128, 4}, {128, 64, 4}, {64, 128, 4}, {64, 64, 4},
+};
+static const int predict_splits[] = {1, 2, 3, 4, 6, 8};
+
+int predict_gemm_tiles(const predict_tile **tiles) {
+    *tiles = predict_tiles;
+    return (int)(sizeof predict_tiles / sizeof predict_tiles[0]);
+}
+
+int predict_gemm_splits(const int **splits) {
+    *splits = predict_splits;
+    return (int)(sizeof predict_splits / sizeof predict_splits[0]);
+}
+
+static long predict_ceil_div(long a, long b) { return (a + b - 1) / b; }
+
+void predict_gemm_work(const sched_gemm *g, const predict_tile *t, int split, int image_sm, const predict_gpu *gpu,
+                       predict_work *w) {
+    int es = plan_dtype_size(g->ab_type), stages = image_sm >= 80 ? 4 : 2;
+    long kslice = predict_ceil_div((long)g->k, split);
+    w->ctas = predict_ceil_div((long)g->m, t->bm) * predict_ceil_div((long)g->n, t->bn) * split * g->batch_count;
+    w->threads = 32 * t->warps;
+    w->registers = t->bm * t->bn / w->threads + 48;
+    if (w->registers > 255) w->registers = 255;
+    w->smem = stages * (t->bm + t->bn) * 32 * es;
+    w->cta_flops = 2.0 * t->bm * t->bn * (double)kslice;
+    w->extra_bytes = split > 1 ? 2.0 * 4.0 * (double)g->m * (double)g->n * split * g->batch_count : 0.0;
+    w->launches = split > 1 ? 2 : 1;
+    w->tile_m = t->bm;
+    w->tile_n = t->bn;
+    w->split_k = split;
+    int tensor = g->ab_type == PLAN_DTYPE_F16 || (g->ab_type == PLAN_DTYPE_BF16 && gpu->bf16_tensor);
+    w->unit = tensor ? PREDICT_UNIT_TENSOR : PREDICT_UNIT_SIMT;
+}

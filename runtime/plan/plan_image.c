@@ -1,0 +1,70 @@
+/*
+ * plan_image — which of a plan's kernel images runs on a device (plan.h).
+ *
+ * The rules are CUDA's compatibility rules, applied in the order that gives
+ * the best code: an image built for exactly this architecture (a CUBIN
+ * "sm_86" on 8.6, or the emulated device's "emu" on its 0.0); else a CUBIN
+ * of the same major version and an older minor (binary compatible: sm_80
+ * code runs on 8.6 and 8.9, never across majors); else PTX for a
+ * capability not newer than the device's, which the driver JIT-compiles
+ * (the newest such PTX, since it may use newer instructions).  The
+ * emulated device is not special here: it is the architecture named "emu",
+ * and only an image of that name matches it.
+ *
+ * The rule lives beside the plan's vocabulary, not in the runtime, because
+ * two sides need the same answer: the runtime choosing what to load, and
+ * the compiler (which CUBINs a plan needs at all, and what `bertc inspect
+ * --predict` assumes a GPU runs).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+int plan_arch_number(const char *arch, const char *prefix) {
+    size_t n = strlen(prefix);
+    if (strncmp(arch, prefix, n)) return -1;
+    const char *s = arch + n;
+    if (!*s) return -1;
+    int v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 10000) return -1;
+        v = v * 10 + (*s - '0');
+    }
+    return v;
+}
+
+int plan_cubin_runs_on(int sm, int major, int minor) { return sm >= 0 && sm / 10 == major && sm % 10 <= minor; }
+
+/* The newest image of `kind` (CUBIN or PTX) that a major.minor device can run; -1 if none. */
+static int plan_image_newest(const plan *p, plan_image_kind kind, int major, int minor) {
+    int best = -1, best_sm = -1;
+    for (int i = 0; i < p->nimages; i++) {
+        if (p->images[i].kind != kind) continue;
+        int sm = plan_arch_number(p->images[i].arch, kind == PLAN_IMAGE_CUBIN ? "sm_" : "compute_");
+        int ok = kind == PLAN_IMAGE_CUBIN ? plan_cubin_runs_on(sm, major, minor) : sm >= 0 && sm <= major * 10 + minor;
+        if (ok && sm > best_sm) best = i, best_sm = sm;
+    }
+    return best;
+}
+
+int plan_image_select(const plan *p, const char *arch, int major, int minor, char *why, size_t cap) {
+    for (int i = 0; i < p->nimages; i++)
+        if (p->images[i].kind != PLAN_IMAGE_PTX && !strcmp(p->images[i].arch, arch)) return i;
+    if (major > 0) {
+        int best = plan_image_newest(p, PLAN_IMAGE_CUBIN, major, minor);
+        if (best < 0) best = plan_image_newest(p, PLAN_IMAGE_PTX, major, minor);
+        if (best >= 0) return best;
+    }
+    if (why && cap) {
+        int n = snprintf(why, cap, "the plan has no kernel image for %s (compute capability %d.%d): it carries", arch,
+                         major, minor);
+        for (int i = 0; i < p->nimages && n > 0 && (size_t)n < cap; i++)
+            n += snprintf(why + n, cap - (size_t)n, "%s %s%s", i ? "," : "", p->images[i].arch,
+                          p->images[i].kind == PLAN_IMAGE_PTX ? " (PTX)" : "");
+        if (n > 0 && (size_t)n < cap)
+            snprintf(why + n, cap - (size_t)n, "%s; compile it with --arch %s", p->nimages ? "" : " none",
+                     major > 0 ? arch : "emu");
+    }
+    return -1;
+}

@@ -1,0 +1,200 @@
+/*
+ * test_predict — the performance model (compiler/predict.h).
+ *
+ * The equations are checked against a reference computed here from the
+ * formulas of docs/performance-model.md (occupancy by hand for known
+ * kernels, one step's time from its inputs), not against the model's own
+ * output; the properties every prediction must have are checked on a real
+ * plan (tiny-bert-fp16 from `make plans`: CUBINs for sm_75 and sm_86, PTX
+ * for compute_75 and compute_80): every GPU of the table runs an image and
+ * gets a prediction, a bucket's total is the sum of its steps, a longer
+ * bucket never takes less time, every kernel kind has a row of its own, and
+ * the specification table holds what its sources say.  The calibration
+ * against TensorRT's figures needs BERT-sized plans and is `make bench`'s
+ * (tools/fit_perf_model.py --check).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "plan.h"
+#include "predict.h"
+#include "predict_internal.h"
+
+static int t_close(double a, double b) { return fabs(a - b) <= 1e-9 * (fabs(a) + fabs(b)) + 1e-12; }
+
+static void test_gpu_table(void) {
+    const char *want[] = {"t4", "a10", "l4", "l40s", "a100", "h100", "h200", "b200"};
+    CHECK(predict_gpu_count() == 8, "%d GPUs", predict_gpu_count());
+    for (int i = 0; i < 8; i++) {
+        const predict_gpu *g = predict_gpu_find(want[i]);
+        CHECK(g && g == predict_gpu_at(i) && strstr(predict_gpu_names(), want[i]), "%s missing", want[i]);
+        if (!g) continue;
+        CHECK(g->sms > 0 && g->clock_mhz > 500 && g->dram_gbs > 100 && g->l2_mb > 0 && g->tensor_tflops > 10 &&
+                  g->warp_mma_share > 0 && g->warp_mma_share <= 1 && g->regs_per_sm == 65536 &&
+                  g->max_threads_per_sm >= 1024 && g->max_ctas_per_sm >= 16 && g->sources && *g->sources,
+              "%s: implausible row", g->name);
+    }
+    CHECK(!predict_gpu_find("v100") && !predict_gpu_find(NULL), "unknown GPU found");
+    /* a few figures from the data sheets, as a guard against a typo */
+    CHECK(predict_gpu_find("a100")->sms == 108 && predict_gpu_find("a100")->dram_gbs == 1555 &&
+              predict_gpu_find("h100")->tensor_tflops == 989 && predict_gpu_find("t4")->major == 7 &&
+              predict_gpu_find("l4")->minor == 9,
+          "data sheet figures");
+}
+
+static void test_every_kind_has_a_row(void) {
+    for (int k = 0; k < KERNEL_KIND_COUNT; k++)
+        CHECK(predict_kind_of((kernel_kind)k) && predict_kind_of((kernel_kind)k)->unit,
+              "kernel kind %d has no row in predict_kinds.c", k);
+    CHECK(predict_kind_of(KERNEL_KIND_COUNT) == NULL, "a row past the last kind");
+}
+
+static void test_constants(void) {
+    predict_constants k;
+    predict_constants_default(&k);
+    CHECK(k.launch_cycles > 0 && k.efficiency > 0 && k.efficiency <= 1 && !k.tensor_units, "defaults");
+    diag d;
+    diag_init(&d);
+    CHECK(predict_constants_parse("launch_cycles=1234,efficiency=0.5,units=tensor", &k, &d) == 0 &&
+              k.launch_cycles == 1234 && k.efficiency == 0.5 && k.tensor_units,
+          "parse: %s", d.text);
+    const char *bad[] = {"launch_cycles=", "efficiency=2", "efficiency=0", "speed=3", "units=magic", "x", "launch_cycles=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        diag_init(&d);
+        CHECK(predict_constants_parse(bad[i], &k, &d) != 0 && d.code == DIAG_CODE_USAGE && strstr(d.text, bad[i]),
+              "'%s' accepted or unclear: %s", bad[i], d.text);
+    }
+}
+
+/* Occupancy worked out by hand from the CUDA rules. */
+static void test_occupancy(void) {
+    const predict_gpu *a100 = predict_gpu_find("a100"), *t4 = predict_gpu_find("t4"), *l4 = predict_gpu_find("l4");
+    /* LayerNorm: 128 threads, 63 registers -> 64 -> 2048 per warp -> 32 warps -> 8 CTAs */
+    CHECK(predict_ctas_per_sm(a100, 128, 63, 0) == 8, "a100 LN: %d", predict_ctas_per_sm(a100, 128, 63, 0));
+    /* attention: 32 threads, 144 registers (4608 per warp: 14 warps), 36 KB + 1 KB reserved -> 4 by smem */
+    CHECK(predict_ctas_per_sm(a100, 32, 144, 36864) == 4, "a100 attention: %d",
+          predict_ctas_per_sm(a100, 32, 144, 36864));
+    /* T4: 64 KB per SM and no reservation -> 1 CTA of 36 KB; 16 CTAs at most */
+    CHECK(predict_ctas_per_sm(t4, 32, 144, 36864) == 1, "t4 attention: %d", predict_ctas_per_sm(t4, 32, 144, 36864));
+    CHECK(predict_ctas_per_sm(t4, 32, 16, 0) == 16, "t4 CTA limit: %d", predict_ctas_per_sm(t4, 32, 16, 0));
+    /* Ada: 1536 threads -> 6 CTAs of 256; unknown registers do not limit */
+    CHECK(predict_ctas_per_sm(l4, 256, -1, 0) == 6, "l4 threads: %d", predict_ctas_per_sm(l4, 256, -1, 0));
+    /* 255 registers x 1024 threads exceed the register file: not even one */
+    CHECK(predict_ctas_per_sm(a100, 1024, 255, 0) == 0, "a100 oversized CTA fits");
+    CHECK(predict_ctas_per_sm(t4, 128, 32, 70000) == 0, "t4 oversized shared memory fits");
+}
+
+static int t_open(plan *p) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/plans/tiny-bert-fp16.plan", check_build_dir());
+    diag d;
+    diag_init(&d);
+    plan_init(p);
+    int rc = plan_read(p, path, &d);
+    CHECK(rc == 0, "%s (make plans)", d.text);
+    return rc;
+}
+
+/* The properties of every prediction, on every GPU, both unit modes. */
+static void test_predictions_consistent(void) {
+    plan p;
+    if (t_open(&p)) return;
+    const char *runs[8] = {"sm_75", "sm_86", "sm_86", "sm_86", "compute_80", "compute_80", "compute_80", "compute_80"};
+    for (int i = 0; i < predict_gpu_count(); i++)
+        for (int units = 0; units < 2; units++) {
+            const predict_gpu *g = predict_gpu_at(i);
+            predict_constants k;
+            predict_constants_default(&k);
+            k.tensor_units = units;
+            predict_result r;
+            diag d;
+            diag_init(&d);
+            if (predict_plan(&p, g, &k, &r, &d)) {
+                CHECK(0, "%s: %s", g->name, d.text);
+                continue;
+            }
+            CHECK(r.image >= 0 && !strcmp(p.images[r.image].arch, runs[i]), "%s runs %s, expected %s", g->name,
+                  r.image >= 0 ? p.images[r.image].arch : "none", runs[i]);
+            CHECK(r.nbuckets == p.nbuckets, "%s: %d buckets", g->name, r.nbuckets);
+            for (int b = 0; b < r.nbuckets; b++) {
+                const predict_bucket *pb = &r.buckets[b];
+                double sum = 0;
+                for (int s = 0; s < pb->nsteps; s++) {
+                    const predict_step *st = &pb->steps[s];
+                    sum += st->us;
+                    CHECK(st->launch_us > 0 && st->us >= st->launch_us && st->waves >= 1 && st->ctas_per_sm >= 1 &&
+                              st->ctas >= 1 && st->occupancy > 0 && st->occupancy <= 1,
+                          "%s bucket %d step %d: implausible", g->name, pb->seq_len, s);
+                    CHECK(t_close(st->us, st->launch_us + fmax(st->math_us, st->memory_us)), "step is not launch + max");
+                }
+                CHECK(pb->nsteps == p.buckets[b].nsteps && t_close(pb->us, sum) && pb->launches >= pb->nsteps,
+                      "%s bucket %d: total %.6f, steps sum to %.6f", g->name, pb->seq_len, pb->us, sum);
+                /* tiny-bert's weights fit every L2: no DRAM floor then */
+                CHECK(pb->floor_us >= 0 && pb->floor_us < pb->us && (pb->floor_us > 0) == (pb->l2_weight_share < 1),
+                      "%s bucket %d: floor %.3f of %.3f, L2 share %.2f", g->name, pb->seq_len, pb->floor_us, pb->us,
+                      pb->l2_weight_share);
+                if (b > 0)
+                    CHECK(pb->us >= r.buckets[b - 1].us, "%s: bucket %d (%.2f us) faster than %d (%.2f us)", g->name,
+                          pb->seq_len, pb->us, r.buckets[b - 1].seq_len, r.buckets[b - 1].us);
+            }
+            predict_result_free(&r);
+        }
+    plan_free(&p);
+}
+
+/* One kernel step recomputed from the model's formulas, by hand. */
+static void test_step_from_formulas(void) {
+    plan p;
+    if (t_open(&p)) return;
+    const predict_gpu *g = predict_gpu_find("a10"); /* runs the sm_86 CUBIN: its own ptxas numbers */
+    predict_constants k;
+    predict_constants_default(&k);
+    predict_result r;
+    diag d;
+    diag_init(&d);
+    if (predict_plan(&p, g, &k, &r, &d)) {
+        CHECK(0, "%s", d.text);
+        plan_free(&p);
+        return;
+    }
+    const sched_bucket *b = &p.buckets[p.nbuckets - 1];
+    int checked = 0;
+    for (int s = 0; s < b->nsteps && !checked; s++) {
+        const sched_step *st = &b->steps[s];
+        if (st->kind != SCHED_STEP_KERNEL || p.kernels[st->launch.kernel].spec.kind != KERNEL_KIND_ADD_LN) continue;
+        const predict_step *ps = &r.buckets[p.nbuckets - 1].steps[s];
+        const plan_kernel_stats *sx = &p.images[r.stats_image].stats[st->launch.kernel];
+        long ctas = (long)st->launch.dims.grid[0] * st->launch.dims.grid[1];
+        int threads = (int)st->launch.dims.block[0], warps = threads / 32;
+        int r_hand = predict_ctas_per_sm(g, threads, sx->registers, (int)st->launch.dims.shared_bytes + sx->shared_static);
+        long per_sm = (ctas + g->sms - 1) / g->sms;
+        int reff = per_sm < r_hand ? (int)per_sm : r_hand;
+        double busy = fmin(1.0, reff * warps / 4.0), peak = g->fp32_lanes * 2.0 * g->clock_mhz * 1e6;
+        double math = ceil((double)ctas / (g->sms * reff)) * reff * (st->flops / ctas) / (peak * k.efficiency * busy);
+        /* add_ln reads only gamma and beta from the weights; its activations
+         * stay in the L2 (the arena fits on an A10): DRAM sees the weights */
+        double launch = k.launch_cycles / g->clock_mhz;
+        CHECK(ps->unit == PREDICT_UNIT_SIMT && t_close(ps->launch_us, launch) && t_close(ps->math_us, math * 1e6),
+              "add_ln: launch %.6f (want %.6f), math %.6f (want %.6f)", ps->launch_us, launch, ps->math_us, math * 1e6);
+        const kernel_spec *sp = &p.kernels[st->launch.kernel].spec;
+        CHECK(ps->weight_bytes == 2.0 * (2 + sp->has_bias) * sp->hidden,
+              "add_ln weight bytes %.0f (gamma, beta%s)", ps->weight_bytes, sp->has_bias ? ", bias" : "");
+        checked = 1;
+    }
+    CHECK(checked, "no add_ln step");
+    predict_result_free(&r);
+    plan_free(&p);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    CHECK_CASE(test_gpu_table);
+    CHECK_CASE(test_every_kind_has_a_row);
+    CHECK_CASE(test_constants);
+    CHECK_CASE(test_occupancy);
+    CHECK_CASE(test_predictions_consistent);
+    CHECK_CASE(test_step_from_formulas);
+    return check_summary();
+}

@@ -1,0 +1,359 @@
+/*
+ * test_kbuild_cache — the compile pipeline's promises that do not depend on
+ * which kernels a plan has: targets chosen from the texts' __CUDA_ARCH__
+ * tests, outputs independent of the thread count and of the cache, and the
+ * cache itself (kcache.h).
+ *
+ * The kernels are three small texts, so a compile costs a fraction of a
+ * second: one plain, one that tests `__CUDA_ARCH__ >= 800` (as the
+ * templates do) and, where a case asks for it, one that tests `>= 900` or
+ * uses a macro kbuild cannot read.  Every case works in its own cache
+ * folder under a fresh temporary directory (BERTC_CACHE_DIR is pointed
+ * there), never in the user's.
+ *
+ * What "the same output" means: every image of the result, byte for byte,
+ * and every ptxas number — a compile from the cache, with no cache, with 1
+ * or 4 threads, after a damaged entry, and in two threads sharing one
+ * cache folder at once.  The folders the cache creates are private to the
+ * user (an entry becomes code in a plan: docs/security.md).
+ */
+#include <dirent.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "kbuild.h"
+#include "kcache.h"
+
+static const char k_plain[] =
+    "extern \"C\" __global__ void kc_plain(float *o) { o[threadIdx.x] = 1.0f + threadIdx.x; }\n";
+static const char k_arch80[] =
+    "extern \"C\" __global__ void kc_arch80(float *o) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+    "    o[threadIdx.x] = 2.0f;\n"
+    "#else\n"
+    "    o[threadIdx.x] = 3.0f;\n"
+    "#endif\n"
+    "}\n";
+static const char k_arch90[] =
+    "extern \"C\" __global__ void kc_arch90(float *o) {\n"
+    "#if __CUDA_ARCH__ >= 900\n"
+    "    o[threadIdx.x] = 4.0f;\n"
+    "#endif\n"
+    "}\n";
+static const char k_unreadable[] =
+    "extern \"C\" __global__ void kc_list(float *o) { o[0] = (float)(__CUDA_ARCH__ / 100); }\n";
+
+static char t_root[256];
+
+static int t_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* A fresh BERTC_CACHE_DIR under the test's folder. */
+static void t_cache_dir(const char *name, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%s", t_root, name);
+    nftw(out, t_rm, 16, FTW_DEPTH | FTW_PHYS);
+    setenv("BERTC_CACHE_DIR", out, 1);
+}
+
+static int t_compile(const kbuild_unit *u, int n, const char *const *archs, int narchs, int jobs, kcache *cache,
+                     kbuild_result *r) {
+    kbuild_options o = {.jobs = jobs, .cache = cache};
+    diag d;
+    diag_init(&d);
+    int rc = kbuild_compile(u, n, archs, narchs, &o, r, &d);
+    CHECK(rc == 0, "compile: %s", d.text);
+    return rc;
+}
+
+/* Whether two results are the same, image by image and number by number. */
+static int t_same(const kbuild_result *a, const kbuild_result *b, const char *what) {
+    int ok = a->nimages == b->nimages;
+    for (int i = 0; ok && i < a->nimages; i++) {
+        const kbuild_image *x = &a->images[i], *y = &b->images[i];
+        ok = !strcmp(x->arch, y->arch) && x->is_ptx == y->is_ptx && x->size == y->size &&
+             !memcmp(x->data, y->data, x->size);
+        for (int u = 0; ok && !x->is_ptx && u < a->nunits; u++)
+            ok = !memcmp(&x->stats[u], &y->stats[u], sizeof x->stats[u]);
+    }
+    CHECK(ok, "%s: the outputs differ", what);
+    return ok;
+}
+
+static const kbuild_unit t_units[2] = {{k_plain, "kc_plain"}, {k_arch80, "kc_arch80"}};
+static const char *const t_archs[3] = {"sm_75", "sm_80", "sm_86"};
+
+/* Miss, hit, no cache, 1 and 4 threads: the same bytes. */
+static void test_cache_hit_miss_identical(void) {
+    char dir[512];
+    t_cache_dir("hitmiss", dir, sizeof dir);
+    kcache c;
+    kcache_open(&c, 1);
+    CHECK(c.dir && strstr(c.dir, dir) == c.dir && strstr(c.dir, "/" KCACHE_SUBDIR), "cache folder %s", c.dir);
+    struct stat st;
+    CHECK(c.dir && stat(c.dir, &st) == 0 && (st.st_mode & 0777) == 0700 && stat(dir, &st) == 0 &&
+              (st.st_mode & 0777) == 0700,
+          "the cache folders are not private to the user");
+    kbuild_result miss, hit, none, one;
+    if (t_compile(t_units, 2, t_archs, 3, 2, &c, &miss)) goto out;
+    CHECK(miss.ntargets == 2 && miss.cached_jobs == 0 && miss.njobs == 5, "%d targets, %d of %d jobs cached",
+          miss.ntargets, miss.cached_jobs, miss.njobs);
+    CHECK(c.stores == miss.njobs && c.hits == 0, "%d stores, %d hits", c.stores, c.hits);
+    if (!t_compile(t_units, 2, t_archs, 3, 2, &c, &hit)) {
+        CHECK(hit.cached_jobs == hit.njobs, "second compile: %d of %d jobs cached", hit.cached_jobs, hit.njobs);
+        t_same(&miss, &hit, "cache hit");
+        kbuild_result_free(&hit);
+    }
+    if (!t_compile(t_units, 2, t_archs, 3, 4, NULL, &none)) {
+        t_same(&miss, &none, "no cache, 4 threads");
+        kbuild_result_free(&none);
+    }
+    kcache off;
+    kcache_open(&off, 0);
+    CHECK(off.dir == NULL, "a disabled cache has a folder");
+    if (!t_compile(t_units, 2, t_archs, 3, 1, &off, &one)) {
+        CHECK(one.cached_jobs == 0 && off.stores == 0, "a disabled cache was used");
+        t_same(&miss, &one, "disabled cache, 1 thread");
+        kbuild_result_free(&one);
+    }
+    kcache_close(&off);
+    kbuild_result_free(&miss);
+out:
+    kcache_close(&c);
+}
+
+/* The files of a cache folder, temporaries included (paths, malloc'd);
+ * their count. */
+static int t_entries(const char *dir, char **paths, int cap) {
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/%s", dir, KCACHE_SUBDIR);
+    int n = 0;
+    DIR *d = opendir(sub);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char leaf[900];
+        snprintf(leaf, sizeof leaf, "%s/%s", sub, e->d_name);
+        DIR *d2 = opendir(leaf);
+        for (struct dirent *f; d2 && (f = readdir(d2));)
+            if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..") && n < cap &&
+                asprintf(&paths[n], "%s/%s", leaf, f->d_name) > 0)
+                n++;
+        if (d2) closedir(d2);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* Damages a file: a flipped byte (mode 0), cut in half (1), emptied (2). */
+static void t_damage(const char *path, int mode) {
+    FILE *f = fopen(path, "r+b");
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    if (mode == 0) {
+        long at = (long)(check_rng_u64() % (uint64_t)n);
+        fseek(f, at, SEEK_SET);
+        int c = fgetc(f);
+        fseek(f, at, SEEK_SET);
+        fputc(c ^ 0x10, f);
+    }
+    fclose(f);
+    if (mode) CHECK(truncate(path, mode == 1 ? n / 2 : 0) == 0, "truncate %s", path);
+}
+
+/* Every entry damaged in turn is detected, rebuilt and replaced. */
+static void test_cache_damaged_entries(void) {
+    char dir[512], *paths[16];
+    t_cache_dir("damaged", dir, sizeof dir);
+    kcache c;
+    kcache_open(&c, 1);
+    kbuild_result ref, r;
+    if (t_compile(t_units, 2, t_archs, 3, 2, &c, &ref)) {
+        kcache_close(&c);
+        return;
+    }
+    int n = t_entries(dir, paths, 16);
+    CHECK(n == ref.njobs, "%d entries for %d jobs", n, ref.njobs);
+    for (int i = 0; i < n; i++) {
+        t_damage(paths[i], i % 3);
+        int damaged = c.damaged;
+        if (!t_compile(t_units, 2, t_archs, 3, 2, &c, &r)) {
+            CHECK(c.damaged == damaged + 1, "entry %d (%s): %d damaged entries seen", i, paths[i], c.damaged - damaged);
+            CHECK(r.cached_jobs == r.njobs - 1, "entry %d: %d of %d jobs cached", i, r.cached_jobs, r.njobs);
+            t_same(&ref, &r, "after a damaged entry");
+            kbuild_result_free(&r);
+        }
+        if (!t_compile(t_units, 2, t_archs, 3, 2, &c, &r)) {
+            CHECK(r.cached_jobs == r.njobs, "entry %d not replaced: %d of %d cached", i, r.cached_jobs, r.njobs);
+            kbuild_result_free(&r);
+        }
+        free(paths[i]);
+    }
+    kbuild_result_free(&ref);
+    kcache_close(&c);
+}
+
+typedef struct t_thread_arg {
+    kbuild_result r;
+    int rc;
+} t_thread_arg;
+
+static void *t_thread(void *arg) {
+    t_thread_arg *a = arg;
+    kcache c;
+    kcache_open(&c, 1);
+    kbuild_options o = {.jobs = 2, .cache = &c};
+    diag d;
+    diag_init(&d);
+    a->rc = kbuild_compile(t_units, 2, t_archs, 3, &o, &a->r, &d);
+    kcache_close(&c);
+    return NULL;
+}
+
+/* Two compiles into one empty cache folder at once: both right, the same. */
+static void test_cache_concurrent(void) {
+    char dir[512];
+    t_cache_dir("concurrent", dir, sizeof dir);
+    t_thread_arg a[2];
+    memset(a, 0, sizeof a);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, t_thread, &a[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(a[0].rc == 0 && a[1].rc == 0, "concurrent compiles failed");
+    if (!a[0].rc && !a[1].rc) t_same(&a[0].r, &a[1].r, "concurrent compiles");
+    kbuild_result ref;
+    if (!t_compile(t_units, 2, t_archs, 3, 2, NULL, &ref)) {
+        if (!a[0].rc) t_same(&ref, &a[0].r, "concurrent against uncached");
+        kbuild_result_free(&ref);
+    }
+    for (int i = 0; i < 2; i++) kbuild_result_free(&a[i].r);
+    char *paths[16];
+    int n = t_entries(dir, paths, 16);
+    for (int i = 0; i < n; i++) free(paths[i]);
+    CHECK(n == 5, "%d entries after two concurrent compiles (no temporaries left, one per key)", n);
+}
+
+/* The folder: BERTC_CACHE_DIR, else XDG_CACHE_HOME/bertc, else
+ * HOME/.cache/bertc; one that cannot be made turns the cache off. */
+static void test_cache_folder(void) {
+    char *saved_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("BERTC_CACHE_DIR", "/somewhere/else", 1);
+    char *d = kcache_default_dir();
+    CHECK(d && !strcmp(d, "/somewhere/else"), "BERTC_CACHE_DIR gave %s", d);
+    free(d);
+    unsetenv("BERTC_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    d = kcache_default_dir();
+    CHECK(d && !strcmp(d, "/xdg/bertc"), "XDG_CACHE_HOME gave %s", d);
+    free(d);
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/home/someone", 1);
+    d = kcache_default_dir();
+    CHECK(d && !strcmp(d, "/home/someone/.cache/bertc"), "HOME gave %s", d);
+    free(d);
+    /* a plain file where the folder should be: no cache, and no failure */
+    char file[512];
+    snprintf(file, sizeof file, "%s/not-a-folder", t_root);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    setenv("BERTC_CACHE_DIR", file, 1);
+    kcache c;
+    kcache_open(&c, 1);
+    CHECK(c.dir == NULL, "a cache under a file: %s", c.dir);
+    kbuild_result r;
+    if (!t_compile(t_units, 1, t_archs, 1, 1, &c, &r)) kbuild_result_free(&r);
+    kcache_close(&c);
+    if (saved_xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    if (saved_home) setenv("HOME", saved_home, 1);
+    free(saved_xdg);
+    free(saved_home);
+}
+
+/* Keys: fields are length-prefixed; entries: the part count must match. */
+static void test_cache_keys_and_entries(void) {
+    char dir[512];
+    t_cache_dir("keys", dir, sizeof dir);
+    kcache_hash h;
+    kcache_key k1, k2, k3;
+    kcache_hash_begin(&h, "t");
+    kcache_hash_str(&h, "ab");
+    kcache_hash_str(&h, "c");
+    kcache_hash_end(&h, &k1);
+    kcache_hash_begin(&h, "t");
+    kcache_hash_str(&h, "a");
+    kcache_hash_str(&h, "bc");
+    kcache_hash_end(&h, &k2);
+    kcache_hash_begin(&h, "u");
+    kcache_hash_str(&h, "ab");
+    kcache_hash_str(&h, "c");
+    kcache_hash_end(&h, &k3);
+    CHECK(memcmp(&k1, &k2, sizeof k1) && memcmp(&k1, &k3, sizeof k1), "keys collide");
+    kcache c;
+    kcache_open(&c, 1);
+    kcache_part in[2] = {{(unsigned char *)"hello", 5}, {(unsigned char *)"", 0}}, out[2];
+    CHECK(kcache_get(&c, &k1, out, 2) != 0, "a missing entry was found");
+    kcache_put(&c, &k1, in, 2);
+    CHECK(kcache_get(&c, &k1, out, 2) == 0 && out[0].size == 5 && !memcmp(out[0].data, "hello", 5) &&
+              out[1].size == 0 && out[1].data[0] == 0,
+          "round trip");
+    kcache_parts_free(out, 2);
+    CHECK(kcache_get(&c, &k1, out, 1) != 0, "an entry read with the wrong part count");
+    CHECK(kcache_get(&c, &k2, out, 2) != 0, "another key's entry");
+    kcache_close(&c);
+}
+
+/* Targets follow the texts: a >= 900 test splits sm_90 off; an unreadable
+ * use of the macro gives every arch its own. */
+static void test_targets_from_texts(void) {
+    const char *archs[3] = {"sm_75", "sm_80", "sm_90"};
+    kbuild_unit u3[3] = {{k_plain, "kc_plain"}, {k_arch80, "kc_arch80"}, {k_arch90, "kc_arch90"}};
+    kbuild_result r;
+    if (!t_compile(u3, 3, archs, 3, 2, NULL, &r)) {
+        CHECK(r.ntargets == 3 && r.nimages == 6 && !strcmp(r.images[5].arch, "compute_90"), "%d targets, last %s",
+              r.ntargets, r.nimages ? r.images[r.nimages - 1].arch : "?");
+        kbuild_result_free(&r);
+    }
+    if (!t_compile(u3, 2, archs, 3, 2, NULL, &r)) {
+        CHECK(r.ntargets == 2 && !strcmp(r.images[3].arch, "compute_75") && !strcmp(r.images[4].arch, "compute_80"),
+              "%d targets for a >= 800 test", r.ntargets);
+        kbuild_result_free(&r);
+    }
+    kbuild_unit ul[2] = {{k_plain, "kc_plain"}, {k_unreadable, "kc_list"}};
+    const char *two[2] = {"sm_80", "sm_86"};
+    if (!t_compile(ul, 2, two, 2, 2, NULL, &r)) {
+        CHECK(r.ntargets == 2 && !strcmp(r.images[3].arch, "compute_86"), "%d targets for an unreadable test",
+              r.ntargets);
+        kbuild_result_free(&r);
+    }
+    if (!t_compile(u3, 1, two, 2, 2, NULL, &r)) {
+        CHECK(r.ntargets == 1 && !strcmp(r.images[2].arch, "compute_80"), "%d targets without any test", r.ntargets);
+        kbuild_result_free(&r);
+    }
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(t_root, sizeof t_root, "%s/bertc-kcache-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(t_root)) {
+        printf("FAIL setup: cannot create %s\n", t_root);
+        return 1;
+    }
+    CHECK_CASE(test_cache_keys_and_entries);
+    CHECK_CASE(test_cache_folder);
+    CHECK_CASE(test_targets_from_texts);
+    CHECK_CASE(test_cache_hit_miss_identical);
+    CHECK_CASE(test_cache_damaged_entries);
+    CHECK_CASE(test_cache_concurrent);
+    nftw(t_root, t_rm, 16, FTW_DEPTH | FTW_PHYS);
+    return check_summary();
+}
