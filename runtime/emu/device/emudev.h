@@ -81,6 +81,15 @@ typedef struct bertc_emudev_stats {
     long matmuls;                /* executed */
     long graph_launches;
     long copies;                 /* executed memcpy operations */
+    long bytes_to_device, bytes_to_host;   /* their bytes, by direction */
+    /* programmatic dependent launch: kernels whose pre-wait part ran before
+     * their predecessor kernel (an honoured programmatic edge), and those
+     * that had to run in order because the predecessor was the same kernel */
+    long programmatic_overlapped, programmatic_serialised;
+    long dependency_waits;       /* threads that executed griddepcontrol.wait */
+    long parked_waits;           /* of them, held until the predecessor completed */
+    long triggers;               /* blocks that executed griddepcontrol.launch_dependents */
+    long prefetches;             /* bertc_prefetch_l2 calls, each range checked */
 } bertc_emudev_stats;
 void bertc_emudev_get_stats(bertc_emudev_stats *out);
 

@@ -110,6 +110,14 @@ void bertc_emudev_get_stats(bertc_emudev_stats *out) {
         .matmuls = v[EMUDEV_STAT_MATMULS],
         .graph_launches = v[EMUDEV_STAT_GRAPH_LAUNCHES],
         .copies = v[EMUDEV_STAT_COPIES],
+        .bytes_to_device = v[EMUDEV_STAT_BYTES_TO_DEVICE],
+        .bytes_to_host = v[EMUDEV_STAT_BYTES_TO_HOST],
+        .programmatic_overlapped = v[EMUDEV_STAT_PROGRAMMATIC_OVERLAPPED],
+        .programmatic_serialised = v[EMUDEV_STAT_PROGRAMMATIC_SERIALISED],
+        .dependency_waits = v[EMUDEV_STAT_DEPENDENCY_WAITS],
+        .parked_waits = v[EMUDEV_STAT_PARKED_WAITS],
+        .triggers = v[EMUDEV_STAT_TRIGGERS],
+        .prefetches = v[EMUDEV_STAT_PREFETCHES],
     };
 }
 

@@ -114,11 +114,18 @@ typedef struct emudev_launch_work {
     emudev_exec *x;   /* referenced */
 } emudev_launch_work;
 
+/* The nodes in order; a kernel node with a programmatic edge from the
+ * kernel before it starts early (emudev_work_ops.start_early). */
 static CUresult emudev_launch_run(emudev_work *w) {
     emudev_exec *x = ((emudev_launch_work *)w)->x;
     CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&x->run_mu);
-    for (size_t i = 0; i < x->count && rc == CUDA_SUCCESS; i++) rc = x->nodes[i]->ops->run(x->nodes[i]);
+    for (size_t i = 0; i < x->count && rc == CUDA_SUCCESS; i++) {
+        emudev_work *next = i + 1 < x->count ? x->nodes[i + 1] : NULL;
+        if (next && next->ops->start_early) rc = next->ops->start_early(next, x->nodes[i]);
+        if (rc == CUDA_SUCCESS) rc = x->nodes[i]->ops->run(x->nodes[i]);
+        if (rc != CUDA_SUCCESS && next && next->ops->drop_early) next->ops->drop_early(next);
+    }
     pthread_mutex_unlock(&x->run_mu);
     emudev_stat_add(EMUDEV_STAT_GRAPH_LAUNCHES, 1);
     return rc;
@@ -131,7 +138,7 @@ static emudev_work *emudev_launch_clone(const emudev_work *w) {
 }
 
 static const emudev_work_ops emudev_launch_ops = {"cuGraphLaunch", emudev_launch_run, emudev_launch_clone,
-                                                  emudev_launch_free};
+                                                  emudev_launch_free, NULL, NULL};
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
     CUresult rc = emudev_enter("cuGraphLaunch", 1);

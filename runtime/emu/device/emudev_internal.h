@@ -69,6 +69,20 @@ typedef struct emudev_work_ops {
     /* A deep copy (graph instantiation copies every node). NULL: no memory. */
     emudev_work *(*clone)(const emudev_work *w);
     void (*free)(emudev_work *w);
+    /*
+     * Programmatic dependent launch (kernels only; NULL elsewhere).  Whoever
+     * executes a sequence of work — a stream's drain, a graph's launch —
+     * calls start_early(w, prev) on the item it will run next just before
+     * running that item's predecessor prev.  A kernel launched with the
+     * programmatic-stream-serialization attribute whose predecessor is
+     * another kernel then runs the part before its griddepcontrol.wait
+     * (emu_kernel_launch_dependent) and its run() finishes it; anything else
+     * does nothing here.  drop_early undoes it when prev fails and w will
+     * not run.  Executors only call through these, so stream and graph code
+     * need not know kernels.
+     */
+    CUresult (*start_early)(emudev_work *w, const emudev_work *prev);
+    void (*drop_early)(emudev_work *w);
 } emudev_work_ops;
 
 /* Embedded as the first member of every concrete work record. */
@@ -302,6 +316,14 @@ typedef enum emudev_stat {
     EMUDEV_STAT_MATMULS,
     EMUDEV_STAT_GRAPH_LAUNCHES,
     EMUDEV_STAT_COPIES,
+    EMUDEV_STAT_BYTES_TO_DEVICE,
+    EMUDEV_STAT_BYTES_TO_HOST,
+    EMUDEV_STAT_PROGRAMMATIC_OVERLAPPED,
+    EMUDEV_STAT_PROGRAMMATIC_SERIALISED,
+    EMUDEV_STAT_DEPENDENCY_WAITS,
+    EMUDEV_STAT_PARKED_WAITS,
+    EMUDEV_STAT_TRIGGERS,
+    EMUDEV_STAT_PREFETCHES,
     EMUDEV_STAT_COUNT,
 } emudev_stat;
 

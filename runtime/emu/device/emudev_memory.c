@@ -210,6 +210,7 @@ static CUresult emudev_copy_run(emudev_work *w) {
                           w->ops->what, c->bytes, dev);
     memcpy(c->dst, c->staged ? c->staged : c->src, c->bytes);
     emudev_stat_add(EMUDEV_STAT_COPIES, 1);
+    emudev_stat_add(c->to_device ? EMUDEV_STAT_BYTES_TO_DEVICE : EMUDEV_STAT_BYTES_TO_HOST, (long)c->bytes);
     return CUDA_SUCCESS;
 }
 
@@ -232,8 +233,10 @@ static emudev_work *emudev_copy_clone(const emudev_work *w) {
     return n ? &n->w : NULL;
 }
 
-static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run, emudev_copy_clone, emudev_copy_free};
-static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run, emudev_copy_clone, emudev_copy_free};
+static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run, emudev_copy_clone,
+                                                emudev_copy_free, NULL, NULL};
+static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run, emudev_copy_clone,
+                                                emudev_copy_free, NULL, NULL};
 
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
     CUresult rc = emudev_enter("cuMemcpyHtoD", 1);
@@ -251,6 +254,7 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
     if ((rc = emudev_sticky("cuMemcpyHtoD"))) return rc;
     memcpy(emudev_host_ptr(dst), src, bytes);
     emudev_stat_add(EMUDEV_STAT_COPIES, 1);
+    emudev_stat_add(EMUDEV_STAT_BYTES_TO_DEVICE, (long)bytes);
     return CUDA_SUCCESS;
 }
 

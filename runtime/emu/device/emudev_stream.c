@@ -136,10 +136,14 @@ void emudev_stream_drain(emudev_stream *s) {
     while ((w = s->head)) {
         s->head = w->next;
         if (!s->head) s->tail = NULL;
+        /* the next item stays queued (only the drainer takes items out);
+         * a programmatic dependent starts early (emudev_work_ops) */
+        emudev_work *next = s->head;
         pthread_mutex_unlock(&s->mu);
         w->next = NULL;
         if (!atomic_load(&emudev_g.sticky)) {
-            CUresult rc = w->ops->run(w);
+            CUresult rc = next && next->ops->start_early ? next->ops->start_early(next, w) : CUDA_SUCCESS;
+            if (rc == CUDA_SUCCESS) rc = w->ops->run(w);
             if (rc != CUDA_SUCCESS) emudev_sticky_set(rc);
         }
         w->ops->free(w);
