@@ -221,7 +221,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
+	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
 	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
 

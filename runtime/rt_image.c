@@ -31,6 +31,11 @@ static int rt_arch_number(const char *arch, const char *prefix) {
     return v;
 }
 
+int rt_image_sm(const plan_image *im) {
+    int sm = rt_arch_number(im->arch, im->kind == PLAN_IMAGE_PTX ? "compute_" : "sm_");
+    return sm < 0 ? 0 : sm;
+}
+
 int rt_image_select(const plan *p, const char *arch, int major, int minor, char *why, size_t cap) {
     int best = -1, best_sm = -1;
     for (int i = 0; i < p->nimages; i++)

@@ -23,6 +23,7 @@
  *   BERTC_EMU_SEED=N         seed of the random schedule
  *   BERTC_EMU_NULL=1         kernels and matmuls do nothing (host-overhead runs)
  *   BERTC_EMU_FILL=0xNN      byte that fills new allocations (default 0xff: NaN)
+ *   BERTC_EMU_ALGORITHMS=N   cuBLASLt's heuristic offers N candidates (default 1)
  *
  * Thread safety: every function here and every emulated CUDA function may
  * be called from any thread.
@@ -62,6 +63,12 @@ void bertc_emudev_set_fill(int byte);
 /* Null device: launches, graph kernel nodes and matmuls are accepted and
  * checked but not executed (copies still happen). */
 void bertc_emudev_set_null(int on);
+
+/* How many algorithms cublasLtMatmulAlgoGetHeuristic offers per problem
+ * (1..16, default 1): identical computations under different variant
+ * numbers, so that a runtime's code that times candidates and keeps the
+ * fastest runs here too. */
+void bertc_emudev_set_algorithms(int n);
 
 /* The schedule of the fibers of every block (values of emu_schedule). */
 void bertc_emudev_set_schedule(int schedule, uint64_t seed);

@@ -67,6 +67,10 @@ void bertc_emudev_set_fill(int byte) { atomic_store(&emudev_g.fill, byte & 0xff)
 
 void bertc_emudev_set_null(int on) { atomic_store(&emudev_g.null_mode, on != 0); }
 
+void bertc_emudev_set_algorithms(int n) {
+    atomic_store(&emudev_g.algorithms, n < 1 ? 1 : n > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : n);
+}
+
 void bertc_emudev_set_schedule(int schedule, uint64_t seed) {
     if (schedule >= 0 && schedule < EMU_SCHEDULE_COUNT) atomic_store(&emudev_g.schedule, schedule);
     atomic_store(&emudev_g.seed, seed);

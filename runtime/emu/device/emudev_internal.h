@@ -83,6 +83,9 @@ typedef struct emudev_work_ops {
      */
     CUresult (*start_early)(emudev_work *w, const emudev_work *prev);
     void (*drop_early)(emudev_work *w);
+    /* New parameters for a node of an instantiated graph (copies only:
+     * cuGraphExecMemcpyNodeSetParams's CUDA_MEMCPY3D); NULL elsewhere. */
+    CUresult (*update)(emudev_work *w, const void *params);
 } emudev_work_ops;
 
 /* Embedded as the first member of every concrete work record. */
@@ -117,6 +120,9 @@ int emudev_error(int code, const char *fmt, ...) __attribute__((format(printf, 2
 
 /* Null-device mode (bertc_emudev_set_null). */
 int emudev_null(void);
+/* How many algorithms cuBLASLt's heuristic offers per problem (bertc_emudev_set_algorithms). */
+#define EMUDEV_MAX_ALGORITHMS 16
+int emudev_algorithms(void);
 
 /* Adjusts a live-object counter of bertc_emudev_stats by delta. */
 typedef enum emudev_counter {
@@ -226,6 +232,9 @@ typedef struct CUstream_st {
     pthread_t cap_thread;
     emudev_work *cap_head, *cap_tail;
     size_t cap_count;
+    uint64_t cap_id;                   /* of the current capture sequence */
+    CUgraphNode cap_dep;               /* cuStreamGetCaptureInfo's answer (valid until the next call) */
+    CUgraphEdgeData cap_edge;
     struct CUstream_st *next;    /* emudev_g.streams */
 } emudev_stream;
 
@@ -262,10 +271,12 @@ struct CUfunc_st {
     emudev_function *next;
 };
 
+/* A graph's nodes are its work items; a CUgraphNode handle is the item's address. */
 typedef struct CUgraph_st {
     emudev_obj o;
     emudev_work *head;
     size_t count;
+    uint64_t serial;          /* tells a graph apart from a later one at the same address */
 } emudev_graph;
 
 typedef struct CUgraphExec_st {
@@ -273,6 +284,10 @@ typedef struct CUgraphExec_st {
     pthread_mutex_t run_mu;   /* launches of one exec are ordered, never concurrent */
     size_t count;
     emudev_work **nodes;
+    const emudev_work **origin;   /* [count] the graph node each was cloned from (compared, never read) */
+    const emudev_graph *graph;    /* instantiated from (compared, and looked up in the registry) */
+    uint64_t graph_serial;
+    atomic_int pending;           /* launches queued and not yet run */
 } emudev_exec;
 
 /* ------------------------------------------------------------ the driver half: global state */
@@ -333,7 +348,7 @@ typedef struct emudev_state {
     pthread_mutex_t mem_mu;    /* dev, host */
     pthread_mutex_t fail_mu;   /* inj */
     atomic_int initialized;
-    atomic_int arch_major, arch_minor, fill, null_mode, schedule;
+    atomic_int arch_major, arch_minor, fill, null_mode, schedule, algorithms;
     atomic_ullong seed;
     atomic_int armed;
     emudev_injection inj[EMUDEV_MAX_INJECTIONS];
