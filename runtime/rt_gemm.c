@@ -180,12 +180,14 @@ static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, con
     CUresult r = t->cuEventRecord(c->ev_start, c->stream);
     for (int i = 0; ok && r == CUDA_SUCCESS && i < RT_TIME_REPS; i++) ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
     memcpy(c->err, keep, sizeof keep); /* a dropped candidate is not the context's error */
-    if (r == CUDA_SUCCESS) r = t->cuEventRecord(c->ev_stop, c->stream);
-    if (r == CUDA_SUCCESS) r = t->cuEventSynchronize(c->ev_stop);
+    const char *call = "cuEventRecord";
     float elapsed = 0.0f;
-    if (r == CUDA_SUCCESS) r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop);
+    if (r == CUDA_SUCCESS) r = t->cuEventRecord(c->ev_stop, c->stream);
+    if (r == CUDA_SUCCESS && (r = t->cuEventSynchronize(c->ev_stop)) != CUDA_SUCCESS) call = "cuEventSynchronize";
+    if (r == CUDA_SUCCESS && (r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop)) != CUDA_SUCCESS)
+        call = "cuEventElapsedTime";
     if (r != CUDA_SUCCESS)
-        return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing cuBLASLt's candidates", st->name);
+        return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing cuBLASLt's candidates (%s)", st->name, call);
     if (ok) *ms = elapsed;
     return BERTC_STATUS_OK;
 }
