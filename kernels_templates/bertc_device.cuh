@@ -344,31 +344,32 @@ BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
 }
 
 /*
- * [begin, end) prefetched into L2 by the whole grid, each line by one
- * thread: thread i of the grid (blocks in launch order) takes lines i,
- * i + threads, ...  What a kernel calls for the next step's weights
- * (docs/performance.md).  An empty range (both NULL) does nothing.
+ * The bytes first..last (inclusive: the plan's references always point
+ * inside their buffer) prefetched into L2 by the whole grid, each line by
+ * one thread: thread i of the grid (blocks in launch order) takes lines i,
+ * i + threads, ...  What every kernel calls for the next step's weights
+ * (runtime/plan/plan_types.h, docs/performance.md).  NULL does nothing.
  */
-BERTC_INLINE void bertc_prefetch_l2_grid(const void *begin, const void *end) {
-    const char *b = reinterpret_cast<const char *>(begin), *e = reinterpret_cast<const char *>(end);
-    if (!(b < e)) return;
+BERTC_INLINE void bertc_prefetch_l2_grid(const void *first_byte, const void *last_byte) {
+    if (!first_byte || !last_byte || last_byte < first_byte) return;
+    const char *b = reinterpret_cast<const char *>(first_byte), *e = reinterpret_cast<const char *>(last_byte) + 1;
     const size_t threads = (size_t)blockDim.x * blockDim.y * blockDim.z;
     const size_t block = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     const size_t me = block * threads + ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
     const size_t stride = threads * gridDim.x * gridDim.y * gridDim.z;
-    const size_t first = reinterpret_cast<size_t>(b) & ~(size_t)127u;
-    const size_t lines = (reinterpret_cast<size_t>(e) - first + 127u) / 128u;
+    const size_t line0 = reinterpret_cast<size_t>(b) & ~(size_t)127u;
+    const size_t lines = (reinterpret_cast<size_t>(e) - line0 + 127u) / 128u;
 #if defined(BERTC_EMU)
     /* one check of this thread's span rather than one call per line */
     if (me < lines) {
         const size_t last = me + (lines - 1 - me) / stride * stride;
-        const char *lo = me == 0 ? b : reinterpret_cast<const char *>(first + me * 128u);
-        const char *hi = last == lines - 1 ? e : reinterpret_cast<const char *>(first + last * 128u + 128u);
+        const char *lo = me == 0 ? b : reinterpret_cast<const char *>(line0 + me * 128u);
+        const char *hi = last == lines - 1 ? e : reinterpret_cast<const char *>(line0 + last * 128u + 128u);
         bertc_prefetch_l2(lo, (unsigned)(hi - lo));
     }
 #else
     for (size_t i = me; i < lines; i += stride) {
-        const char *l = i == 0 ? b : reinterpret_cast<const char *>(first + i * 128u);
+        const char *l = i == 0 ? b : reinterpret_cast<const char *>(line0 + i * 128u);
         bertc_prefetch_l2(l, 1u);
     }
 #endif

@@ -59,6 +59,7 @@ struct rt_device {
     CUdevice dev;
     CUcontext ctx;                 /* the device's primary context (retained) */
     int major, minor;
+    int l2_bytes;                  /* the device's L2 cache */
     char arch[16];                 /* the device's arch name ("sm_86", "emu") */
     int image;                     /* index of the plan image in use */
     CUmodule module;

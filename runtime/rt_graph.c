@@ -52,6 +52,12 @@ static bertc_status rt_launch(bertc_context *c, const sched_step *st, int progra
         vals[i] = rt_resolve(c, l->args[i]);
         params[i] = &vals[i];
     }
+    /* The next step's weights are prefetched only if they take at most a
+     * quarter of this GPU's L2: more would evict this step's own lines (an
+     * A10's 6 MiB against 4.7 MiB of BERT-base FC weights) and cost a second
+     * fetch instead of saving one. */
+    CUdeviceptr *pf = &vals[l->nargs - KERNEL_PREFETCH_ARGS];
+    if (pf[0] && pf[1] - pf[0] + 1 > (CUdeviceptr)c->dev->l2_bytes / 4) pf[0] = pf[1] = 0;
     CUfunction f = c->dev->functions[l->kernel];
     const kernel_launch_dims *d = &l->dims;
     CUresult r;

@@ -58,7 +58,7 @@
 #define PLAN_STATS_RECORD_SIZE 16
 #define PLAN_BUCKET_RECORD_SIZE 24
 #define PLAN_STEP_RECORD_SIZE 232
-#define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (168 used) or gemm (208) */
+#define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (200 used) or gemm (208) */
 #define PLAN_OUTPUT_RECORD_SIZE 48
 #define PLAN_REF_SIZE 16
 #define PLAN_TOKENIZER_RECORD_SIZE 56

@@ -16,6 +16,11 @@
  * (counted by the core), so a template that dropped its wait would be
  * seen too.  One spec per kind, in the three dtypes between them, under
  * two schedules; the kernels' numerics in general are test_emu_kernels'.
+ *
+ * Every kernel also ends with the prefetch pair (the next step's weights,
+ * runtime/plan/plan_types.h): here it names a weight operand of the
+ * kernel's own, every prefetch is checked against the buffers the test
+ * made, and a range one byte too long must fault.
  */
 #include <math.h>
 #include <stdio.h>
@@ -107,10 +112,35 @@ typedef struct operand {
     size_t bytes;
 } operand;
 
+/* Every buffer the kernels get is recorded, so that the core can check
+ * each prefetch against them (emu_set_mem_check), as the emulated device
+ * checks against its allocations. */
+#define MAX_LIVE 64
+static struct { const char *p; size_t n; } live[MAX_LIVE];
+
 static void *xalloc(size_t n) {
     void *p = NULL;
     if (posix_memalign(&p, 256, n ? n : 1)) abort();
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (!live[i].p) {
+            live[i].p = p, live[i].n = n;
+            break;
+        }
     return p;
+}
+
+static void xfree(void *p) {
+    for (int i = 0; p && i < MAX_LIVE; i++)
+        if (live[i].p == p) live[i].p = NULL;
+    free(p);
+}
+
+static int in_live_buffer(const void *p, unsigned long long bytes) {
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i].p && (const char *)p >= live[i].p && bytes <= live[i].n &&
+            (size_t)((const char *)p - live[i].p) <= live[i].n - bytes)
+            return 1;
+    return 0;
 }
 
 /* n random values; an activation starts as NaN and gets them from the producer. */
@@ -208,9 +238,12 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
     void *out = xalloc(out_elems * kref_dtype_size(s->dtype));
     memset(out, 0xff, out_elems * kref_dtype_size(s->dtype));
     int *req = request(s, len);
-    void *vals[8] = {out, req}, *args[8];
+    void *vals[KERNEL_MAX_ARGS] = {out, req}, *args[KERNEL_MAX_ARGS];
     for (int k = 0; k < n; k++) vals[2 + k] = in[k].p;
-    for (int k = 0; k < 8; k++) args[k] = &vals[k];
+    /* the prefetch pair: the first weight operand, as a plan would name the next step's */
+    for (int k = 0; k < n && !vals[2 + n]; k++)
+        if (in[k].p && !in[k].src) vals[2 + n] = in[k].p, vals[3 + n] = (char *)in[k].p + in[k].bytes - 1;
+    for (int k = 0; k < KERNEL_MAX_ARGS; k++) args[k] = &vals[k];
     /* the producer: the first two activation buffers */
     void *pv[4] = {NULL, NULL, NULL, NULL};
     int words[2] = {0, 0}, na = 0;
@@ -241,9 +274,9 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
     } else {
         CHECK(0, "%s", d.text);
     }
-    for (int q = 0; q < n; q++) free(in[q].p), free(in[q].src);
-    free(out);
-    free(req);
+    for (int q = 0; q < n; q++) xfree(in[q].p), xfree(in[q].src);
+    xfree(out);
+    xfree(req);
     return bad;
 }
 
@@ -288,11 +321,55 @@ static void test_missing_wait_caught(void) {
         }
 }
 
+/* The prefetch pair each kernel ends with: a range inside a buffer is
+ * prefetched (once per line, spread over the grid) and passes the check; a
+ * range one byte past its buffer faults naming the kernel. */
+static void test_prefetch_pair(void) {
+    emu_image *im = image(0);
+    CHECK_REQUIRE(im, "no image");
+    const kernel_spec *s = &specs[0]; /* add_ln */
+    operand in[6];
+    int n = 0;
+    size_t out_elems = 0;
+    operands(s, in, &n, &out_elems);
+    memcpy(in[0].p, in[0].src, in[0].bytes);
+    memcpy(in[2].p, in[2].src, in[2].bytes);
+    void *out = xalloc(out_elems * kref_dtype_size(s->dtype)), *w = xalloc(5000);
+    int *req = request(s, s->bucket);
+    kernel_launch_dims dm;
+    diag d;
+    diag_init(&d);
+    kernel_dims(s, &dm, &d);
+    for (int past = 0; past < 2; past++) {
+        void *vals[KERNEL_MAX_ARGS] = {out, req, in[0].p, in[1].p, in[2].p, in[3].p, in[4].p, w,
+                                       (char *)w + 4999 + past};
+        void *args[KERNEL_MAX_ARGS];
+        for (int k = 0; k < KERNEL_MAX_ARGS; k++) args[k] = &vals[k];
+        diag_init(&d);
+        emu_status st = emu_launch(im, entries[0], dm.grid, dm.block, dm.shared_bytes, args, EMU_SCHEDULE_WARP_GREEDY,
+                                   1, &d);
+        emu_launch_stats ls;
+        emu_last_launch_stats(&ls);
+        /* w is 256-aligned: 40 lines of 128 bytes, one thread each (the grid has more) */
+        unsigned threads = dm.grid[0] * dm.grid[1] * dm.block[0], lines = (5000 + 127) / 128;
+        if (!past)
+            CHECK(st == EMU_STATUS_OK && threads > lines && ls.prefetches == lines, "%s: %s, %llu prefetches",
+                  entries[0], d.text, (unsigned long long)ls.prefetches);
+        else
+            CHECK(st == EMU_STATUS_FAULT && strstr(d.text, "outside device memory") && strstr(d.text, entries[0]),
+                  "a prefetch past its buffer: %s (%s)", emu_status_name(st), d.text);
+    }
+    for (int q = 0; q < n; q++) xfree(in[q].p), xfree(in[q].src);
+    xfree(out), xfree(w), xfree(req);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     specs_init();
+    emu_set_mem_check(in_live_buffer);
     CHECK_CASE(test_templates_wait);
     CHECK_CASE(test_missing_wait_caught);
+    CHECK_CASE(test_prefetch_pair);
     for (int i = 0; i < 2; i++)
         if (images[i]) emu_image_free(images[i]);
     for (int i = 0; i < NSPECS; i++) free(entries[i]);
