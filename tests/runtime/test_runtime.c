@@ -594,6 +594,8 @@ static void test_programmatic_launch_plan(void) {
             int edges = kernel_edges("tiny-bert-fp16", lens[i]);
             CHECK(got && want[i] && !memcmp(got, want[i], (size_t)(lens[i] * bertc_plan_hidden(pl)) * sizeof(float)),
                   "pass %d, len %lld: outputs differ from the EMU image's", pass, (long long)lens[i]);
+            CHECK(s1.prefetches > s0.prefetches, "pass %d, len %lld: no kernel prefetched the next step's weights", pass,
+                  (long long)lens[i]);
             CHECK(edges > 0 && s1.programmatic_overlapped - s0.programmatic_overlapped == (o.pdl ? edges : 0) &&
                       (s1.parked_waits > s0.parked_waits) == o.pdl,
                   "pass %d, len %lld: %ld edges overlapped (%d kernel-to-kernel), %ld threads parked", pass,
