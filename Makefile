@@ -305,6 +305,12 @@ $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ $< $(COMPILER_LIB) $(RUNTIME_LIB) $(LDLIBS) -ldl
 
+# Bytes a request copies, from the emulated device's counters (docs/performance.md).
+$(BUILD)/tools/copy_bytes: tools/copy_bytes.c tests/support/emuctl.c $(RUNTIME_LIB) | $(EMUDEV_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ tools/copy_bytes.c tests/support/emuctl.c $(RUNTIME_LIB) \
+	  $(LDLIBS) -ldl -Wl,-rpath,'$$ORIGIN/..'
+
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)
 

@@ -11,7 +11,7 @@
 
 static const char USAGE_BENCH[] =
     "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
-    "                   [--expect-sha256 HEX]\n"
+    "                   [--no-pdl] [--expect-sha256 HEX]\n"
     "       bertc bench PLAN --per-step [--json] [--iters N] [--seq-len L] [--device cuda|emu]\n"
     "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
     "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
@@ -21,6 +21,8 @@ static const char USAGE_BENCH[] =
     "device with CUDA events around its graph launch, and on the host around\n"
     "bertc_infer. Prints p50/p90/p99 and jitter (p99 - p50) in microseconds.\n"
     "Defaults: --iters 200 (20 on the emulated device), --warmup 20 (2).\n"
+    "--no-pdl: no programmatic dependent launch in the graphs (to measure what\n"
+    "it saves on a GPU of compute capability 9.0 or newer).\n"
     "\n"
     "--per-step: each step of each bucket (or of L's bucket, at length L) runs\n"
     "on its own between CUDA events, N times (default 20, 3 on the emulated\n"
@@ -51,7 +53,7 @@ typedef struct bench_options {
     bertc_device_kind kind;
     long iters, warmup, seq_len, soak, threads;
     uint64_t seed;
-    int per_step, json;
+    int per_step, json, no_pdl;
 } bench_options;
 
 /* Options into o; -1 when the command should go on, else its exit status. */
@@ -62,8 +64,8 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
         long *num = NULL;
-        if (!strcmp(a, "--per-step") || !strcmp(a, "--json")) {
-            *(a[2] == 'p' ? &o->per_step : &o->json) = 1;
+        if (!strcmp(a, "--per-step") || !strcmp(a, "--json") || !strcmp(a, "--no-pdl")) {
+            *(a[2] == 'p' ? &o->per_step : a[2] == 'j' ? &o->json : &o->no_pdl) = 1;
             continue;
         }
         if (!strcmp(a, "--seed")) {
@@ -131,6 +133,7 @@ int cmd_bench(int argc, char **argv) {
     bertc_context_options_init(&opt);
     opt.device = kind;
     opt.timing = 1;
+    opt.pdl = !o.no_pdl;
     st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
     if (st != BERTC_STATUS_OK) {
         bertc_plan_close(pl);
@@ -151,9 +154,10 @@ int cmd_bench(int argc, char **argv) {
         rc = cli_bench_steps(ctx, pl, path, ids, (int)seq_len, (int)iters, o.json);
         goto done;
     }
-    printf("plan %s on %s (image %s %s): %ld warm-up + %ld timed requests per length\n", path,
+    printf("plan %s on %s (image %s %s%s): %ld warm-up + %ld timed requests per length\n", path,
            kind == BERTC_DEVICE_CUDA ? "cuda" : "the emulated device", bertc_context_image_arch(ctx),
-           bertc_context_image_kind(ctx), warmup, iters);
+           bertc_context_image_kind(ctx), bertc_context_programmatic_launch(ctx) ? ", programmatic launch" : "",
+           warmup, iters);
     printf("%8s %10s %10s %10s %10s   %10s %10s %10s\n", "len", "dev p50", "dev p90", "dev p99", "jitter", "host p50",
            "host p90", "host p99");
     for (int b = 0; b < bertc_plan_bucket_count(pl); b++) {

@@ -43,7 +43,27 @@
  * launch.
  *
  * When no fiber is runnable but some are live, the block is deadlocked: the
- * launch stops and the diagnostic lists who waits where.
+ * launch stops and the diagnostic lists who waits where — unless some of
+ * them wait in griddepcontrol.wait for a predecessor grid.
+ *
+ * Programmatic dependent launch (emu_kernel_launch_dependent).  A grid
+ * launched while its predecessor may still run has one *held* block: it
+ * runs first, and a thread that reaches griddepcontrol.wait parks (a
+ * bitmask like the barrier's, not runnable) until emu_grid_finish says the
+ * predecessor is done.  When nothing is runnable and threads are parked,
+ * the last fiber to stop switches to the main context like any switch,
+ * saving itself, and the block is suspended with all its fibers' stacks,
+ * its dynamic shared memory and its run record intact; emu_run_resume makes
+ * the parked threads runnable and switches back into the schedule's pick.
+ * A thread that only exits or waits at a barrier behind a parked one is
+ * fine: the barrier completes when the parked thread arrives after its
+ * wait.  Everything else about a block (barriers, exchanges, schedules)
+ * is unchanged, and a grid launched plainly never parks: its waits return
+ * at once.  Blocks of one grid share nothing but static __shared__ memory
+ * (per kernel), which is why only one block per grid is ever held and why
+ * the caller must not run the held kernel again before finishing it.
+ * launch_dependents is counted per block; a prefetch's range goes to the
+ * checker the device installed (emu_set_mem_check).
  *
  * Schedules (emu.h) only choose among runnable fibers, so they never change
  * what a correct kernel computes; they change which races show.

@@ -19,6 +19,14 @@
  * held by reference, and copies and matmuls check their ranges again when
  * they run, so a graph replayed after a cuMemFree faults like a GPU would
  * (CUDA_ERROR_ILLEGAL_ADDRESS) instead of touching freed memory.
+ *
+ * A CUgraphNode is the address of a graph's work item (as
+ * cuStreamGetCaptureInfo hands it out during the capture); an exec
+ * remembers which of the graph's items each of its nodes was cloned from,
+ * so cuGraphExecMemcpyNodeSetParams finds the node to update — provided
+ * the graph still exists, as CUDA requires of the node handle.  A launch
+ * runs its nodes in order and lets a kernel node with a programmatic edge
+ * from the kernel before it start early (emudev_work_ops.start_early).
  */
 #include <stdlib.h>
 

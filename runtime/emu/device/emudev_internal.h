@@ -13,12 +13,16 @@
  *                     registry, reference counting, settings, failure
  *                     injection, entry checks and the sticky error
  *   emudev_stream.c   streams: the queue and its drain, submission,
- *                     stream capture and its interaction rules
+ *                     stream capture, its interaction rules and its state
+ *                     (cuStreamGetCaptureInfo)
  *   emudev_context.c  cuInit, the device, the primary context, and what
  *                     destroying the context destroys
  *   emudev_memory.c   device and pinned allocations, copies
  *   emudev_module.c   loading module images, functions, kernel launches
- *   emudev_graph.c    graphs: made by ending a capture, instantiated, launched
+ *                     (cuLaunchKernel, cuLaunchKernelEx and programmatic
+ *                     dependent launch), the prefetch range check
+ *   emudev_graph.c    graphs: made by ending a capture, instantiated, launched;
+ *                     copy nodes of an exec updated
  *   emudev_event.c    events: records, synchronisation, timing
  *   emudev_control.c  the control API of emudev.h (bertc_emudev_*)
  *

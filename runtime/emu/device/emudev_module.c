@@ -28,6 +28,22 @@
  * prints device-side assertions on the console too) and becomes the
  * sticky CUDA_ERROR_LAUNCH_FAILED, or CUDA_ERROR_LAUNCH_TIMEOUT for a
  * deadlocked block.
+ *
+ * cuLaunchKernelEx takes the same launch with attributes; the one emulated
+ * is programmatic stream serialization (refused below a claimed compute
+ * capability 9.0, where CUDA offers no programmatic dependent launch).  A
+ * kernel launched with it may start before its stream predecessor
+ * finishes if that predecessor is a kernel: whoever executes the sequence
+ * (a stream's drain, a graph's launch) calls start_early on it before
+ * running the predecessor, and it runs the pre-wait part of one block
+ * then (emu_kernel_launch_dependent), which is the worst case CUDA allows
+ * and makes a read before griddepcontrol.wait see stale memory.  After a
+ * copy, a matmul or an event record it waits as usual (captured: an
+ * ordinary edge), and after the very same kernel too (static __shared__
+ * memory belongs to the kernel).  The counters say which happened.
+ *
+ * bertc_prefetch_l2's range check asks the allocation table
+ * (emudev_mem_valid), which the core learns at load (emu_set_mem_check).
  */
 #include <dlfcn.h>
 #include <elf.h>

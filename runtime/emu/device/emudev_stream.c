@@ -23,6 +23,10 @@
  * in emudev_graph.c, so that streams need not know graphs (graphs are
  * launched on streams, and the files must not call each other).
  *
+ * cuStreamGetCaptureInfo reports a capture's state the CUDA 12.3 way:
+ * status, sequence id, and the node the next captured work will depend on
+ * (the last one recorded; a capture here is one stream's linear list).
+ *
  * Threads: capture state and the stream list are under emudev_g.mu; each
  * stream has its own mutex for its queue and a `draining` flag so that
  * only one thread executes a stream's queue at a time, while different
