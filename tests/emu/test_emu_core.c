@@ -1186,42 +1186,48 @@ static emu_status pdl_pair(const char *consumer, pdl_bufs *b, unsigned blocks, u
     return st;
 }
 
-/* A correct consumer: its shared memory and its threads survive the hold,
- * every thread of the early block parks, and the answer is right under
- * every schedule. */
-static void test_pdl_correct_consumer(void) {
-    NEED_IMAGE();
+/* The producer, then `consumer` launched plainly after it. */
+static emu_status pdl_in_order(const char *consumer, pdl_bufs *b, unsigned blocks, unsigned threads, emu_schedule s,
+                               diag *d) {
+    diag_init(d);
+    void *pargs[2] = {&b->buf, &b->in}, *cargs[3] = {&b->out, &b->buf, &b->w};
+    emu_status st = launch("k_pdl_producer", blocks, threads, 0, pargs, s, d);
+    return st != EMU_STATUS_OK ? st : launch(consumer, blocks, threads, 0, cargs, s, d);
+}
+
+/* `consumer` as the programmatic dependent of the producer under every
+ * schedule: right answers, and the waits and parked threads expected. */
+static void pdl_each_schedule(const char *consumer, unsigned blocks, unsigned threads, uint64_t waits,
+                              uint64_t parked) {
     for (int si = 0; si < NSCHED; si++) {
-        pdl_bufs b = pdl_alloc(5 * 96);
+        pdl_bufs b = pdl_alloc(blocks * threads);
         diag d;
         diag_init(&d);
         emu_launch_stats ls;
         unsigned bad = 0;
-        emu_status st = pdl_pair("k_pdl_consumer", &b, 5, 96, all_scheds[si], &ls, &bad, &d);
-        CHECK(st == EMU_STATUS_OK, "%s: %s", emu_schedule_name(all_scheds[si]), d.text);
-        CHECK(bad == 0, "%s: %u of %u outputs wrong", emu_schedule_name(all_scheds[si]), bad, b.n);
-        CHECK(ls.blocks == 5 && ls.waits == 5 * 96 && ls.parked == 96, "%s: %llu blocks, %llu waits, %llu parked",
-              emu_schedule_name(all_scheds[si]), (unsigned long long)ls.blocks, (unsigned long long)ls.waits,
-              (unsigned long long)ls.parked);
+        emu_status st = pdl_pair(consumer, &b, blocks, threads, all_scheds[si], &ls, &bad, &d);
+        const char *sn = emu_schedule_name(all_scheds[si]);
+        CHECK(st == EMU_STATUS_OK, "%s, %s: %s", consumer, sn, d.text);
+        CHECK(bad == 0, "%s, %s: %u of %u outputs wrong", consumer, sn, bad, b.n);
+        CHECK(ls.blocks == blocks && ls.waits == waits && ls.parked == parked,
+              "%s, %s: %llu blocks, %llu waits, %llu parked", consumer, sn, (unsigned long long)ls.blocks,
+              (unsigned long long)ls.waits, (unsigned long long)ls.parked);
         pdl_free(&b);
     }
+}
+
+/* A correct consumer: its shared memory and its threads survive the hold,
+ * every thread of the held block parks, and the answer is right. */
+static void test_pdl_correct_consumer(void) {
+    NEED_IMAGE();
+    pdl_each_schedule("k_pdl_consumer", 5, 96, 5 * 96, 96);
 }
 
 /* One thread waits, the others meet it at a barrier: the block is held,
  * not deadlocked, and the result is right. */
 static void test_pdl_one_waiter(void) {
     NEED_IMAGE();
-    for (int si = 0; si < NSCHED; si++) {
-        pdl_bufs b = pdl_alloc(3 * 64);
-        diag d;
-        diag_init(&d);
-        emu_launch_stats ls;
-        unsigned bad = 0;
-        emu_status st = pdl_pair("k_pdl_one_waiter", &b, 3, 64, all_scheds[si], &ls, &bad, &d);
-        CHECK(st == EMU_STATUS_OK && bad == 0 && ls.parked == 1, "%s: %s, %u wrong, %llu parked",
-              emu_schedule_name(all_scheds[si]), st ? d.text : "ok", bad, (unsigned long long)ls.parked);
-        pdl_free(&b);
-    }
+    pdl_each_schedule("k_pdl_one_waiter", 3, 64, 3, 1);
 }
 
 /* Reading the producer's output before the wait: correct when the launches
@@ -1231,11 +1237,7 @@ static void test_pdl_early_read_caught(void) {
     NEED_IMAGE();
     pdl_bufs b = pdl_alloc(4 * 64);
     diag d;
-    diag_init(&d);
-    void *pargs[2] = {&b.buf, &b.in}, *cargs[3] = {&b.out, &b.buf, &b.w};
-    CHECK(launch("k_pdl_producer", 4, 64, 0, pargs, EMU_SCHEDULE_ROUND_ROBIN, &d) == EMU_STATUS_OK &&
-              launch("k_pdl_early_reader", 4, 64, 0, cargs, EMU_SCHEDULE_ROUND_ROBIN, &d) == EMU_STATUS_OK,
-          "%s", d.text);
+    CHECK(pdl_in_order("k_pdl_early_reader", &b, 4, 64, EMU_SCHEDULE_ROUND_ROBIN, &d) == EMU_STATUS_OK, "%s", d.text);
     CHECK(pdl_wrong(&b) == 0, "serialised launches give a wrong answer");
     pdl_free(&b);
     for (int si = 0; si < NSCHED; si++) {
@@ -1255,11 +1257,8 @@ static void test_pdl_plain_and_abandoned(void) {
     NEED_IMAGE();
     pdl_bufs b = pdl_alloc(2 * 32);
     diag d;
-    diag_init(&d);
     void *pargs[2] = {&b.buf, &b.in}, *cargs[3] = {&b.out, &b.buf, &b.w};
-    CHECK(launch("k_pdl_producer", 2, 32, 0, pargs, EMU_SCHEDULE_WARP_GREEDY, &d) == EMU_STATUS_OK &&
-              launch("k_pdl_consumer", 2, 32, 0, cargs, EMU_SCHEDULE_WARP_GREEDY, &d) == EMU_STATUS_OK,
-          "%s", d.text);
+    CHECK(pdl_in_order("k_pdl_consumer", &b, 2, 32, EMU_SCHEDULE_WARP_GREEDY, &d) == EMU_STATUS_OK, "%s", d.text);
     emu_launch_stats ls;
     emu_last_launch_stats(&ls);
     CHECK(ls.waits == 64 && ls.parked == 0 && pdl_wrong(&b) == 0, "plain launch: %llu waits, %llu parked",

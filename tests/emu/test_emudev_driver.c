@@ -998,6 +998,78 @@ static void test_programmatic_edges(void) {
     pdl_down(&p);
 }
 
+/* The capture's state as cuStreamGetCaptureInfo reports it, and a copy
+ * node of an instantiated graph resized by cuGraphExecMemcpyNodeSetParams
+ * within the documented rules. */
+static void test_capture_info_and_copy_update(void) {
+    NEED_IMAGE();
+    CUcontext ctx = ctx_up();
+    CUmodule m = module_load();
+    CUfunction set = function_get(m, "k_set");
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr dev;
+    CU(cuMemAlloc(&dev, 256 * 4));
+    int *host = NULL;
+    CU(cuMemHostAlloc((void **)&host, 256 * 4, 0));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE, "status %d before a capture", (int)st);
+    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    const CUgraphNode *deps = NULL;
+    size_t ndeps = 9;
+    cuuint64_t id = 0;
+    CUgraph g = NULL;
+    CU(cuStreamGetCaptureInfo(s, &st, &id, NULL, &deps, NULL, &ndeps));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE && id && ndeps == 0, "at the start: status %d, id %llu, %zu deps",
+          (int)st, (unsigned long long)id, ndeps);
+    CU_IS(cuStreamGetCaptureInfo(s, &st, NULL, &g, NULL, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    CU(launch_int(set, s, dev, 5, 256));
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps, NULL, &ndeps));
+    CUgraphNode kernel_node = ndeps == 1 ? deps[0] : NULL;
+    CU(cuMemcpyDtoHAsync(host, dev, 256 * 4, s));
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps, NULL, &ndeps));
+    CUgraphNode copy_node = ndeps == 1 ? deps[0] : NULL;
+    CHECK(kernel_node && copy_node && kernel_node != copy_node, "capture nodes %p %p", (void *)kernel_node,
+          (void *)copy_node);
+    CU(cuStreamEndCapture(s, &g));
+    CUgraphExec x = NULL;
+    CU(cuGraphInstantiate(&x, g, 0));
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE, p.srcDevice = dev, p.dstMemoryType = CU_MEMORYTYPE_HOST, p.dstHost = host;
+    p.WidthInBytes = 10 * 4, p.Height = p.Depth = 1;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, kernel_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);   /* not a copy */
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, (CUcontext)&p), CUDA_ERROR_INVALID_CONTEXT);
+    p.Height = 2;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* 2-D */
+    p.Height = 1, p.WidthInBytes = 0;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* empty */
+    p.WidthInBytes = 257 * 4;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* past the allocation */
+    p.WidthInBytes = 10 * 4, p.srcMemoryType = CU_MEMORYTYPE_HOST;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* the direction */
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    CU(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx));
+    memset(host, 0, 256 * 4);
+    bertc_emudev_stats a, b;
+    bertc_emudev_get_stats(&a);
+    CU(cuGraphLaunch(x, s));
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_NOT_SUPPORTED);     /* a launch pending */
+    CU(cuStreamSynchronize(s));
+    bertc_emudev_get_stats(&b);
+    CHECK(b.bytes_to_host - a.bytes_to_host == 40 && host[9] == 14 && host[10] == 0,
+          "%ld bytes back, host[9] %d host[10] %d", b.bytes_to_host - a.bytes_to_host, host[9], host[10]);
+    CU(cuGraphDestroy(g));
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* its graph is gone */
+    CU(cuGraphExecDestroy(x));
+    CU(cuMemFreeHost(host));
+    CU(cuMemFree(dev));
+    CU(cuStreamDestroy(s));
+    CU(cuModuleUnload(m));
+    ctx_down();
+}
+
 /* A prefetch outside every allocation faults like a bad address would. */
 static void test_prefetch_checked(void) {
     NEED_IMAGE();
@@ -1215,6 +1287,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_launch_kernel_ex);
     CHECK_CASE(test_programmatic_edges);
     CHECK_CASE(test_prefetch_checked);
+    CHECK_CASE(test_capture_info_and_copy_update);
     CHECK_CASE(test_failure_injection);
     CHECK_CASE(test_null_mode);
     CHECK_CASE(test_release_destroys);

@@ -175,8 +175,12 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
         emudev_obj_put(&x->o);
         return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuGraphLaunch: out of memory");
     }
-    *lw = (emudev_launch_work){{&emudev_launch_ops, NULL}, x, 1};
-    atomic_fetch_add(&x->pending, 1);
+    /* a launch recorded into a capture is a node, not a pending launch */
+    emudev_stream *s = NULL;
+    int queued = emudev_stream_resolve(hs, "cuGraphLaunch", &s) == CUDA_SUCCESS && !emudev_stream_capturing(s);
+    emudev_obj_put(s ? &s->o : NULL);
+    *lw = (emudev_launch_work){{&emudev_launch_ops, NULL}, x, queued};
+    if (queued) atomic_fetch_add(&x->pending, 1);
     return emudev_submit_named(hs, &lw->w, "cuGraphLaunch");
 }
 

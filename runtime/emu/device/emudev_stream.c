@@ -410,6 +410,6 @@ CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hs, CUstreamCaptureStatus *stat
         }
     }
     pthread_mutex_unlock(&emudev_g.mu);
-    emudev_obj_put(s && s != &emudev_legacy ? &s->o : NULL);
+    emudev_obj_put(s ? &s->o : NULL);
     return rc;
 }
