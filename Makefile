@@ -268,7 +268,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
+	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
 
@@ -361,6 +361,12 @@ $(BUILD)/tools/seed_plan: tests/fuzz/seed_plan.c $(COMPILER_LIB) $(RUNTIME_LIB)
 # calibration table and compile times; `make bench-compile` only the last.
 bench: $(BUILD)/bertc
 	$(PYTHON) tools/bench.py --build $(BUILD)
+
+# Bytes a request copies, from the emulated device's counters (docs/performance.md).
+$(BUILD)/tools/copy_bytes: tools/copy_bytes.c tests/support/emuctl.c $(RUNTIME_LIB) | $(EMUDEV_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CPPFLAGS) $(INC_TESTS) $(CFLAGS) -o $@ tools/copy_bytes.c tests/support/emuctl.c $(RUNTIME_LIB) \
+	  $(LDLIBS) -ldl -Wl,-rpath,'$$ORIGIN/..'
 
 bench-compile: $(BUILD)/bertc
 	sh tools/bench_compile.sh $(BUILD)

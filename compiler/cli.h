@@ -36,6 +36,11 @@ int cmd_export_triton(int argc, char **argv);
 int cli_soak(const char *path, const char *pin, bertc_device_kind kind, double seconds, int threads, int max_len,
              uint64_t seed);
 
+/* bench --per-step (cli_steps.c): each step of every bucket at its full
+ * length (or of the bucket of seq_len, at seq_len) timed `reps` times. */
+int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, const int32_t *ids, int seq_len,
+                    int reps, int json);
+
 /* Prints "bertc: error: MESSAGE"; returns the exit status of the diag's code. */
 int cli_fail(const diag *d);
 /* Prints "bertc: " + fmt (one %s: arg) and the command's usage; returns 1. */

@@ -4,7 +4,6 @@
  * around bertc_infer.  With --soak, many threads and contexts for a
  * bounded time instead (cli_soak.c).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +11,8 @@
 
 static const char USAGE_BENCH[] =
     "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
-    "                   [--expect-sha256 HEX]\n"
+    "                   [--no-pdl] [--expect-sha256 HEX]\n"
+    "       bertc bench PLAN --per-step [--json] [--iters N] [--seq-len L] [--device cuda|emu]\n"
     "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
     "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
     "\n"
@@ -21,6 +21,14 @@ static const char USAGE_BENCH[] =
     "device with CUDA events around its graph launch, and on the host around\n"
     "bertc_infer. Prints p50/p90/p99 and jitter (p99 - p50) in microseconds.\n"
     "Defaults: --iters 200 (20 on the emulated device), --warmup 20 (2).\n"
+    "--no-pdl: no programmatic dependent launch in the graphs (to measure what\n"
+    "it saves on a GPU of compute capability 9.0 or newer).\n"
+    "\n"
+    "--per-step: each step of each bucket (or of L's bucket, at length L) runs\n"
+    "on its own between CUDA events, N times (default 20, 3 on the emulated\n"
+    "device); prints the median per step with a column for the performance\n"
+    "model's prediction, the sum, and the whole graph's time. --json: one JSON\n"
+    "object. On the emulated device the times are CPU times.\n"
     "\n"
     "--soak: N threads (default 4) share the plan, each with its own contexts,\n"
     "sending random requests of lengths 1..L (default: the longest bucket) for\n"
@@ -44,7 +52,8 @@ typedef struct bench_options {
     const char *path, *pin;
     bertc_device_kind kind;
     long iters, warmup, seq_len, soak, threads;
-    unsigned long long seed;           /* any 64-bit value */
+    uint64_t seed;
+    int per_step, json, no_pdl;
 } bench_options;
 
 /* Options into o; -1 when the command should go on, else its exit status. */
@@ -55,6 +64,19 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
         long *num = NULL;
+        if (!strcmp(a, "--per-step") || !strcmp(a, "--json") || !strcmp(a, "--no-pdl")) {
+            *(a[2] == 'p' ? &o->per_step : a[2] == 'j' ? &o->json : &o->no_pdl) = 1;
+            continue;
+        }
+        if (!strcmp(a, "--seed")) {
+            /* any 64-bit number: the tests pass BERTC_TEST_SEED */
+            char *end;
+            if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
+            o->seed = strtoull(argv[i], &end, 0);
+            if (end == argv[i] || *end || argv[i][0] == '-')
+                return cli_usage_error(USAGE_BENCH, "bench: '%s' is not a valid seed", argv[i]);
+            continue;
+        }
         if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256")) {
             if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
             *(a[2] == 'd' ? &device : &o->pin) = argv[i];
@@ -64,15 +86,6 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         else if (!strcmp(a, "--seq-len")) num = &o->seq_len;
         else if (!strcmp(a, "--soak")) num = &o->soak;
         else if (!strcmp(a, "--threads")) num = &o->threads;
-        else if (!strcmp(a, "--seed")) {
-            char *end;
-            if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
-            errno = 0;
-            o->seed = strtoull(argv[i], &end, 0);
-            if (end == argv[i] || *end || errno || argv[i][0] == '-')
-                return cli_usage_error(USAGE_BENCH, "bench: --seed '%s' is not an unsigned 64-bit number", argv[i]);
-            continue;
-        }
         else if (a[0] == '-' && a[1]) return cli_usage_error(USAGE_BENCH, "bench: unknown option '%s'", a);
         else if (!o->path) { o->path = a; continue; }
         else return cli_usage_error(USAGE_BENCH, "bench: unexpected argument '%s'", a);
@@ -87,6 +100,9 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         return cli_usage_error(USAGE_BENCH, "bench: unknown device '%s' (expected cuda or emu)", device);
     if (o->threads > 256) return cli_usage_error(USAGE_BENCH, "bench: --threads %s is above 256", "");
     int cuda = o->kind == BERTC_DEVICE_CUDA;
+    if (o->json && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --json goes with --per-step%s", "");
+    if (o->per_step && o->soak) return cli_usage_error(USAGE_BENCH, "bench: --per-step and --soak exclude each other%s", "");
+    if (o->iters < 0 && o->per_step) o->iters = cuda ? 20 : 3;
     if (o->iters < 0) o->iters = cuda ? 200 : 20;
     if (o->warmup < 0) o->warmup = cuda ? 20 : 2;
     return -1;
@@ -117,6 +133,7 @@ int cmd_bench(int argc, char **argv) {
     bertc_context_options_init(&opt);
     opt.device = kind;
     opt.timing = 1;
+    opt.pdl = !o.no_pdl;
     st = bertc_context_create(pl, &opt, &ctx, err, sizeof err);
     if (st != BERTC_STATUS_OK) {
         bertc_plan_close(pl);
@@ -133,9 +150,14 @@ int cmd_bench(int argc, char **argv) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         ids[i] = (int32_t)(vocab > 1000 ? 1000 + x % (uint64_t)(vocab - 1000) : x % (uint64_t)vocab);
     }
-    printf("plan %s on %s (image %s %s): %ld warm-up + %ld timed requests per length\n", path,
+    if (o.per_step) {
+        rc = cli_bench_steps(ctx, pl, path, ids, (int)seq_len, (int)iters, o.json);
+        goto done;
+    }
+    printf("plan %s on %s (image %s %s%s): %ld warm-up + %ld timed requests per length\n", path,
            kind == BERTC_DEVICE_CUDA ? "cuda" : "the emulated device", bertc_context_image_arch(ctx),
-           bertc_context_image_kind(ctx), warmup, iters);
+           bertc_context_image_kind(ctx), bertc_context_programmatic_launch(ctx) ? ", programmatic launch" : "",
+           warmup, iters);
     printf("%8s %10s %10s %10s %10s   %10s %10s %10s\n", "len", "dev p50", "dev p90", "dev p99", "jitter", "host p50",
            "host p90", "host p99");
     for (int b = 0; b < bertc_plan_bucket_count(pl); b++) {

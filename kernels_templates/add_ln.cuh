@@ -26,6 +26,7 @@ BERTC_INLINE void bertc_add_ln(T *__restrict__ out, const int *__restrict__ req,
     const int tid = THREADS == 32 ? ((int)threadIdx.x & 31) : (int)threadIdx.x;
     const int row = THREADS == 32 ? (int)blockIdx.x * ROWS + ((int)threadIdx.x >> 5) : (int)blockIdx.x;
     if (row >= len) return;
+    bertc_grid_dependency_wait(); /* x and the residual come from earlier steps */
 
     const size_t base = (size_t)row * H;
     float v[S::ITEMS * VEC];
@@ -50,6 +51,7 @@ BERTC_INLINE void bertc_add_ln(T *__restrict__ out, const int *__restrict__ req,
             }
         }
     }
+    bertc_trigger_dependents(); /* every activation this kernel reads is in registers */
     bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gamma, beta, out + base, eps, scratch);
 }
 

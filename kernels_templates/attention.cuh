@@ -373,6 +373,7 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
         }
         __syncthreads(); /* stage st is refilled in the next iteration */
     }
+    bertc_trigger_dependents(); /* every key tile of qkv is read */
 
     l0 += __shfl_xor_sync(BERTC_FULL_MASK, l0, 1);
     l0 += __shfl_xor_sync(BERTC_FULL_MASK, l0, 2);
@@ -401,6 +402,7 @@ BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ r
     const int h = (int)blockIdx.x;
     const int q0 = (int)blockIdx.y * QT;
     if (q0 >= len) return;
+    bertc_grid_dependency_wait(); /* qkv is the previous step's output */
     if constexpr (TC) {
         static_assert(QT == 16 * NW, "one 16-row mma tile per warp");
 #if defined(BERTC_ATTENTION_FORCE_SIMT)

@@ -284,6 +284,97 @@ template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
     return len < 0 ? 0 : (len > BUCKET ? BUCKET : len);
 }
 
+/* ------------------------------------------------------------ overlap across steps */
+
+/*
+ * Programmatic dependent launch (sm_90+).  On a GPU of compute capability
+ * 9.0 or newer the runtime launches a kernel that follows another bertc
+ * kernel with the programmatic-stream-serialization attribute, so it may
+ * start while its predecessor still runs.  The rule every kernel follows:
+ * before bertc_grid_dependency_wait() it reads only the request block
+ * (written by the graph's first copy, long done) and weights (read-only),
+ * and writes nothing; the wait returns once the predecessor has completed
+ * and its writes are visible.  After its last read of an activation made
+ * by an earlier step a kernel may call bertc_trigger_dependents(): its
+ * dependents may then be scheduled (their own wait still waits for this
+ * kernel's end, so the trigger is a matter of speed, never of
+ * correctness).  Both are no-ops below sm_90 and in a kernel launched
+ * without the attribute.  The emulator runs a dependent's pre-wait part
+ * before its predecessor altogether (runtime/emu/core/emu.h), so a kernel
+ * that breaks the rule computes a wrong answer in CI.
+ *
+ * BERTC_DEPENDENCY_WAIT_DISABLED (tests only) makes the wait a no-op: the
+ * deliberately wrong kernel the emulator must catch.
+ */
+BERTC_INLINE void bertc_grid_dependency_wait() {
+#if defined(BERTC_DEPENDENCY_WAIT_DISABLED)
+#elif defined(BERTC_EMU)
+    bertc_emu_grid_dependency_wait();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+BERTC_INLINE void bertc_trigger_dependents() {
+#if defined(BERTC_EMU)
+    bertc_emu_trigger_dependents();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+/*
+ * L2 prefetch hint (sm_80+): every 128-byte line of [p, p + bytes) is
+ * requested into L2 by the calling thread; no register waits for it.  The
+ * addresses stay inside the range (the first is p, then line starts), so a
+ * range that lies in one allocation is never left.  The emulator checks
+ * that it does (a prefetch a GPU would drop silently is still a bug).
+ */
+BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
+#if defined(BERTC_EMU)
+    bertc_emu_prefetch_l2(p, bytes);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const char *a = reinterpret_cast<const char *>(p), *end = a + bytes;
+    for (const char *l = a; l < end; l = reinterpret_cast<const char *>((reinterpret_cast<size_t>(l) | 127u) + 1u))
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+/*
+ * The bytes first..last (inclusive: the plan's references always point
+ * inside their buffer) prefetched into L2 by the whole grid, each line by
+ * one thread: thread i of the grid (blocks in launch order) takes lines i,
+ * i + threads, ...  What every kernel calls for the next step's weights
+ * (runtime/plan/plan_types.h, docs/performance.md).  NULL does nothing.
+ */
+BERTC_INLINE void bertc_prefetch_l2_grid(const void *first_byte, const void *last_byte) {
+    if (!first_byte || !last_byte || last_byte < first_byte) return;
+    const char *b = reinterpret_cast<const char *>(first_byte), *e = reinterpret_cast<const char *>(last_byte) + 1;
+    const size_t threads = (size_t)blockDim.x * blockDim.y * blockDim.z;
+    const size_t block = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const size_t me = block * threads + ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const size_t stride = threads * gridDim.x * gridDim.y * gridDim.z;
+    const size_t line0 = reinterpret_cast<size_t>(b) & ~(size_t)127u;
+    const size_t lines = (reinterpret_cast<size_t>(e) - line0 + 127u) / 128u;
+#if defined(BERTC_EMU)
+    /* one check of this thread's span rather than one call per line */
+    if (me < lines) {
+        const size_t last = me + (lines - 1 - me) / stride * stride;
+        const char *lo = me == 0 ? b : reinterpret_cast<const char *>(line0 + me * 128u);
+        const char *hi = last == lines - 1 ? e : reinterpret_cast<const char *>(line0 + last * 128u + 128u);
+        bertc_prefetch_l2(lo, (unsigned)(hi - lo));
+    }
+#else
+    for (size_t i = me; i < lines; i += stride) {
+        const char *l = i == 0 ? b : reinterpret_cast<const char *>(line0 + i * 128u);
+        bertc_prefetch_l2(l, 1u);
+    }
+#endif
+}
+
 /* ------------------------------------------------------------ tensor cores */
 
 /*

@@ -43,6 +43,7 @@ BERTC_INLINE void bertc_embed_ln(T *__restrict__ out, const int *__restrict__ re
     const int tid = THREADS == 32 ? ((int)threadIdx.x & 31) : (int)threadIdx.x;
     const int row = THREADS == 32 ? (int)blockIdx.x * ROWS + ((int)threadIdx.x >> 5) : (int)blockIdx.x;
     if (row >= len) return;
+    bertc_trigger_dependents(); /* it reads no activation at all */
 
     const T *r0 = t0 + (size_t)bertc_embed_index<I0, BUCKET, N0>(req, row) * H;
     const T *r1 = NG > 1 ? t1 + (size_t)bertc_embed_index<I1, BUCKET, N1>(req, row) * H : t0;
@@ -69,6 +70,9 @@ BERTC_INLINE void bertc_embed_ln(T *__restrict__ out, const int *__restrict__ re
             }
         }
     }
+    /* the gathers read only the request and weights; the first write waits
+     * for the kernels before, which may still read this buffer */
+    bertc_grid_dependency_wait();
     bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gamma, beta, out + (size_t)row * H, eps, scratch);
 }
 

@@ -135,6 +135,11 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
     const int n0 = (int)blockIdx.x * BN, m0 = (int)blockIdx.y * BM;
     if (m0 >= len) return;
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    /* Before the wait only weights may be read: this block's rows of w go
+     * on their way into L2 while the previous kernel finishes (sm_90). */
+    for (int r = tid; r < BN && n0 + r < N; r += BERTC_GEMM_THREADS)
+        bertc_prefetch_l2(w + (size_t)(n0 + r) * K, (unsigned)(K * sizeof(T)));
+    bertc_grid_dependency_wait(); /* x and the residual come from earlier steps */
 
     /* tensor-core geometry: 2 x 2 warps */
     constexpr int WTM = BM / 2, WTN = BN / 2, MI = WTM / 16, NI = WTN / 8;
@@ -219,6 +224,7 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
         }
         st = st + 1 == STAGES ? 0 : st + 1;
     }
+    if constexpr (!RES) bertc_trigger_dependents(); /* x is read; a residual is read by the stores */
 
     if constexpr (MMA) {
 #pragma unroll

@@ -38,6 +38,7 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
     const int ct = tid % CT, rg = tid / CT;
     const bool owner = active && rg == 0;   /* holds the final values of its columns */
     const int len = bertc_req_len<BUCKET>(req);
+    bertc_grid_dependency_wait(); /* x is the previous step's output */
 
     float acc[ITEMS * VEC];
 #pragma unroll
@@ -70,6 +71,7 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
                 }
             }
         }
+        bertc_trigger_dependents(); /* x is read */
         if constexpr (RG > 1) {
             /* ITEMS is 1 whenever there is more than one row group. */
             __shared__ float part[RG * CT * VEC];

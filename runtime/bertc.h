@@ -138,11 +138,23 @@ typedef struct bertc_context_options {
     size_t workspace_bytes;       /* cuBLASLt workspace (default 4 MiB) */
     int timing;                   /* 1: time each request with CUDA events
                                      (bertc_context_last_device_ms) */
+    int pdl;                      /* 1 (default): where the GPU is of compute capability 9.0
+                                     or newer and runs an image built for sm_90 or newer,
+                                     each of bertc's kernels that follows another starts
+                                     early by programmatic dependent launch; 0: never */
+    int time_algorithms;          /* 1 (default): at create, time cuBLASLt's candidates
+                                     (up to 8) for each GEMM and keep the fastest;
+                                     0: keep the heuristic's first */
+    const char *outputs;          /* NULL (default): copy every output back after each
+                                     request; else a comma-separated list of output
+                                     names, the only ones copied (and readable) */
     const char *driver_library;   /* NULL: the default for the device kind */
     const char *blaslt_library;   /* NULL: the default for the device kind */
 } bertc_context_options;
 
-/* The defaults: CUDA device 0, capture at create, 4 MiB workspace, no timing. */
+/* The defaults: CUDA device 0, capture at create, 4 MiB workspace, no
+ * request timing, programmatic dependent launch where possible, cuBLASLt
+ * algorithms timed, every output copied back. */
 void bertc_context_options_init(bertc_context_options *opt);
 
 typedef struct bertc_context bertc_context;
@@ -161,6 +173,9 @@ const char *bertc_context_error(const bertc_context *ctx);
 /* "sm_86", "emu", ...: the kernel image the context runs, and its kind ("cubin", "ptx", "emu"). */
 const char *bertc_context_image_arch(const bertc_context *ctx);
 const char *bertc_context_image_kind(const bertc_context *ctx);
+/* 1 if the context's graphs launch each of bertc's kernels that follows
+ * another programmatically (options.pdl, a 9.0+ GPU, an sm_90+ image). */
+int bertc_context_programmatic_launch(const bertc_context *ctx);
 
 /* ---------------------------------------------------------------- requests */
 
@@ -176,7 +191,9 @@ typedef struct bertc_request {
 bertc_status bertc_infer(bertc_context *ctx, const bertc_request *req);
 
 /* Copies output `output` of the last request as float32 into dst: len * cols
- * values for a per-token output, cols otherwise; `count` must be that. */
+ * values for a per-token output, cols otherwise; `count` must be that.  Only
+ * the outputs the context copies back (options.outputs) can be read; of a
+ * per-token output only the request's len rows cross the bus. */
 bertc_status bertc_output_read(bertc_context *ctx, int output, float *dst, size_t count);
 
 /* With options.timing: device time of the last request's graph, from CUDA

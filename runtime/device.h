@@ -61,12 +61,15 @@ typedef enum device_kind {
     X(cuModuleGetFunction)               \
     X(cuFuncSetAttribute)                \
     X(cuLaunchKernel)                    \
+    X(cuLaunchKernelEx)                  \
     X(cuStreamCreate)                    \
     X(cuStreamDestroy)                   \
     X(cuStreamSynchronize)               \
     X(cuStreamBeginCapture)              \
     X(cuStreamEndCapture)                \
+    X(cuStreamGetCaptureInfo)            \
     X(cuGraphInstantiate)                \
+    X(cuGraphExecMemcpyNodeSetParams)    \
     X(cuGraphLaunch)                     \
     X(cuGraphExecDestroy)                \
     X(cuGraphDestroy)                    \

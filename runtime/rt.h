@@ -5,10 +5,19 @@
  *   rt_plan.c     bertc_plan: the read plan, its reference count, queries
  *   rt_device.c   per-device state shared by a plan's contexts: device
  *                 table, primary context, module and functions, weights
- *   rt_context.c  bertc_context: stream, arena, cuBLASLt objects, one CUDA
- *                 Graph per bucket, requests and outputs
+ *   rt_context.c  bertc_context: stream, arena, request staging, outputs;
+ *                 create, destroy, requests
+ *   rt_gemm.c     the context's cuBLASLt steps: descriptors, the
+ *                 heuristic's candidates, timed at create
+ *   rt_graph.c    one CUDA Graph per bucket: capture (programmatic
+ *                 dependent launch between bertc's kernels), the copy
+ *                 nodes a request resizes, single steps
+ *   rt_debug.c    bertc_debug.h: steps one by one between events
  *   rt_image.c    which kernel image of a plan runs on a device
  *   rt_text.c     bertc_encode: the plan's tokenizer behind the public API
+ *
+ * Calls between the context's files go one way: rt_debug -> rt_context ->
+ * rt_graph -> rt_gemm (and every file to rt_util, rt_device, rt_image).
  *
  * Ownership is a tree: a plan owns its device states (created by the first
  * context on a device, destroyed with the last), a context owns everything
@@ -50,12 +59,98 @@ struct rt_device {
     CUdevice dev;
     CUcontext ctx;                 /* the device's primary context (retained) */
     int major, minor;
+    int l2_bytes;                  /* the device's L2 cache */
     char arch[16];                 /* the device's arch name ("sm_86", "emu") */
     int image;                     /* index of the plan image in use */
     CUmodule module;
     CUfunction *functions;         /* [nkernels] */
     CUdeviceptr weights;
 };
+
+/* ---------------------------------------------------------------- contexts */
+
+#define RT_MAX_ALGOS 8            /* cuBLASLt candidates considered per GEMM */
+
+/* One cuBLASLt step of one bucket. */
+typedef struct rt_gemm {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c, d;
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace;            /* what the chosen algorithm needs */
+    CUdeviceptr pa, pb, pc, pd;
+    int candidates;              /* the heuristic's results that could run */
+    int chosen;                  /* index of the one kept among them (0: the heuristic's first) */
+    float us;                    /* its time per run when candidates were timed, else 0 */
+} rt_gemm;
+
+/* A bucket's captured graph and what a request may change in it. */
+typedef struct rt_graph {
+    CUgraph graph;               /* kept: the copy nodes below are its nodes */
+    CUgraphExec exec;
+    CUgraphNode *copy;           /* [noutputs] copy node of each per-token output copied back, else NULL */
+    int64_t *rows;               /* [noutputs] the rows that node copies now */
+} rt_graph;
+
+struct bertc_context {
+    bertc_plan *plan;
+    rt_device *dev;
+    device_table *t;
+    bertc_context_options opt;
+    CUstream stream;
+    CUdeviceptr arena, request, workspace;
+    int32_t *staging;            /* page-locked, the request block of the largest bucket */
+    uint8_t *outputs;            /* page-locked, every output copied back, largest bucket */
+    size_t *output_offset;       /* [noutputs] into `outputs` */
+    unsigned char *copied;       /* [noutputs] 1: copied back (options.outputs) */
+    cublasLtHandle_t lt;
+    rt_gemm **gemms;             /* [nbuckets][nsteps]; zero for kernel steps */
+    rt_graph *graphs;            /* [nbuckets]; exec NULL until captured */
+    int pdl;                     /* kernel-to-kernel steps launched programmatically */
+    CUevent ev_start, ev_stop;
+    int last_bucket;             /* -1 until a request succeeded */
+    int64_t last_len;
+    int timed;
+    char err[RT_ERR_CAP];
+};
+
+static inline CUdeviceptr rt_resolve(const bertc_context *c, sched_ref r) {
+    switch (r.buf) {
+    case SCHED_BUF_WEIGHTS: return c->dev->weights + r.offset;
+    case SCHED_BUF_ARENA: return c->arena + r.offset;
+    case SCHED_BUF_REQUEST: return c->request + r.offset;
+    default: return 0;
+    }
+}
+
+/* Bytes of an output's first `rows` rows, from its first element to the
+ * last (rows is 1 for an output that is not per token). */
+static inline size_t rt_output_bytes(const sched_output *o, int64_t rows) {
+    if (!o->rows_are_seq) rows = 1;
+    return (size_t)((rows - 1) * o->row_stride + o->cols) * (size_t)plan_dtype_size(o->dtype);
+}
+
+/* rt_gemm.c: every GEMM step of every bucket (descriptors, candidates,
+ * timed when options.time_algorithms and there is a choice); its enqueue;
+ * its free. */
+bertc_status rt_gemms_make(bertc_context *c);
+bertc_status rt_gemm_enqueue(bertc_context *c, const sched_step *st, const rt_gemm *g);
+void rt_gemm_free(const device_table *t, rt_gemm *g);
+
+/* rt_graph.c: bucket b's graph captured; its per-token copies set to len
+ * rows (before a launch); freed.  rt_step_enqueue: step s of bucket b on
+ * the context's stream, as the graph runs it but with a plain launch. */
+bertc_status rt_graph_capture(bertc_context *c, int b);
+bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len);
+void rt_graph_free(bertc_context *c, int b);
+bertc_status rt_step_enqueue(bertc_context *c, int b, int s);
+
+/* rt_context.c, for rt_debug.c: a request checked (its bucket in *b) and
+ * written into the staging block. */
+bertc_status rt_request_check(bertc_context *c, const bertc_request *q, int *b);
+void rt_request_stage(bertc_context *c, const bertc_request *q, int b);
+
+/* "sm_90" -> 90, "compute_80" -> 80, "emu" (and anything else) -> 0. */
+int rt_image_sm(const plan_image *im);
 
 /* Host allocation through one door, so tests can make each one fail. */
 void *rt_malloc(size_t n);

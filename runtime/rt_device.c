@@ -142,7 +142,8 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         (r = t->cuDeviceGetAttribute(&d->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev)) !=
             CUDA_SUCCESS ||
         (r = t->cuDeviceGetAttribute(&d->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev)) !=
-            CUDA_SUCCESS) {
+            CUDA_SUCCESS ||
+        (r = t->cuDeviceGetAttribute(&d->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d->dev)) != CUDA_SUCCESS) {
         st = rt_cu_error(t, r, err, cap, "querying device %d", d->ordinal);
         goto fail;
     }

@@ -48,7 +48,7 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     if (kernel_text_template(t, "attention.cuh", d)) return -1;
     kernel_text_printf(t,
                        "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *ctx, const int *req, "
-                       "const %s *qkv) {\n"
+                       "const %s *qkv" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
                        "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d>(ctx, req, qkv, "
                        "__int_as_float((int)0x%08xu));\n"
                        "}\n"

@@ -56,7 +56,8 @@ static int kernel_gemm_source(const kernel_spec *s, const char *name, kernel_tex
     if (kernel_text_template(t, "gemm.cuh", d)) return -1;
     kernel_text_printf(t,
                        "\nextern \"C\" __global__ void __launch_bounds__(128, %d) %s(%s *out, const int *req, "
-                       "const %s *x, const %s *w, const %s *bias, const %s *residual) {\n"
+                       "const %s *x, const %s *w, const %s *bias, const %s *residual" KERNEL_PREFETCH_PARAMS
+                       ") {\n" KERNEL_PREFETCH_CALL
                        "    bertc_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d>(out, req, x, w, bias, "
                        "residual);\n"
                        "}\n"

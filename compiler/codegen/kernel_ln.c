@@ -85,7 +85,8 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
         }
         kernel_text_printf(t,
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
-                           "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta) {\n"
+                           "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta"
+                           KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
                            "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(out, req, table0, "
                            "table1, table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
                            "}\n"
@@ -95,7 +96,8 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
     } else {
         kernel_text_printf(t,
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
-                           "const %s *x, const %s *bias, const %s *residual, const %s *gamma, const %s *beta) {\n"
+                           "const %s *x, const %s *bias, const %s *residual, const %s *gamma, const %s *beta"
+                           KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
                            "    bertc_add_ln<%s, %d, %d, %d, %d, %d, %s, %s>(out, req, x, bias, residual, gamma, beta, "
                            "__int_as_float((int)0x%08xu));\n"
                            "}\n"

@@ -37,7 +37,8 @@ static int kernel_pool_source(const kernel_spec *s, const char *name, kernel_tex
     if (kernel_text_template(t, "bertc_device.cuh", d)) return -1;
     if (kernel_text_template(t, "pool.cuh", d)) return -1;
     kernel_text_printf(t,
-                       "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, const %s *x) {\n"
+                       "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, const %s *x"
+                       KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
                        "    bertc_pool<%s, %d, %d, %d, %d, %d, %d, %d, %s, %s>(out, req, x);\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",

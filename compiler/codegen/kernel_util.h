@@ -81,6 +81,16 @@ extern const kernel_kind_desc kernel_attention_desc;
 extern const kernel_kind_desc kernel_gemm_desc;
 extern const kernel_kind_desc kernel_pool_desc;
 
+/*
+ * The trailing prefetch pair every kernel takes (runtime/plan/plan_types.h:
+ * the first and last byte of the next step's weights): what the entry
+ * point's signature ends with, and the call that opens its body, before
+ * the template runs (so every block takes part, padding blocks included).
+ * A new kind's generator splices both into its entry point.
+ */
+#define KERNEL_PREFETCH_PARAMS ", const void *bertc_pf_first, const void *bertc_pf_last"
+#define KERNEL_PREFETCH_CALL "    bertc_prefetch_l2_grid(bertc_pf_first, bertc_pf_last);\n"
+
 /* snprintf into an entry-name buffer; an over-long name is an internal error. */
 int kernel_entry_printf(char *buf, size_t cap, const char *kind, diag *d, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

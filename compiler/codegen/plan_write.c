@@ -259,9 +259,9 @@ static int pw_check(const plan *p, const char *path, diag *d) {
         for (int j = 0; j < b->nsteps; j++) {
             const sched_step *st = &b->steps[j];
             if (!st->name) return pw_fail(d, path, "bucket %d step %d has no name", i, j);
-            if (st->kind == SCHED_STEP_KERNEL && (st->launch.nargs < 0 || st->launch.nargs > 8))
-                return pw_fail(d, path, "bucket %d step %d (%s): %d launch arguments (at most 8)", i, j, st->name,
-                               st->launch.nargs);
+            if (st->kind == SCHED_STEP_KERNEL && (st->launch.nargs < 0 || st->launch.nargs > KERNEL_MAX_ARGS))
+                return pw_fail(d, path, "bucket %d step %d (%s): %d launch arguments (at most %d)", i, j, st->name,
+                               st->launch.nargs, KERNEL_MAX_ARGS);
         }
         for (int j = 0; j < b->noutputs; j++)
             if (!b->outputs[j].name) return pw_fail(d, path, "bucket %d output %d has no name", i, j);
@@ -375,11 +375,11 @@ static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
         pw_u32(b, l->dims.shared_bytes);
         pw_u32(b, (uint32_t)l->nargs);
         pw_u32(b, 0);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
             if (i < l->nargs) pw_ref(b, l->args[i]);
             else pw_zero(b, PLAN_REF_SIZE);
         }
-        pw_zero(b, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE);
+        pw_zero(b, PLAN_STEP_PAYLOAD_SIZE - 40 - KERNEL_MAX_ARGS * PLAN_REF_SIZE);
     }
 }
 

@@ -117,6 +117,7 @@ static int lower_bucket(lower_ctx *c) {
         if (!rc) lower_release_after(c, i, root, last_use);
     }
     if (!rc) rc = lower_outputs(c);
+    if (!rc) lower_prefetch(c);
     c->out->arena_bytes = c->arena.top;
     free(root);
     free(last_use);

@@ -71,5 +71,8 @@ typedef struct lower_ctx {
 
 /* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
 int lower_node(lower_ctx *c, int i);
+/* Once a bucket's steps are all there: each kernel step's prefetch pair
+ * (plan_types.h) set to the next step's largest weight operand. */
+void lower_prefetch(lower_ctx *c);
 
 #endif

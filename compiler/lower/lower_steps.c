@@ -27,6 +27,7 @@
 
 #include "kernels.h"
 #include "lower_internal.h"
+#include "plan_kernels.h"
 
 /* The plan's own names for the IR's activations and pooling modes. */
 static plan_act lower_act(ir_act a) {
@@ -152,7 +153,8 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
     if (kernel_dims(s, &st->launch.dims, c->d)) return -1;
-    st->launch.nargs = nargs;
+    /* the prefetch pair stays NONE until lower_prefetch knows the next step */
+    st->launch.nargs = nargs + KERNEL_PREFETCH_ARGS;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
     st->flops = flops;
     st->min_hbm_bytes = (uint64_t)bytes;
@@ -422,5 +424,50 @@ int lower_node(lower_ctx *c, int i) {
     default:
         return fail_node(c, n, "no kernel implements this op after fusion (%s)",
                          "the fusion passes found no pattern that absorbs it");
+    }
+}
+
+/* ------------------------------------------------------------ prefetch */
+
+/* Bytes of a column-major operand rows x cols (ld, batch, stride) spans. */
+static uint64_t operand_bytes(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, plan_dtype t) {
+    return (uint64_t)((cols - 1) * ld + rows + (int64_t)(batch - 1) * stride) * (uint64_t)plan_dtype_size(t);
+}
+
+/* The largest weight operand step st reads whole: its first byte in
+ * *first and its size (0: none).  Gathers read a few rows of their
+ * tables, so an embedding's tables are no prefetch target. */
+static uint64_t step_weights(const plan *p, const sched_step *st, uint64_t *first) {
+    uint64_t best = 0;
+    if (st->kind == SCHED_STEP_GEMM) {
+        const sched_gemm *g = &st->gemm;
+        const sched_ref refs[3] = {g->a, g->b, g->bias};
+        const uint64_t bytes[3] = {
+            operand_bytes(g->transa ? g->k : g->m, g->transa ? g->m : g->k, g->lda, g->batch_count, g->stride_a, g->ab_type),
+            operand_bytes(g->transb ? g->n : g->k, g->transb ? g->k : g->n, g->ldb, g->batch_count, g->stride_b, g->ab_type),
+            (uint64_t)g->m * (uint64_t)plan_dtype_size(g->bias_type)};
+        for (int i = 0; i < 3; i++)
+            if (refs[i].buf == SCHED_BUF_WEIGHTS && bytes[i] > best) best = bytes[i], *first = refs[i].offset;
+        return best;
+    }
+    const kernel_spec *s = &p->kernels[st->launch.kernel].spec;
+    if (s->kind == KERNEL_KIND_EMBED_LN) return 0;
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(s, a);
+    for (int i = 0; i < st->launch.nargs; i++)
+        if (a[i].use == KERNEL_ARG_READ && st->launch.args[i].buf == SCHED_BUF_WEIGHTS && a[i].bytes > best)
+            best = a[i].bytes, *first = st->launch.args[i].offset;
+    return best;
+}
+
+void lower_prefetch(lower_ctx *c) {
+    sched_bucket *b = c->out;
+    for (int i = 0; i + 1 < b->nsteps; i++) {
+        sched_launch *l = &b->steps[i].launch;
+        if (b->steps[i].kind != SCHED_STEP_KERNEL) continue;
+        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], &first);
+        if (!bytes || first + bytes > c->p->weights_size) continue;
+        l->args[l->nargs - 2] = (sched_ref){SCHED_BUF_WEIGHTS, first};
+        l->args[l->nargs - 1] = (sched_ref){SCHED_BUF_WEIGHTS, first + bytes - 1};
     }
 }

@@ -1,5 +1,5 @@
 /*
- * plan_format — the constants of the plan file format, version 3.
+ * plan_format — the constants of the plan file format, version 4.
  *
  * docs/plan-format.md is the specification; this header holds only what the
  * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
@@ -58,7 +58,7 @@
 #define PLAN_STATS_RECORD_SIZE 16
 #define PLAN_BUCKET_RECORD_SIZE 24
 #define PLAN_STEP_RECORD_SIZE 232
-#define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (168 used) or gemm (208) */
+#define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (200 used) or gemm (208) */
 #define PLAN_OUTPUT_RECORD_SIZE 48
 #define PLAN_REF_SIZE 16
 #define PLAN_TOKENIZER_RECORD_SIZE 80  /* 56 in version 2 (a vocab.txt and BERT settings) */

@@ -63,7 +63,7 @@ int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 int kernel_kind_arg_count(kernel_kind kind) {
     static const int nargs[] = {7, 7, 3, 6, 3};
-    return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] : 0;
+    return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] + KERNEL_PREFETCH_ARGS : 0;
 }
 
 static void kernel_dims_set(kernel_launch_dims *dims, unsigned gx, unsigned gy, unsigned block, unsigned smem) {
@@ -364,4 +364,7 @@ void kernel_args_of(const kernel_spec *s, kernel_arg *a) {
         a[2] = kernel_arg_read(rows * h, s);
         break;
     }
+    /* the pair's extent is the distance between them (the reader checks it) */
+    int n = kernel_kind_arg_count(s->kind);
+    a[n - 2] = a[n - 1] = (kernel_arg){KERNEL_ARG_PREFETCH, 0};
 }

@@ -55,6 +55,7 @@ typedef enum kernel_arg_use {
     KERNEL_ARG_REQUEST,            /* the request block, from its start */
     KERNEL_ARG_READ,               /* weights or activations, read */
     KERNEL_ARG_WRITE,              /* activations, written (the arena only) */
+    KERNEL_ARG_PREFETCH,           /* the trailing prefetch range: weights or NONE (plan_types.h) */
 } kernel_arg_use;
 
 typedef struct kernel_arg {
@@ -70,7 +71,8 @@ int kernel_spec_check(const kernel_spec *s, diag *d);
 int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d);
 /* Grid, block and dynamic shared memory of a checked spec. */
 int kernel_launch_dims_of(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
-/* Pointer arguments of a kind; 0 for a value outside the enum. */
+/* Pointer arguments of a kind's kernels, the prefetch pair included; 0 for
+ * a value outside the enum. */
 int kernel_kind_arg_count(kernel_kind kind);
 /* The use and extent of each argument of a checked spec (args[0 ..
  * kernel_kind_arg_count - 1]). */

@@ -78,7 +78,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 3, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 4, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -113,6 +113,8 @@ _Static_assert(SCHED_BUF_NONE == 0 && SCHED_BUF_WEIGHTS == 1 && SCHED_BUF_ARENA 
                    SCHED_BUF_COUNT == 4,
                "sched_buf values are part of the plan format");
 _Static_assert(KERNEL_REQ_HEADER_WORDS == 4, "the request block's size is part of the plan format");
+_Static_assert(KERNEL_MAX_ARGS == 10 && KERNEL_PREFETCH_ARGS == 2 && 40 + KERNEL_MAX_ARGS * PLAN_REF_SIZE <= PLAN_STEP_PAYLOAD_SIZE,
+               "a launch's argument slots (the prefetch pair included) are part of the plan format");
 _Static_assert(sizeof(((plan_image *)0)->arch) == 16, "the image arch field is 16 bytes in the plan format");
 
 /* ---- plan_init / plan_free ----------------------------------------------- */
@@ -673,7 +675,7 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     uint32_t v;
     if (cur_str(c, "entry", 0, &k->entry)) return -1;
     v = cur_u32(c);
-    if (v < 1 || v > 8) return CUR_FAIL(c, "field nargs: %u is not in 1..8", v);
+    if (v < 1 || v > KERNEL_MAX_ARGS) return CUR_FAIL(c, "field nargs: %u is not in 1..%d", v, KERNEL_MAX_ARGS);
     k->nargs = (int)v;
     uint64_t off = cur_u64(c);
     if (off != *next_src)
@@ -924,17 +926,18 @@ static int prd_launch_dims(prd_cur *c, const plan_kernel *pk, const sched_launch
 
 static const char *prd_arg_use_name(kernel_arg_use u) {
     return u == KERNEL_ARG_UNUSED ? "unused" : u == KERNEL_ARG_REQUEST ? "the request block" : u == KERNEL_ARG_READ
-               ? "read" : "written";
+               ? "read" : u == KERNEL_ARG_PREFETCH ? "a prefetch bound" : "written";
 }
 
 /* One argument against its use: the buffer it may be in and its extent. */
 static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, int i, const sched_ref *ref,
                           const kernel_arg *a) {
     sched_buf buf = ref->buf;
-    int ok = a->use == KERNEL_ARG_UNUSED   ? buf == SCHED_BUF_NONE
-             : a->use == KERNEL_ARG_REQUEST ? buf == SCHED_BUF_REQUEST && ref->offset == 0
-             : a->use == KERNEL_ARG_WRITE   ? buf == SCHED_BUF_ARENA
-                                            : buf == SCHED_BUF_ARENA || buf == SCHED_BUF_WEIGHTS;
+    int ok = a->use == KERNEL_ARG_UNUSED     ? buf == SCHED_BUF_NONE
+             : a->use == KERNEL_ARG_REQUEST  ? buf == SCHED_BUF_REQUEST && ref->offset == 0
+             : a->use == KERNEL_ARG_WRITE    ? buf == SCHED_BUF_ARENA
+             : a->use == KERNEL_ARG_PREFETCH ? buf == SCHED_BUF_NONE || buf == SCHED_BUF_WEIGHTS
+                                             : buf == SCHED_BUF_ARENA || buf == SCHED_BUF_WEIGHTS;
     if (!ok)
         return CUR_FAIL(c, "field launch.args[%d]: kernel %s's argument %d is %s; it cannot be the %s buffer at %llu", i,
                         pk->entry, i, prd_arg_use_name(a->use), prd_buffer_name(buf),
@@ -961,6 +964,17 @@ static int prd_launch_args(prd_cur *c, const sched_bucket *b, const plan_kernel 
         c->at = arg_at[i];
         if (prd_launch_arg(c, b, pk, i, &l->args[i], &a[i])) return -1;
     }
+    /* the prefetch pair: nothing, or the first and the last byte of a range
+     * of the weights (each already inside the blob, prd_ref) in order */
+    const sched_ref *pb = &l->args[l->nargs - 2], *pe = &l->args[l->nargs - 1];
+    c->at = arg_at[l->nargs - 1];
+    if (pb->buf != pe->buf)
+        return CUR_FAIL(c, "field launch.args[%d]: the prefetch range of kernel %s must be two weight offsets or two "
+                           "NONE references",
+                        l->nargs - 1, pk->entry);
+    if (pb->buf == SCHED_BUF_WEIGHTS && pb->offset > pe->offset)
+        return CUR_FAIL(c, "field launch.args[%d]: kernel %s's prefetch range starts at %llu, after its last byte %llu",
+                        l->nargs - 1, pk->entry, (unsigned long long)pb->offset, (unsigned long long)pe->offset);
     return 0;
 }
 
@@ -1001,7 +1015,7 @@ static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l
         arg_at[i] = c->pos;
         if (i < l->nargs ? prd_ref(c, f, b, 1, &l->args[i]) : cur_zero(c, PLAN_REF_SIZE, f)) return -1;
     }
-    if (cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE, "launch.padding")) return -1;
+    if (cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - KERNEL_MAX_ARGS * PLAN_REF_SIZE, "launch.padding")) return -1;
     return prd_launch_dims(c, pk, l, dims_at) || prd_launch_args(c, b, pk, l, arg_at);
 }
 

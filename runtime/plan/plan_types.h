@@ -116,7 +116,18 @@ static inline const char *plan_pool_mode_name(plan_pool_mode m) {
 
 #define KERNEL_REQ_HEADER_WORDS 4
 #define KERNEL_MAX_GATHERS 3
-#define KERNEL_MAX_ARGS 8
+#define KERNEL_MAX_ARGS 10
+/*
+ * Every kernel launch ends with two more pointer arguments after its
+ * kind's own (below): prefetch_first and prefetch_last, the first and the
+ * last byte of the range of the weight blob that the *next* step of the
+ * schedule reads (its largest weight operand), or both NONE.  The kernel
+ * asks every 128-byte line of the range into L2 as it starts
+ * (bertc_prefetch_l2_grid, sm_80+; nothing below), so the next step's
+ * weights are on their way while this step runs and during the launch gap
+ * after it (docs/performance.md).
+ */
+#define KERNEL_PREFETCH_ARGS 2
 
 /* Bytes of the request block of a bucket of `bucket` rows. */
 static inline uint64_t kernel_request_bytes(int64_t bucket) {
@@ -258,7 +269,7 @@ typedef struct sched_gemm {
 typedef struct sched_launch {
     int kernel;                  /* index into the plan's kernel table */
     kernel_launch_dims dims;
-    int nargs;
+    int nargs;                   /* the kind's arguments + KERNEL_PREFETCH_ARGS */
     sched_ref args[KERNEL_MAX_ARGS];   /* every kernel argument is a pointer */
 } sched_launch;
 

@@ -72,3 +72,15 @@ expect bench-emu 0 "$B" bench "$PLAN" --device emu --iters 3 --warmup 1 --seq-le
 contains bench-emu-table "$T/out" "p50"
 expect bench-cuda-no-driver 3 "$B" bench "$PLAN" --iters 3
 contains bench-cuda-no-driver-msg "$T/err" "no CUDA driver"
+# --per-step: every step of the bucket, named, with the model's column, the sum and the graph
+expect bench-per-step 0 "$B" bench "$PLAN" --device emu --per-step --iters 1 --seq-len 9
+contains bench-per-step-table "$T/out" "predicted us"
+contains bench-per-step-graph "$T/out" "graph (one launch)"
+contains bench-per-step-cpu "$T/out" "CPU times"
+expect bench-per-step-json 0 "$B" bench "$PLAN" --device emu --per-step --json --iters 1 --seq-len 9
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); L=d["lengths"][0]; assert L["len"]==9 and len(L["steps"])>3 and all(s["predicted_us"] is None and s["measured_us"]>=0 for s in L["steps"])' "$T/out"; then
+    pass bench-per-step-json-valid
+else
+    fail bench-per-step-json-valid "$(head -c 300 "$T/out")"
+fi
+expect bench-json-alone 1 "$B" bench "$PLAN" --device emu --json

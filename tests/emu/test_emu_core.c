@@ -282,6 +282,55 @@ static const char half_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_half_shfl)\n";
 
+/* Programmatic dependent launch: a producer, a consumer that keeps state
+ * in shared memory across its wait, the same consumer reading before its
+ * wait (the bug the emulator must expose), one thread waiting for a block,
+ * and L2 prefetches. */
+static const char pdl_src[] =
+    "extern \"C\" __global__ void k_pdl_producer(float *buf, const float *in) {\n"
+    "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    float v = in[g] * 2.0f;\n"
+    "    cudaTriggerProgrammaticLaunchCompletion();\n"
+    "    buf[g] = v;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_pdl_producer)\n"
+    "\n"
+    "extern \"C\" __global__ void k_pdl_consumer(float *out, const float *buf, const float *w) {\n"
+    "    __shared__ float sw[1024];\n"
+    "    unsigned t = threadIdx.x, g = blockIdx.x * blockDim.x + t;\n"
+    "    sw[blockDim.x - 1 - t] = w[g] * 3.0f;\n"
+    "    cudaGridDependencySynchronize();\n"
+    "    __syncthreads();\n"
+    "    out[g] = buf[g] + sw[blockDim.x - 1 - t];\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_pdl_consumer)\n"
+    "\n"
+    "extern \"C\" __global__ void k_pdl_early_reader(float *out, const float *buf, const float *w) {\n"
+    "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    float b = buf[g];\n"
+    "    cudaGridDependencySynchronize();\n"
+    "    out[g] = b + w[g] * 3.0f;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_pdl_early_reader)\n"
+    "\n"
+    "extern \"C\" __global__ void k_pdl_one_waiter(float *out, const float *buf, const float *w) {\n"
+    "    __shared__ float first;\n"
+    "    unsigned t = threadIdx.x, g = blockIdx.x * blockDim.x + t;\n"
+    "    float mine = w[g] * 3.0f;\n"
+    "    if (t == 0) {\n"
+    "        cudaGridDependencySynchronize();\n"
+    "        first = buf[blockIdx.x * blockDim.x];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    out[g] = buf[g] + mine + 0.0f * first;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_pdl_one_waiter)\n"
+    "\n"
+    "extern \"C\" __global__ void k_prefetch(const float *p, const int *n, const int *off) {\n"
+    "    if (threadIdx.x == 0) bertc_emu_prefetch_l2(p + *off, (unsigned long long)*n * sizeof(float));\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_prefetch)\n";
+
 static emu_image *img;
 static char img_error[4096];
 
@@ -1077,6 +1126,198 @@ static void test_concurrent_launches(void) {
 
 /* ------------------------------------------------------------ cost (printed, and a loose sanity bound) */
 
+/* ------------------------------------------------------------ programmatic dependent launch */
+
+typedef struct pdl_bufs {
+    float *in, *buf, *w, *out;
+    unsigned n;
+} pdl_bufs;
+
+static pdl_bufs pdl_alloc(unsigned n) {
+    pdl_bufs b = {malloc(n * 4), malloc(n * 4), malloc(n * 4), malloc(n * 4), n};
+    for (unsigned i = 0; i < n; i++) {
+        b.in[i] = rnd_float();
+        b.w[i] = rnd_float();
+    }
+    memset(b.buf, 0xff, n * 4); /* NaN: what a fresh device allocation holds */
+    memset(b.out, 0xff, n * 4);
+    return b;
+}
+
+static void pdl_free(pdl_bufs *b) {
+    free(b->in);
+    free(b->buf);
+    free(b->w);
+    free(b->out);
+}
+
+/* out[i] = 2 in[i] + 3 w[i] wherever bit-exact; the count of others. */
+static unsigned pdl_wrong(const pdl_bufs *b) {
+    unsigned bad = 0;
+    for (unsigned i = 0; i < b->n; i++) bad += b->out[i] != b->in[i] * 2.0f + b->w[i] * 3.0f;
+    return bad;
+}
+
+/* consumer launched dependent, producer run, consumer finished: the order a
+ * stream with a programmatic edge gives; *bad counts wrong outputs. */
+static emu_status pdl_pair(const char *consumer, pdl_bufs *b, unsigned blocks, unsigned threads, emu_schedule s,
+                           emu_launch_stats *held, unsigned *bad, diag *d) {
+    unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
+    emu_kernel *kc = emu_image_kernel(img, consumer, d), *kp = emu_image_kernel(img, "k_pdl_producer", d);
+    if (!kc || !kp) return EMU_STATUS_NOT_FOUND;
+    void *cargs[3] = {&b->out, &b->buf, &b->w}, *pargs[2] = {&b->buf, &b->in};
+    emu_grid *g = NULL;
+    emu_status st = emu_kernel_launch_dependent(kc, grid, block, 0, cargs, s, check_rng_u64(), &g, d);
+    if (st != EMU_STATUS_OK) return st;
+    CHECK(emu_grid_kernel(g) == kc, "held grid runs another kernel");
+    unsigned written = 0;
+    for (unsigned i = 0; i < b->n; i++) written += check_f32_bits(b->out[i]) != 0xffffffffu;
+    if (!strcmp(consumer, "k_pdl_consumer"))
+        CHECK(written == 0, "%s (%s): %u outputs written before the predecessor ran", consumer, emu_schedule_name(s),
+              written);
+    st = emu_kernel_launch(kp, grid, block, 0, pargs, s, check_rng_u64(), d);
+    if (st != EMU_STATUS_OK) {
+        emu_grid_abandon(g);
+        return st;
+    }
+    st = emu_grid_finish(g, d);
+    emu_last_launch_stats(held);
+    *bad = pdl_wrong(b);
+    return st;
+}
+
+/* The producer, then `consumer` launched plainly after it. */
+static emu_status pdl_in_order(const char *consumer, pdl_bufs *b, unsigned blocks, unsigned threads, emu_schedule s,
+                               diag *d) {
+    diag_init(d);
+    void *pargs[2] = {&b->buf, &b->in}, *cargs[3] = {&b->out, &b->buf, &b->w};
+    emu_status st = launch("k_pdl_producer", blocks, threads, 0, pargs, s, d);
+    return st != EMU_STATUS_OK ? st : launch(consumer, blocks, threads, 0, cargs, s, d);
+}
+
+/* `consumer` as the programmatic dependent of the producer under every
+ * schedule: right answers, and the waits and parked threads expected. */
+static void pdl_each_schedule(const char *consumer, unsigned blocks, unsigned threads, uint64_t waits,
+                              uint64_t parked) {
+    for (int si = 0; si < NSCHED; si++) {
+        pdl_bufs b = pdl_alloc(blocks * threads);
+        diag d;
+        diag_init(&d);
+        emu_launch_stats ls;
+        unsigned bad = 0;
+        emu_status st = pdl_pair(consumer, &b, blocks, threads, all_scheds[si], &ls, &bad, &d);
+        const char *sn = emu_schedule_name(all_scheds[si]);
+        CHECK(st == EMU_STATUS_OK, "%s, %s: %s", consumer, sn, d.text);
+        CHECK(bad == 0, "%s, %s: %u of %u outputs wrong", consumer, sn, bad, b.n);
+        CHECK(ls.blocks == blocks && ls.waits == waits && ls.parked == parked,
+              "%s, %s: %llu blocks, %llu waits, %llu parked", consumer, sn, (unsigned long long)ls.blocks,
+              (unsigned long long)ls.waits, (unsigned long long)ls.parked);
+        pdl_free(&b);
+    }
+}
+
+/* A correct consumer: its shared memory and its threads survive the hold,
+ * every thread of the held block parks, and the answer is right. */
+static void test_pdl_correct_consumer(void) {
+    NEED_IMAGE();
+    pdl_each_schedule("k_pdl_consumer", 5, 96, 5 * 96, 96);
+}
+
+/* One thread waits, the others meet it at a barrier: the block is held,
+ * not deadlocked, and the result is right. */
+static void test_pdl_one_waiter(void) {
+    NEED_IMAGE();
+    pdl_each_schedule("k_pdl_one_waiter", 3, 64, 3, 1);
+}
+
+/* Reading the producer's output before the wait: correct when the launches
+ * simply follow each other, wrong (the held block's rows) under the
+ * programmatic order, as it would race on a GPU. */
+static void test_pdl_early_read_caught(void) {
+    NEED_IMAGE();
+    pdl_bufs b = pdl_alloc(4 * 64);
+    diag d;
+    CHECK(pdl_in_order("k_pdl_early_reader", &b, 4, 64, EMU_SCHEDULE_ROUND_ROBIN, &d) == EMU_STATUS_OK, "%s", d.text);
+    CHECK(pdl_wrong(&b) == 0, "serialised launches give a wrong answer");
+    pdl_free(&b);
+    for (int si = 0; si < NSCHED; si++) {
+        pdl_bufs c = pdl_alloc(4 * 64);
+        emu_launch_stats ls;
+        unsigned bad = 0;
+        emu_status st = pdl_pair("k_pdl_early_reader", &c, 4, 64, all_scheds[si], &ls, &bad, &d);
+        CHECK(st == EMU_STATUS_OK, "%s", d.text);
+        CHECK(bad == 64, "%s: %u outputs wrong, expected the held block's 64", emu_schedule_name(all_scheds[si]), bad);
+        pdl_free(&c);
+    }
+}
+
+/* Without a dependency in flight the wait returns at once; a held grid can
+ * be abandoned (its predecessor failed) and the core goes on. */
+static void test_pdl_plain_and_abandoned(void) {
+    NEED_IMAGE();
+    pdl_bufs b = pdl_alloc(2 * 32);
+    diag d;
+    void *pargs[2] = {&b.buf, &b.in}, *cargs[3] = {&b.out, &b.buf, &b.w};
+    CHECK(pdl_in_order("k_pdl_consumer", &b, 2, 32, EMU_SCHEDULE_WARP_GREEDY, &d) == EMU_STATUS_OK, "%s", d.text);
+    emu_launch_stats ls;
+    emu_last_launch_stats(&ls);
+    CHECK(ls.waits == 64 && ls.parked == 0 && pdl_wrong(&b) == 0, "plain launch: %llu waits, %llu parked",
+          (unsigned long long)ls.waits, (unsigned long long)ls.parked);
+    CHECK(ls.triggers == 0, "the consumer triggered");
+    launch("k_pdl_producer", 2, 32, 0, pargs, EMU_SCHEDULE_WARP_GREEDY, &d);
+    emu_last_launch_stats(&ls);
+    CHECK(ls.triggers == 2, "%llu blocks triggered, expected 2", (unsigned long long)ls.triggers);
+    emu_kernel *k = emu_image_kernel(img, "k_pdl_consumer", &d);
+    unsigned grid[3] = {2, 1, 1}, block[3] = {32, 1, 1};
+    for (int i = 0; k && i < 3; i++) {
+        emu_grid *g = NULL;
+        CHECK(emu_kernel_launch_dependent(k, grid, block, 0, cargs, EMU_SCHEDULE_RANDOM, check_rng_u64(), &g, &d) ==
+                  EMU_STATUS_OK && g,
+              "%s", d.text);
+        emu_grid_abandon(g);
+    }
+    memset(b.out, 0xff, b.n * 4);
+    CHECK(launch("k_pdl_consumer", 2, 32, 0, cargs, EMU_SCHEDULE_ROUND_ROBIN, &d) == EMU_STATUS_OK &&
+              pdl_wrong(&b) == 0,
+          "a launch after abandoned grids: %s", d.text);
+    pdl_free(&b);
+}
+
+/* A prefetch must stay inside device memory: the core asks the checker the
+ * device installs (here the test's own, knowing one buffer). */
+static const float *pf_base;
+static size_t pf_len;
+static int pf_check(const void *p, unsigned long long bytes) {
+    const char *c = p, *b = (const char *)pf_base;
+    return c >= b && bytes <= pf_len * sizeof(float) && (size_t)(c - b) <= pf_len * sizeof(float) - bytes;
+}
+
+static void test_prefetch_range_checked(void) {
+    NEED_IMAGE();
+    float *buf = malloc(100 * sizeof *buf);
+    pf_base = buf;
+    pf_len = 100;
+    emu_set_mem_check(pf_check);
+    struct {
+        int n, off;
+        emu_status st;
+    } cases[] = {{100, 0, EMU_STATUS_OK}, {10, 90, EMU_STATUS_OK}, {0, 200, EMU_STATUS_OK},
+                 {11, 90, EMU_STATUS_FAULT}, {1, -1, EMU_STATUS_FAULT}, {101, 0, EMU_STATUS_FAULT}};
+    for (int i = 0; i < 6; i++) {
+        diag d;
+        diag_init(&d);
+        int *np = &cases[i].n, *op = &cases[i].off;
+        void *args[3] = {&buf, &np, &op};
+        emu_status st = launch("k_prefetch", 1, 32, 0, args, EMU_SCHEDULE_ROUND_ROBIN, &d);
+        CHECK(st == cases[i].st, "prefetch of %d floats at %d: %s (%s)", cases[i].n, cases[i].off, emu_status_name(st),
+              d.text);
+        if (st == EMU_STATUS_FAULT)
+            CHECK(strstr(d.text, "outside device memory") && strstr(d.text, "k_prefetch"), "unclear: %s", d.text);
+    }
+    emu_set_mem_check(NULL);
+    free(buf);
+}
+
 static void test_costs(void) {
     NEED_IMAGE();
     enum { ROWS = 128, COLS = 384 };
@@ -1150,11 +1391,11 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    const char *units[3] = {core_src, half_src, kimage_faulting_src};
+    const char *units[4] = {core_src, half_src, kimage_faulting_src, pdl_src};
     double t0 = now_s();
-    img = kimage_build("emu_core.so", units, 3, image_load, &d); /* a loaded mapping outlives its file */
+    img = kimage_build("emu_core.so", units, 4, image_load, &d); /* a loaded mapping outlives its file */
     if (!img) snprintf(img_error, sizeof img_error, "%s", d.text);
-    else printf("info: built 3 kernel units in %.2f s\n", now_s() - t0);
+    else printf("info: built 4 kernel units in %.2f s\n", now_s() - t0);
 
     CHECK_CASE(test_block_sum);
     CHECK_CASE(test_early_exit);
@@ -1180,6 +1421,11 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_units_isolated);
     CHECK_CASE(test_sanitized_shared_overflow);
     CHECK_CASE(test_concurrent_launches);
+    CHECK_CASE(test_pdl_correct_consumer);
+    CHECK_CASE(test_pdl_one_waiter);
+    CHECK_CASE(test_pdl_early_read_caught);
+    CHECK_CASE(test_pdl_plain_and_abandoned);
+    CHECK_CASE(test_prefetch_range_checked);
     CHECK_CASE(test_costs);
     emu_image_free(img);
     return check_summary();

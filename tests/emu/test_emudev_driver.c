@@ -57,6 +57,38 @@ static const char kernels_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_smem_copy)\n";
 
+/* Programmatic dependent launch and L2 prefetch, through the driver. */
+static const char pdl_src[] =
+    "extern \"C\" __global__ void k_produce(float *buf, const float *in) {\n"
+    "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    float v = in[g] * 2.0f;\n"
+    "    cudaTriggerProgrammaticLaunchCompletion();\n"
+    "    buf[g] = v;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_produce)\n"
+    "\n"
+    "extern \"C\" __global__ void k_consume(float *out, const float *buf, const float *w) {\n"
+    "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    float mine = w[g] * 3.0f;\n"
+    "    cudaGridDependencySynchronize();\n"
+    "    out[g] = buf[g] + mine;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_consume)\n"
+    "\n"
+    "extern \"C\" __global__ void k_consume_early(float *out, const float *buf, const float *w) {\n"
+    "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    float b = buf[g];\n"
+    "    cudaGridDependencySynchronize();\n"
+    "    out[g] = b + w[g] * 3.0f;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_consume_early)\n"
+    "\n"
+    "extern \"C\" __global__ void k_prefetch_out(int *out) {\n"
+    "    if (threadIdx.x == 0) bertc_emu_prefetch_l2(out, 256);\n"
+    "    if (threadIdx.x == 1) bertc_emu_prefetch_l2(out + 60, 32);\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_prefetch_out)\n";
+
 static char *image;          /* the EMU image's bytes */
 static size_t image_size;
 static char image_error[4096];
@@ -793,6 +825,258 @@ static void test_twins(void) {
     CHECK(major == 0, "reset left capability %d", major);
 }
 
+/* ------------------------------------------------------------ programmatic dependent launch */
+
+typedef struct pdl {
+    CUmodule m;
+    CUfunction produce, consume, early;
+    CUdeviceptr in, w, buf, out;
+    float hin[256], hw[256];
+} pdl;
+
+/* A claimed sm_90 whose module (PTX for sm_90) binds to the test's kernels. */
+static void pdl_up(pdl *p) {
+    static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                              ".visible .entry k_produce()\n{\n\tret;\n}\n"
+                              ".visible .entry k_consume()\n{\n\tret;\n}\n"
+                              ".visible .entry k_consume_early()\n{\n\tret;\n}\n";
+    ctx_up();
+    bertc_emudev_set_arch(9, 0);
+    CHECK(bertc_emudev_add_twins(image, image_size) == 0, "twins refused");
+    CU(cuModuleLoadData(&p->m, ptx));
+    p->produce = function_get(p->m, "k_produce");
+    p->consume = function_get(p->m, "k_consume");
+    p->early = function_get(p->m, "k_consume_early");
+    for (int i = 0; i < 256; i++) {
+        p->hin[i] = (float)check_rng_uniform() * 4.0f - 2.0f;
+        p->hw[i] = (float)check_rng_uniform() * 4.0f - 2.0f;
+    }
+    CU(cuMemAlloc(&p->in, sizeof p->hin));
+    CU(cuMemAlloc(&p->w, sizeof p->hw));
+    CU(cuMemcpyHtoD(p->in, p->hin, sizeof p->hin));
+    CU(cuMemcpyHtoD(p->w, p->hw, sizeof p->hw));
+}
+
+/* A fresh (NaN-filled) producer buffer and output. */
+static void pdl_fresh(pdl *p) {
+    if (p->buf) CU(cuMemFree(p->buf));
+    if (p->out) CU(cuMemFree(p->out));
+    CU(cuMemAlloc(&p->buf, 256 * 4));
+    CU(cuMemAlloc(&p->out, 256 * 4));
+}
+
+static void pdl_down(pdl *p) {
+    CU(cuMemFree(p->in));
+    CU(cuMemFree(p->w));
+    CU(cuMemFree(p->buf));
+    CU(cuMemFree(p->out));
+    CU(cuModuleUnload(p->m));
+    ctx_down();
+    bertc_emudev_reset();
+}
+
+/* Producer then `consumer` on s (4 blocks of 64), the consumer launched
+ * with the attribute when `programmatic`. */
+static void pdl_enqueue(pdl *p, CUstream s, CUfunction consumer, int programmatic) {
+    void *pa[] = {&p->buf, &p->in}, *ca[] = {&p->out, &p->buf, &p->w};
+    CU(cuLaunchKernel(p->produce, 4, 1, 1, 64, 1, 1, 0, s, pa, NULL));
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    at.value.programmaticStreamSerializationAllowed = programmatic;
+    CUlaunchConfig c = {.gridDimX = 4, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64, .blockDimY = 1,
+                        .blockDimZ = 1, .hStream = s, .attrs = &at, .numAttrs = 1};
+    CU(cuLaunchKernelEx(&c, consumer, ca, NULL));
+}
+
+/* Outputs that are not 2 in + 3 w. */
+static int pdl_wrong(const pdl *p) {
+    float got[256];
+    CU(cuMemcpyDtoHAsync(got, p->out, sizeof got, NULL));
+    CU(cuStreamSynchronize(NULL));
+    int bad = 0;
+    for (int i = 0; i < 256; i++) bad += got[i] != p->hin[i] * 2.0f + p->hw[i] * 3.0f;
+    return bad;
+}
+
+/* The attribute's rules: sm_90 and newer only, known attributes only. */
+static void test_launch_kernel_ex(void) {
+    NEED_IMAGE();
+    ctx_up();
+    CUmodule m = module_load();
+    CUfunction set = function_get(m, "k_set");
+    CUdeviceptr out;
+    CU(cuMemAlloc(&out, 64 * 4));
+    int v = 7, n = 64;
+    void *args[] = {&out, &v, &n};
+    CUlaunchAttribute at[2] = {{.id = CU_LAUNCH_ATTRIBUTE_IGNORE}, {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE}};
+    CUlaunchConfig c = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1};
+    CU_IS(cuLaunchKernelEx(NULL, set, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    c.numAttrs = 1;
+    CU_IS(cuLaunchKernelEx(&c, set, args, NULL), CUDA_ERROR_INVALID_VALUE);   /* attrs NULL */
+    c.attrs = at;
+    c.numAttrs = 2;
+    CU_IS(cuLaunchKernelEx(&c, set, args, NULL), CUDA_ERROR_INVALID_VALUE);   /* cooperative: not emulated */
+    at[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    at[1].value.programmaticStreamSerializationAllowed = 1;
+    CU_IS(cuLaunchKernelEx(&c, set, args, NULL), CUDA_ERROR_NOT_SUPPORTED);   /* the emu arch is no sm_90 */
+    CHECK(strstr(bertc_emudev_last_error(), "9.0"), "message: %s", bertc_emudev_last_error());
+    at[1].value.programmaticStreamSerializationAllowed = 0;
+    c.gridDimX = 0;
+    CU_IS(cuLaunchKernelEx(&c, set, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    c.gridDimX = 1;
+    CU(cuLaunchKernelEx(&c, set, args, NULL));   /* the attribute off, and IGNORE: a plain launch */
+    CU(cuStreamSynchronize(NULL));
+    CHECK(((int *)(uintptr_t)out)[63] == 70, "cuLaunchKernelEx ran k_set to %d", ((int *)(uintptr_t)out)[63]);
+    CU(cuMemFree(out));
+    CU(cuModuleUnload(m));
+    ctx_down();
+}
+
+/* A programmatic edge between two kernels, captured and eager: the
+ * consumer's pre-wait part runs before the producer, so the correct
+ * consumer is right and the one that reads before its wait is wrong in
+ * the held block; after a copy (no kernel to overlap) or after the same
+ * kernel the launch runs in order. */
+static void test_programmatic_edges(void) {
+    NEED_IMAGE();
+    pdl p = {0};
+    pdl_up(&p);
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    bertc_emudev_stats a, b;
+    for (int captured = 0; captured < 2; captured++)
+        for (int wrong = 0; wrong < 2; wrong++) {
+            pdl_fresh(&p);
+            bertc_emudev_get_stats(&a);
+            CUgraph g = NULL;
+            CUgraphExec x = NULL;
+            if (captured) CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            pdl_enqueue(&p, s, wrong ? p.early : p.consume, 1);
+            if (captured) {
+                CU(cuStreamEndCapture(s, &g));
+                CU(cuGraphInstantiate(&x, g, 0));
+                CU(cuGraphLaunch(x, s));
+            }
+            CU(cuStreamSynchronize(s));
+            bertc_emudev_get_stats(&b);
+            int bad = pdl_wrong(&p);
+            CHECK(wrong ? bad == 64 : bad == 0, "%s, %s consumer: %d wrong outputs", captured ? "graph" : "stream",
+                  wrong ? "early-reading" : "correct", bad);
+            CHECK(b.programmatic_overlapped - a.programmatic_overlapped == 1 && b.parked_waits - a.parked_waits == 64 &&
+                      b.dependency_waits - a.dependency_waits == 256 && b.triggers - a.triggers == 4,
+                  "%s: %ld overlapped, %ld waits (%ld parked), %ld triggers", captured ? "graph" : "stream",
+                  b.programmatic_overlapped - a.programmatic_overlapped, b.dependency_waits - a.dependency_waits,
+                  b.parked_waits - a.parked_waits, b.triggers - a.triggers);
+            if (x) CU(cuGraphExecDestroy(x));
+            if (g) CU(cuGraphDestroy(g));
+        }
+    /* Without the attribute, after a copy, and after the same kernel: in order. */
+    pdl_fresh(&p);
+    bertc_emudev_get_stats(&a);
+    pdl_enqueue(&p, s, p.early, 0);
+    CU(cuStreamSynchronize(s));
+    CHECK(pdl_wrong(&p) == 0, "without the attribute the early read saw the producer's output late");
+    float nan[256];
+    memset(nan, 0xff, sizeof nan);
+    CU(cuMemcpyHtoDAsync(p.buf, p.hin, sizeof nan, s));
+    void *ca[] = {&p.out, &p.buf, &p.w}, *pa[] = {&p.buf, &p.in};
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    at.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c = {.gridDimX = 4, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64, .blockDimY = 1,
+                        .blockDimZ = 1, .hStream = s, .attrs = &at, .numAttrs = 1};
+    CU(cuLaunchKernelEx(&c, p.early, ca, NULL));   /* after a copy */
+    CU(cuLaunchKernel(p.produce, 4, 1, 1, 64, 1, 1, 0, s, pa, NULL));
+    CU(cuLaunchKernelEx(&c, p.produce, pa, NULL)); /* after the same kernel */
+    CU(cuStreamSynchronize(s));
+    bertc_emudev_get_stats(&b);
+    CHECK(b.programmatic_overlapped == a.programmatic_overlapped && b.programmatic_serialised - a.programmatic_serialised == 1,
+          "%ld overlapped, %ld serialised", b.programmatic_overlapped - a.programmatic_overlapped,
+          b.programmatic_serialised - a.programmatic_serialised);
+    /* an older GPU refuses the attribute */
+    bertc_emudev_set_arch(8, 6);
+    CU_IS(cuLaunchKernelEx(&c, p.consume, ca, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    CU(cuStreamDestroy(s));
+    pdl_down(&p);
+}
+
+/* The capture's state as cuStreamGetCaptureInfo reports it, and a copy
+ * node of an instantiated graph resized by cuGraphExecMemcpyNodeSetParams
+ * within the documented rules. */
+static void test_capture_info_and_copy_update(void) {
+    NEED_IMAGE();
+    CUcontext ctx = ctx_up();
+    CUmodule m = module_load();
+    CUfunction set = function_get(m, "k_set");
+    CUstream s;
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr dev;
+    CU(cuMemAlloc(&dev, 256 * 4));
+    int *host = NULL;
+    CU(cuMemHostAlloc((void **)&host, 256 * 4, 0));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE, "status %d before a capture", (int)st);
+    CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    const CUgraphNode *deps = NULL;
+    size_t ndeps = 9;
+    cuuint64_t id = 0;
+    CUgraph g = NULL;
+    CU(cuStreamGetCaptureInfo(s, &st, &id, NULL, &deps, NULL, &ndeps));
+    CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE && id && ndeps == 0, "at the start: status %d, id %llu, %zu deps",
+          (int)st, (unsigned long long)id, ndeps);
+    CU_IS(cuStreamGetCaptureInfo(s, &st, NULL, &g, NULL, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    CU(launch_int(set, s, dev, 5, 256));
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps, NULL, &ndeps));
+    CUgraphNode kernel_node = ndeps == 1 ? deps[0] : NULL;
+    CU(cuMemcpyDtoHAsync(host, dev, 256 * 4, s));
+    CU(cuStreamGetCaptureInfo(s, &st, NULL, NULL, &deps, NULL, &ndeps));
+    CUgraphNode copy_node = ndeps == 1 ? deps[0] : NULL;
+    CHECK(kernel_node && copy_node && kernel_node != copy_node, "capture nodes %p %p", (void *)kernel_node,
+          (void *)copy_node);
+    CU(cuStreamEndCapture(s, &g));
+    CUgraphExec x = NULL;
+    CU(cuGraphInstantiate(&x, g, 0));
+    CUDA_MEMCPY3D p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE, p.srcDevice = dev, p.dstMemoryType = CU_MEMORYTYPE_HOST, p.dstHost = host;
+    p.WidthInBytes = 10 * 4, p.Height = p.Depth = 1;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, kernel_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);   /* not a copy */
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, (CUcontext)&p), CUDA_ERROR_INVALID_CONTEXT);
+    p.Height = 2;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* 2-D */
+    p.Height = 1, p.WidthInBytes = 0;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* empty */
+    p.WidthInBytes = 257 * 4;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* past the allocation */
+    p.WidthInBytes = 10 * 4, p.srcMemoryType = CU_MEMORYTYPE_HOST;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* the direction */
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    CU(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx));
+    memset(host, 0, 256 * 4);
+    bertc_emudev_stats a, b;
+    bertc_emudev_get_stats(&a);
+    CU(cuGraphLaunch(x, s));
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_NOT_SUPPORTED);     /* a launch pending */
+    CU(cuStreamSynchronize(s));
+    bertc_emudev_get_stats(&b);
+    CHECK(b.bytes_to_host - a.bytes_to_host == 40 && host[9] == 14 && host[10] == 0,
+          "%ld bytes back, host[9] %d host[10] %d", b.bytes_to_host - a.bytes_to_host, host[9], host[10]);
+    CU(cuGraphDestroy(g));
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* its graph is gone */
+    CU(cuGraphExecDestroy(x));
+    CU(cuMemFreeHost(host));
+    CU(cuMemFree(dev));
+    CU(cuStreamDestroy(s));
+    CU(cuModuleUnload(m));
+    ctx_down();
+}
+
+/* A prefetch outside every allocation faults like a bad address would. */
+static void test_prefetch_checked(void) {
+    NEED_IMAGE();
+    fprintf(stderr, "info: the next kernel failure is expected\n");
+    sticky_after("k_prefetch_out", CUDA_ERROR_LAUNCH_FAILED, "outside device memory");
+}
+
 static void test_failure_injection(void) {
     NEED_IMAGE();
     ctx_up();
@@ -984,8 +1268,8 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    image = kimage_build_bytes("emudev_driver.so", (const char *const[]){kernels_src, kimage_faulting_src}, 2,
-                               &image_size, &d);
+    image = kimage_build_bytes("emudev_driver.so", (const char *const[]){kernels_src, kimage_faulting_src, pdl_src},
+                               3, &image_size, &d);
     if (!image) snprintf(image_error, sizeof image_error, "%s", d.text);
 
     CHECK_CASE(test_before_init);
@@ -1000,6 +1284,10 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_sticky_errors);
     CHECK_CASE(test_launch_validation);
     CHECK_CASE(test_twins);
+    CHECK_CASE(test_launch_kernel_ex);
+    CHECK_CASE(test_programmatic_edges);
+    CHECK_CASE(test_prefetch_checked);
+    CHECK_CASE(test_capture_info_and_copy_update);
     CHECK_CASE(test_failure_injection);
     CHECK_CASE(test_null_mode);
     CHECK_CASE(test_release_destroys);

@@ -161,16 +161,18 @@ static void run_case(const kcase *kc, void **vals, int nvals, tensor *out, tenso
     diag_init(&d);
     emu_kernel *k = emu_image_kernel(cur_img, kc->entry, &d);
     CHECK(k != NULL, "%s", d.text);
+    /* vals are the kind's own arguments; the prefetch pair is NULL (nothing to prefetch) */
     CHECK(!k || ((int)emu_kernel_arg_count(k) == kernel_arg_count(kc->spec.kind) &&
-                 nvals == kernel_arg_count(kc->spec.kind)),
+                 nvals + KERNEL_PREFETCH_ARGS == kernel_arg_count(kc->spec.kind)),
           "%s: %u arguments, kernels.h says %d", kc->entry, k ? emu_kernel_arg_count(k) : 0,
           kernel_arg_count(kc->spec.kind));
     for (unsigned i = 0; k && i < emu_kernel_arg_count(k); i++)
         CHECK(emu_kernel_arg_sizes(k)[i] == sizeof(void *), "%s: argument %u is %u bytes, not a pointer", kc->entry, i,
               emu_kernel_arg_sizes(k)[i]);
     if (k && kc->dims.shared_bytes > EMU_SMEM_DEFAULT_LIMIT) emu_kernel_set_max_dynamic_smem(k, kc->dims.shared_bytes, &d);
-    void *args[8];
+    void *args[KERNEL_MAX_ARGS], *nil = NULL;
     for (int i = 0; i < nvals; i++) args[i] = &vals[i];
+    for (int i = nvals; i < KERNEL_MAX_ARGS; i++) args[i] = &nil;
     for (int s = 0; k && s < NSCHED; s++) {
         tensor_reset_output(out);
         diag_init(&d);

@@ -112,7 +112,8 @@ static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry,
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
     void *out = poisoned(t, (size_t)S * H);
     int *req = request(S, len, 10, 2, 0);
-    void *args[7] = {&out, &req, &x, &bias, &res, &gm, &bt};
+    void *nil = NULL;
+    void *args[9] = {&out, &req, &x, &bias, &res, &gm, &bt, &nil, &nil};
     launch(im, s, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){x, bias, res, gm, bt});
     char what[300];
@@ -130,7 +131,8 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
     void *out = poisoned(t, (size_t)S * H);
     int *req = request(S, len, s->table_rows[0], 2, 0);
-    void *args[7] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt};
+    void *nil = NULL;
+    void *args[9] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt, &nil, &nil};
     launch(im, s, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){tab[0], tab[1], tab[2], gm, bt});
     char what[300];
@@ -154,7 +156,8 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
     /* padding keys may hold anything: NaN there must not leak */
     for (int k = len; k < S; k++)
         for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
-    void *args[3] = {&ctx, &req, &qkv};
+    void *nil = NULL;
+    void *args[5] = {&ctx, &req, &qkv, &nil, &nil};
     launch(im, s, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){qkv});
     char what[300];
@@ -173,7 +176,8 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
     for (int r = len; r < S; r++)
         for (int c = 0; c < s->x_ld; c++) kref_store(t, x, (size_t)r * s->x_ld + c, NAN);
     int *req = request(S, len, 10, 2, 0);
-    void *args[6] = {&out, &req, &x, &w, &bias, &res};
+    void *nil = NULL;
+    void *args[8] = {&out, &req, &x, &w, &bias, &res, &nil, &nil};
     launch(im, s, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){x, w, bias, res});
     char what[300];

@@ -155,8 +155,8 @@ static void pool_run_case(const pool_case *c, pool_mask_kind mask_kind) {
         CHECK(c->dims.grid[0] == 1 && c->dims.grid[1] == 1 && c->dims.grid[2] == 1 && c->dims.block[0] % 32 == 0 &&
                   c->dims.block[0] <= 256 && c->dims.shared_bytes == 0,
               "%s: launch geometry", c->entry);
-        void *vals[3] = {out, req, x};
-        void *args[3] = {&vals[0], &vals[1], &vals[2]};
+        void *vals[5] = {out, req, x, NULL, NULL}; /* no prefetch */
+        void *args[5] = {&vals[0], &vals[1], &vals[2], &vals[3], &vals[4]};
         double maxw = 0;
         for (size_t i = 0; i < H; i++) maxw = fabs(want[i]) > maxw ? fabs(want[i]) : maxw;
         double tol = kref_tolerance(s->dtype) * (maxw > 0 ? maxw : 1.0);

@@ -208,7 +208,14 @@ static void rnd_launch(const plan *p, sched_bucket *b, sched_launch *l) {
     for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
         if (i >= l->nargs) rnd_fill(&l->args[i], sizeof l->args[i]);
         else if (a[i].use == KERNEL_ARG_REQUEST) l->args[i] = (sched_ref){SCHED_BUF_REQUEST, 0};
+        else if (a[i].use == KERNEL_ARG_PREFETCH) l->args[i] = (sched_ref){SCHED_BUF_NONE, 0};
         else l->args[i] = rnd_operand(p, b, a[i].use == KERNEL_ARG_UNUSED ? 0 : a[i].bytes, a[i].use == KERNEL_ARG_WRITE);
+    }
+    /* the prefetch pair: nothing, or two ordered offsets into the weights */
+    if (p->weights_size && check_rng_range(0, 1)) {
+        uint64_t x = check_rng_u64() % p->weights_size, y = check_rng_u64() % p->weights_size;
+        l->args[l->nargs - 2] = (sched_ref){SCHED_BUF_WEIGHTS, x < y ? x : y};
+        l->args[l->nargs - 1] = (sched_ref){SCHED_BUF_WEIGHTS, x < y ? y : x};
     }
 }
 
@@ -431,7 +438,8 @@ static void gen_rejunk(plan *p) {
             sched_step *st = &p->buckets[bi].steps[j];
             if (st->kind == SCHED_STEP_KERNEL) {
                 rnd_fill(&st->gemm, sizeof st->gemm);
-                for (int a = st->launch.nargs; a < 8; a++) rnd_fill(&st->launch.args[a], sizeof st->launch.args[a]);
+                for (int a = st->launch.nargs; a < KERNEL_MAX_ARGS; a++)
+                    rnd_fill(&st->launch.args[a], sizeof st->launch.args[a]);
             } else {
                 rnd_fill(&st->launch, sizeof st->launch);
             }
@@ -818,7 +826,7 @@ static void test_layout_matches_spec(void) {
         return;
     }
     CHECK(memcmp(b, "BERTCPLN", 8) == 0, "magic");
-    CHECK(ld32(b + 0x08) == 3, "version");
+    CHECK(ld32(b + 0x08) == PLAN_FORMAT_VERSION, "version");
     CHECK(b[0x0C] == 4 && b[0x0D] == 3 && b[0x0E] == 2 && b[0x0F] == 1, "endianness probe bytes");
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
@@ -933,7 +941,7 @@ static void example_plan(plan *p) {
     p->kernels = calloc(1, sizeof p->kernels[0]);
     p->kernels[0].entry = xstrdup("bertc_add_ln_b8");
     p->kernels[0].source = xstrdup("// add_ln\n");
-    p->kernels[0].nargs = 7;
+    p->kernels[0].nargs = 9;
     kernel_spec *ks = &p->kernels[0].spec;
     ks->kind = KERNEL_KIND_ADD_LN;
     ks->dtype = PLAN_DTYPE_F32;
@@ -978,9 +986,10 @@ static void example_plan(plan *p) {
     sched_launch *l = &b->steps[1].launch;
     l->kernel = 0;
     l->dims = (kernel_launch_dims){{2, 1, 1}, {128, 1, 1}, 0};
-    l->nargs = 7;
-    sched_ref args[7] = {{SCHED_BUF_ARENA, 0},    {SCHED_BUF_REQUEST, 0},  {SCHED_BUF_ARENA, 128}, {SCHED_BUF_WEIGHTS, 16},
-                         {SCHED_BUF_ARENA, 0},    {SCHED_BUF_WEIGHTS, 32}, {SCHED_BUF_WEIGHTS, 48}};
+    l->nargs = 9;
+    sched_ref args[9] = {{SCHED_BUF_ARENA, 0},    {SCHED_BUF_REQUEST, 0},  {SCHED_BUF_ARENA, 128}, {SCHED_BUF_WEIGHTS, 16},
+                         {SCHED_BUF_ARENA, 0},    {SCHED_BUF_WEIGHTS, 32}, {SCHED_BUF_WEIGHTS, 48}, {SCHED_BUF_NONE, 0},
+                         {SCHED_BUF_NONE, 0}};
     memcpy(l->args, args, sizeof args);
     b->steps[1].flops = 160;
     b->steps[1].min_hbm_bytes = 448;
@@ -1003,11 +1012,11 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x98, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5b, 0x86, 0x7a, 0x0f, 0x00, 0x00, 0x00, 0x00,
+    0x98, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x7f, 0xff, 0x1f, 0xc3, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x18, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x8d, 0x91, 0xd3, 0x99, 0x00, 0x00, 0x00, 0x00,
+    0x18, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xdf, 0x94, 0x65, 0x38, 0x00, 0x00, 0x00, 0x00,
     0x07, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x41, 0xd3, 0xbc, 0x4a, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x3a, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1185,13 +1194,13 @@ static void test_header_fields(void) {
     EXPECT_FAIL((const uint8_t *)text, sizeof text - 1, "text file", "not a bertc plan");
     memcpy(c, b, len);
 
-    st32(c + 0x08, 4);
+    st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 4", "offset 0x8: header: field format_version: 4 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 5 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 2);
+    st32(c + 0x08, 3);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 2", "field format_version: 2 is not supported (this reader reads version 3;",
+    EXPECT_FAIL(c, len, "version 3", "field format_version: 3 is not supported (this reader reads version 4;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1438,6 +1447,23 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("output into the weights", "field launch.args[0]: kernel", "argument 0 is written; it cannot be the weights buffer");
     st64(c + t.step0 + 64 + 16 + 8, 4);
     FIXED_FAIL("request block offset", "field launch.args[1]: ", "argument 1 is the request block; it cannot be the request buffer at 4");
+    /* the prefetch pair: weights or nothing, both the same, first <= last */
+    uint8_t *pf = c + t.step0 + 64 + 16 * (k0->nargs - 2);
+    st32(pf, SCHED_BUF_ARENA);
+    st32(pf + 16, SCHED_BUF_ARENA);
+    FIXED_FAIL("prefetch in the arena", "is a prefetch bound; it cannot be the arena buffer");
+    st32(pf, SCHED_BUF_WEIGHTS);
+    st64(pf + 8, 8);
+    FIXED_FAIL("prefetch half NONE", "the prefetch range of kernel", "two weight offsets or two NONE references");
+    st32(pf, SCHED_BUF_WEIGHTS);
+    st64(pf + 8, 8);
+    st32(pf + 16, SCHED_BUF_WEIGHTS);
+    st64(pf + 24, 4);
+    FIXED_FAIL("prefetch reversed", "prefetch range starts at 8, after its last byte 4");
+    st32(pf, SCHED_BUF_WEIGHTS);
+    st32(pf + 16, SCHED_BUF_WEIGHTS);
+    st64(pf + 24, p.weights_size);
+    FIXED_FAIL("prefetch past the weights", "lies outside the weights buffer");
     st32(c + t.kern.off + 32, 70000);
     FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 70000 outside 1..65536");
     st32(c + t.kern.off + 4, (uint32_t)kernel_kind_arg_count(k0->spec.kind) % 7 + 1);
@@ -1498,8 +1524,8 @@ static void test_semantic_errors(void) {
     /* Kernel records. */
     st32(c + t.kern.off + 24, KERNEL_KIND_COUNT);
     FIXED_FAIL("kernel kind", "section KERNELS: kernel 0: field spec.kind: ", "is not a kernel kind");
-    st32(c + t.kern.off + 4, 9);
-    FIXED_FAIL("kernel nargs", "kernel 0: field nargs: 9 is not in 1..8");
+    st32(c + t.kern.off + 4, KERNEL_MAX_ARGS + 1);
+    FIXED_FAIL("kernel nargs", "kernel 0: field nargs: 11 is not in 1..10");
     st32(c + t.kern.off + 32, (uint32_t)k0->spec.bucket + 1);
     FIXED_FAIL("kernel bucket", "field launch.kernel: kernel 0 (", "was generated for");
     {
@@ -1714,9 +1740,9 @@ static void test_write_failures(void) {
     p.model_name = name;
     if (p.nbuckets && p.buckets[0].nsteps && p.buckets[0].steps[0].kind == SCHED_STEP_KERNEL) {
         int keep = p.buckets[0].steps[0].launch.nargs;
-        p.buckets[0].steps[0].launch.nargs = 9;
+        p.buckets[0].steps[0].launch.nargs = KERNEL_MAX_ARGS + 1;
         diag_init(&d);
-        CHECK(plan_write(&p, fresh, &d) != 0 && strstr(d.text, "9 launch arguments"), "nargs 9: %s", d.text);
+        CHECK(plan_write(&p, fresh, &d) != 0 && strstr(d.text, "11 launch arguments"), "nargs 11: %s", d.text);
         p.buckets[0].steps[0].launch.nargs = keep;
     }
     unlink(blocker);

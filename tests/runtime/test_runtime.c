@@ -17,7 +17,9 @@
 #include <pthread.h>
 
 #include "bertc.h"
+#include "bertc_debug.h"
 #include "check.h"
+#include "emu.h"
 #include "emuctl.h"
 #include "rt.h"
 #include "testreq.h"
@@ -456,6 +458,7 @@ static void test_injected_device_failures(void) {
         {"cuStreamBeginCapture", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
         {"cuLaunchKernel", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
         {"cuMemcpyDtoHAsync", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
+        {"cuStreamGetCaptureInfo", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
         {"cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, BERTC_STATUS_DEVICE},
         {"cuGraphInstantiate", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
         {"cublasLtCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
@@ -520,6 +523,277 @@ static void test_host_alloc_failures(void) {
         if (!stats_all_zero("host allocation failure")) break;
     }
     CHECK(failures >= 5, "only %d host allocations at create", failures);
+}
+
+/* ------------------------------------------------------------ overlap: PDL, copies, algorithms, steps */
+
+/* The plan's own EMU image as twins of its CUBIN/PTX kernels. */
+static int add_plan_twins(const char *name) {
+    plan raw;
+    diag d;
+    diag_init(&d);
+    if (plan_read(&raw, plan_path(name), &d) != 0) {
+        CHECK(0, "%s", d.text);
+        return -1;
+    }
+    int ok = 0;
+    for (int i = 0; i < raw.nimages; i++)
+        if (raw.images[i].kind == PLAN_IMAGE_EMU) ok = E->add_twins(raw.images[i].data, raw.images[i].size) == 0;
+    plan_free(&raw);
+    CHECK(ok, "%s: no EMU image accepted as twins", name);
+    return ok ? 0 : -1;
+}
+
+/* Kernel steps of the bucket of a request of len that follow a kernel step. */
+static int kernel_edges(const char *name, int64_t len) {
+    plan raw;
+    diag d;
+    diag_init(&d);
+    if (plan_read(&raw, plan_path(name), &d) != 0) return -1;
+    int b = 0, n = 0;
+    while (raw.buckets[b].seq_len < len) b++;
+    for (int s = 1; s < raw.buckets[b].nsteps; s++)
+        n += raw.buckets[b].steps[s].kind == SCHED_STEP_KERNEL && raw.buckets[b].steps[s - 1].kind == SCHED_STEP_KERNEL;
+    plan_free(&raw);
+    return n;
+}
+
+/* A real plan on a claimed sm_90 runs its sm_90 CUBIN with programmatic
+ * edges between its kernels (each dependent's pre-wait part before its
+ * predecessor): the outputs are bit for bit those of the EMU image, every
+ * kernel-to-kernel edge overlapped and its held block parked in its wait.
+ * options.pdl = 0, an sm_86 CUBIN, or a compute_75 PTX on 10.0 (no
+ * griddepcontrol in it) launch plainly. */
+static void test_programmatic_launch_plan(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp16");
+    if (!pl) return;
+    enum { NREQ = 4 };
+    static const int64_t lens[NREQ] = {5, 16, 40, 64};
+    testreq r[NREQ];
+    float *want[NREQ] = {0};
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    for (int i = 0; c && i < NREQ; i++) {
+        testreq_random(&r[i], pl, lens[i], 1, 1);
+        want[i] = run_lhs(c, pl, &r[i].rq);
+    }
+    CHECK(c && !bertc_context_programmatic_launch(c), "the EMU image ran programmatically");
+    bertc_context_destroy(c);
+    if (add_plan_twins("tiny-bert-fp16") != 0) goto done;
+    E->set_arch(9, 0);
+    for (int pass = 0; pass < 3; pass++) {
+        o = emu_options();
+        o.pdl = pass != 2;
+        if (pass == 1) E->set_schedule(EMU_SCHEDULE_RANDOM, check_rng_u64());
+        if (!(c = make_ctx(pl, &o))) continue;
+        CHECK(!strcmp(bertc_context_image_arch(c), "sm_90") && bertc_context_programmatic_launch(c) == o.pdl,
+              "pass %d: image %s, programmatic %d", pass, bertc_context_image_arch(c), bertc_context_programmatic_launch(c));
+        for (int i = 0; i < NREQ; i++) {
+            bertc_emudev_stats s0, s1;
+            E->get_stats(&s0);
+            float *got = run_lhs(c, pl, &r[i].rq);
+            E->get_stats(&s1);
+            int edges = kernel_edges("tiny-bert-fp16", lens[i]);
+            CHECK(got && want[i] && !memcmp(got, want[i], (size_t)(lens[i] * bertc_plan_hidden(pl)) * sizeof(float)),
+                  "pass %d, len %lld: outputs differ from the EMU image's", pass, (long long)lens[i]);
+            CHECK(s1.prefetches > s0.prefetches, "pass %d, len %lld: no kernel prefetched the next step's weights", pass,
+                  (long long)lens[i]);
+            CHECK(edges > 0 && s1.programmatic_overlapped - s0.programmatic_overlapped == (o.pdl ? edges : 0) &&
+                      (s1.parked_waits > s0.parked_waits) == o.pdl,
+                  "pass %d, len %lld: %ld edges overlapped (%d kernel-to-kernel), %ld threads parked", pass,
+                  (long long)lens[i], s1.programmatic_overlapped - s0.programmatic_overlapped, edges,
+                  s1.parked_waits - s0.parked_waits);
+            free(got);
+        }
+        bertc_context_destroy(c);
+    }
+    /* the image decides: an sm_86 CUBIN on 8.9, a compute_75 PTX on 10.0 */
+    static const int archs[2][2] = {{8, 9}, {10, 0}};
+    for (int a = 0; a < 2; a++) {
+        E->set_arch(archs[a][0], archs[a][1]);
+        o = emu_options();
+        if (!(c = make_ctx(pl, &o))) continue;
+        CHECK(!bertc_context_programmatic_launch(c), "%s image on %d.%d ran programmatically", bertc_context_image_arch(c),
+              archs[a][0], archs[a][1]);
+        bertc_context_destroy(c);
+    }
+    /* a failing cuLaunchKernelEx at capture fails the create cleanly */
+    E->set_arch(9, 0);
+    for (int nth = 1; nth < 4; nth++) {
+        E->fail("cuLaunchKernelEx", nth, CUDA_ERROR_INVALID_VALUE);
+        bertc_context *bad = NULL;
+        char err[1024];
+        bertc_status st = bertc_context_create(pl, &o, &bad, err, sizeof err);
+        E->fail("cuLaunchKernelEx", 0, 0);
+        CHECK(st == BERTC_STATUS_DEVICE && !bad && strstr(err, "cuLaunchKernelEx"), "cuLaunchKernelEx #%d: %s", nth, err);
+    }
+done:
+    E->reset();
+    for (int i = 0; i < NREQ; i++) free(want[i]);
+    bertc_plan_close(pl);
+    stats_all_zero("after programmatic launches");
+}
+
+/* Bytes copied back per request: the request's rows of a per-token output
+ * (not the bucket's), and only the outputs the context selected. */
+static void test_copy_back(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    int64_t H = bertc_plan_hidden(pl);
+    int lhs = bertc_plan_output_index(pl, "last_hidden_state"), pooled = bertc_plan_output_index(pl, "pooler_output");
+    CHECK(lhs >= 0 && pooled >= 0 && bertc_plan_output_count(pl) == 2, "tiny-bert's outputs");
+    bertc_context_options o = emu_options();
+    bertc_context *all = make_ctx(pl, &o);
+    o.outputs = " pooler_output ";
+    bertc_context *one = make_ctx(pl, &o);
+    static const int64_t lens[5] = {3, 11, 11, 16, 40};
+    for (int i = 0; all && one && i < 5; i++) {
+        testreq r;
+        testreq_random(&r, pl, lens[i], 1, 1);
+        bertc_emudev_stats s0, s1, s2;
+        E->get_stats(&s0);
+        float *a = run_lhs(all, pl, &r.rq);
+        E->get_stats(&s1);
+        CHECK(bertc_infer(one, &r.rq) == BERTC_STATUS_OK, "%s", bertc_context_error(one));
+        E->get_stats(&s2);
+        CHECK(s1.bytes_to_host - s0.bytes_to_host == (lens[i] * H + H) * 4,
+              "len %lld: %ld bytes copied back, expected %lld", (long long)lens[i], s1.bytes_to_host - s0.bytes_to_host,
+              (long long)((lens[i] * H + H) * 4));
+        CHECK(s2.bytes_to_host - s1.bytes_to_host == H * 4, "pooled only: %ld bytes", s2.bytes_to_host - s1.bytes_to_host);
+        float *pa = malloc((size_t)H * sizeof *pa), *pb = malloc((size_t)H * sizeof *pb);
+        CHECK(bertc_output_read(all, pooled, pa, (size_t)H) == BERTC_STATUS_OK &&
+                  bertc_output_read(one, pooled, pb, (size_t)H) == BERTC_STATUS_OK && !memcmp(pa, pb, (size_t)H * 4),
+              "len %lld: the pooled-only context's pooler_output differs", (long long)lens[i]);
+        CHECK(bertc_output_read(one, lhs, a, (size_t)(lens[i] * H)) == BERTC_STATUS_INVALID_ARGUMENT &&
+                  strstr(bertc_context_error(one), "not copied back"),
+              "an unselected output was readable: %s", bertc_context_error(one));
+        free(a), free(pa), free(pb);
+    }
+    bertc_context_destroy(all);
+    bertc_context_destroy(one);
+    /* names that are not outputs */
+    static const char *const bad[2] = {"pooler_output,nope", " , "};
+    for (int i = 0; i < 2; i++) {
+        o.outputs = bad[i];
+        bertc_context *c = NULL;
+        char err[1024];
+        CHECK(bertc_context_create(pl, &o, &c, err, sizeof err) == BERTC_STATUS_INVALID_ARGUMENT && !c &&
+                  strstr(err, "options.outputs"),
+              "outputs '%s': %s", bad[i], err);
+    }
+    /* a failing resize is reported, and the next request works */
+    o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    testreq r;
+    testreq_random(&r, pl, 7, 1, 1);
+    E->fail("cuGraphExecMemcpyNodeSetParams", 1, CUDA_ERROR_INVALID_VALUE);
+    CHECK(bertc_infer(c, &r.rq) == BERTC_STATUS_DEVICE && strstr(bertc_context_error(c), "cuGraphExecMemcpyNodeSetParams"),
+          "resize failure: %s", bertc_context_error(c));
+    E->fail("cuGraphExecMemcpyNodeSetParams", 0, 0);
+    free(run_lhs(c, pl, &r.rq));
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
+    stats_all_zero("after the copy-back cases");
+}
+
+/* With several cuBLASLt candidates the context times them at create (a
+ * failing candidate is dropped, a failing event fails the create cleanly)
+ * and computes what the heuristic's first computes. */
+static void test_algorithm_timing(void) {
+    bertc_plan *pl = open_plan("tiny-bert-bf16");
+    if (!pl) return;
+    testreq r;
+    testreq_random(&r, pl, 30, 1, 1);
+    bertc_context_options o = emu_options();
+    o.time_algorithms = 0;
+    E->set_algorithms(3);
+    bertc_emudev_stats s0, s1;
+    E->get_stats(&s0);
+    bertc_context *plain = make_ctx(pl, &o);
+    E->get_stats(&s1);
+    CHECK(s1.matmuls == s0.matmuls, "time_algorithms = 0 ran %ld matmuls at create", s1.matmuls - s0.matmuls);
+    float *want = plain ? run_lhs(plain, pl, &r.rq) : NULL;
+    bertc_context_destroy(plain);
+    o.time_algorithms = 1;
+    E->get_stats(&s0);
+    E->fail("cublasLtMatmul", 2, CUBLAS_STATUS_EXECUTION_FAILED);   /* the first candidate's first timed run */
+    bertc_context *timed = make_ctx(pl, &o);
+    E->fail("cublasLtMatmul", 0, 0);
+    E->get_stats(&s1);
+    CHECK(s1.matmuls > s0.matmuls, "no candidate was timed");
+    float *got = timed ? run_lhs(timed, pl, &r.rq) : NULL;
+    CHECK(got && want && !memcmp(got, want, (size_t)(30 * bertc_plan_hidden(pl)) * sizeof(float)),
+          "the timed choice computes something else");
+    free(got);
+    free(want);
+    bertc_context_destroy(timed);
+    static const char *const calls[3] = {"cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime"};
+    for (int i = 0; i < 3; i++) {
+        E->fail(calls[i], 1, CUDA_ERROR_LAUNCH_FAILED);
+        bertc_context *c = NULL;
+        char err[1024];
+        bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
+        E->fail(calls[i], 0, 0);
+        CHECK(st == BERTC_STATUS_DEVICE && !c && strstr(err, "timing cuBLASLt") && strstr(err, calls[i]), "%s: %s",
+              calls[i], err);
+    }
+    E->reset();
+    bertc_plan_close(pl);
+    stats_all_zero("after timing cuBLASLt");
+}
+
+/* bertc_debug_time_steps runs a bucket's steps one by one and names them;
+ * afterwards there is nothing to read, and the next request is right. */
+static void test_per_step_times(void) {
+    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    if (!pl) return;
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    if (!c) {
+        bertc_plan_close(pl);
+        return;
+    }
+    testreq r;
+    testreq_random(&r, pl, 12, 1, 1);
+    float *want = run_lhs(c, pl, &r.rq);
+    int n = bertc_debug_step_count(pl, 12);
+    plan raw;
+    diag d;
+    diag_init(&d);
+    CHECK(plan_read(&raw, plan_path("tiny-bert-fp32"), &d) == 0 && n == raw.buckets[1].nsteps && n > 0,
+          "%d steps, the 16 bucket has %d", n, raw.buckets[1].nsteps);
+    bertc_step_time *t = calloc((size_t)n, sizeof *t);
+    bertc_emudev_stats s0, s1;
+    E->get_stats(&s0);
+    CHECK(bertc_debug_time_steps(c, &r.rq, 3, t, n) == BERTC_STATUS_OK, "%s", bertc_context_error(c));
+    E->get_stats(&s1);
+    int kernels = 0, gemms = 0;
+    for (int i = 0; i < n; i++) {
+        const sched_step *st = &raw.buckets[1].steps[i];
+        kernels += st->kind == SCHED_STEP_KERNEL;
+        gemms += st->kind == SCHED_STEP_GEMM;
+        CHECK(t[i].name && !strcmp(t[i].name, st->name) &&
+                  !strcmp(t[i].kind, st->kind == SCHED_STEP_GEMM ? "gemm" : "kernel") && t[i].us_min >= 0 &&
+                  t[i].us_median >= t[i].us_min,
+              "step %d: %s %s %.3f/%.3f us", i, t[i].name, t[i].kind, t[i].us_min, t[i].us_median);
+    }
+    CHECK(s1.kernel_launches - s0.kernel_launches == 4 * kernels && s1.matmuls - s0.matmuls == 4 * gemms &&
+              s1.graph_launches == s0.graph_launches,
+          "%ld kernels, %ld matmuls, %ld graphs for 1 + 3 passes", s1.kernel_launches - s0.kernel_launches,
+          s1.matmuls - s0.matmuls, s1.graph_launches - s0.graph_launches);
+    float x;
+    CHECK(bertc_output_read(c, 0, &x, 1) == BERTC_STATUS_INVALID_ARGUMENT, "outputs readable after the step timing");
+    CHECK(bertc_debug_time_steps(c, &r.rq, 0, t, n) == BERTC_STATUS_INVALID_ARGUMENT &&
+              bertc_debug_time_steps(c, &r.rq, 1, t, n - 1) == BERTC_STATUS_INVALID_ARGUMENT &&
+              bertc_debug_step_count(pl, 0) == 0 && bertc_debug_step_count(pl, 65) == 0,
+          "bad arguments accepted");
+    float *again = run_lhs(c, pl, &r.rq);
+    CHECK(again && want && !memcmp(again, want, (size_t)(12 * bertc_plan_hidden(pl)) * sizeof(float)),
+          "the request after the step timing differs");
+    free(again), free(want), free(t);
+    plan_free(&raw);
+    bertc_context_destroy(c);
+    bertc_plan_close(pl);
 }
 
 /* ------------------------------------------------------------ threads */
@@ -608,6 +882,10 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_image_paths_run);
     CHECK_CASE(test_injected_device_failures);
     CHECK_CASE(test_host_alloc_failures);
+    CHECK_CASE(test_programmatic_launch_plan);
+    CHECK_CASE(test_copy_back);
+    CHECK_CASE(test_algorithm_timing);
+    CHECK_CASE(test_per_step_times);
     CHECK_CASE(test_threads);
     return check_summary();
 }

@@ -160,6 +160,33 @@ static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_S
 
 extern "C" int printf(const char *__restrict fmt, ...);
 
+/* ------------------------------------------------------------ grid dependencies (sm_90's griddepcontrol)
+ * Programmatic dependent launch: a kernel launched with the
+ * programmatic-stream-serialization attribute may start while its stream
+ * predecessor runs; griddepcontrol.wait holds the calling thread until that
+ * predecessor has completed (the emulator parks the fiber), and
+ * griddepcontrol.launch_dependents lets the block's dependents start.  The
+ * CUDA spellings are what device code written against the runtime API
+ * calls; bertc's kernels go through bertc_device.cuh. */
+static inline void bertc_emu_grid_dependency_wait_at(const char *file, int line) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->grid_dependency_wait(t, file, line);
+}
+static inline void bertc_emu_trigger_dependents_at(const char *file, int line) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->trigger_dependents(t, file, line);
+}
+/* prefetch.global.L2: a hint on a GPU; here the range must lie in device memory. */
+static inline void bertc_emu_prefetch_l2_at(const void *p, unsigned long long bytes, const char *file, int line) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->prefetch_l2(t, p, bytes, file, line);
+}
+#define bertc_emu_grid_dependency_wait() ::bertc_emu_grid_dependency_wait_at(__FILE__, __LINE__)
+#define bertc_emu_trigger_dependents() ::bertc_emu_trigger_dependents_at(__FILE__, __LINE__)
+#define bertc_emu_prefetch_l2(p, bytes) ::bertc_emu_prefetch_l2_at((p), (bytes), __FILE__, __LINE__)
+#define cudaGridDependencySynchronize() bertc_emu_grid_dependency_wait()
+#define cudaTriggerProgrammaticLaunchCompletion() bertc_emu_trigger_dependents()
+
 /* ------------------------------------------------------------ warp intrinsics */
 namespace bertc_emu {
 

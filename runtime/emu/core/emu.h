@@ -95,6 +95,47 @@ emu_status emu_kernel_set_max_dynamic_smem(emu_kernel *k, unsigned bytes, diag *
 emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
                              unsigned shared_bytes, void **args, emu_schedule sched,
                              uint64_t seed, diag *d);
+/*
+ * Programmatic dependent launch (sm_90): a launch whose stream predecessor
+ * may still be running.  It runs the grid's *early block* — block 0, or
+ * under EMU_SCHEDULE_RANDOM a block drawn from `seed` — until every thread
+ * of it waits in griddepcontrol.wait (bertc_grid_dependency_wait) or has
+ * returned, and hands back the grid held at that point in *out.  The caller
+ * then completes the predecessor and calls emu_grid_finish, which lets the
+ * waits return and runs the held block and every other block to the end.
+ *
+ * Running the dependent's pre-wait part before any of the predecessor is
+ * the worst case CUDA allows (a predecessor may trigger its dependents with
+ * its first instruction), so whatever the dependent reads there that the
+ * predecessor writes is stale, and whatever it writes there the predecessor
+ * sees: a kernel that touches activations before its wait computes a wrong
+ * answer here, as it would race on a GPU.  Only one block per grid is held
+ * (its fibers' stacks and its shared memory stay alive meanwhile): static
+ * __shared__ variables belong to the kernel, not to a block, so two held
+ * blocks of one kernel would share them — which is also why the caller must
+ * not run a held grid's own kernel before finishing it.  A held grid is
+ * finished (or abandoned) on the OS thread that started it.
+ */
+typedef struct emu_run emu_grid;
+emu_status emu_kernel_launch_dependent(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                                       unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed,
+                                       emu_grid **out, diag *d);
+/* The predecessor has completed: runs the rest of g and frees it. */
+emu_status emu_grid_finish(emu_grid *g, diag *d);
+/* Frees a held grid without running the rest (its predecessor failed). */
+void emu_grid_abandon(emu_grid *g);
+/* The kernel a grid runs. */
+emu_kernel *emu_grid_kernel(const emu_grid *g);
+
+/*
+ * Where device memory is, for bertc_prefetch_l2's range check: fn returns
+ * non-zero when [p, p + bytes) lies inside one allocation.  Process-wide;
+ * NULL (the default) accepts every range.  The emulated device sets its
+ * allocation table here; kernel tests may set their own.
+ */
+typedef int (*emu_mem_check_fn)(const void *p, unsigned long long bytes);
+void emu_set_mem_check(emu_mem_check_fn fn);
+
 /* emu_image_kernel + emu_kernel_launch. */
 emu_status emu_launch(emu_image *im, const char *entry, const unsigned grid[3],
                       const unsigned block[3], unsigned shared_bytes, void **args,
@@ -105,6 +146,10 @@ typedef struct emu_launch_stats {
     uint64_t blocks;
     uint64_t threads;         /* per block */
     uint64_t switches;        /* fiber context switches, all blocks */
+    uint64_t waits;           /* threads that executed griddepcontrol.wait */
+    uint64_t parked;          /* of them, held until the predecessor completed */
+    uint64_t triggers;        /* blocks that executed griddepcontrol.launch_dependents */
+    uint64_t prefetches;      /* bertc_prefetch_l2 calls (ranges checked) */
 } emu_launch_stats;
 void emu_last_launch_stats(emu_launch_stats *out);
 

@@ -35,7 +35,7 @@
 #ifndef BERTC_EMU_ABI_H
 #define BERTC_EMU_ABI_H
 
-#define BERTC_EMU_ABI_VERSION 2u
+#define BERTC_EMU_ABI_VERSION 3u
 #define BERTC_EMU_STACK_SPAN 65536u     /* power of two; window per fiber */
 #define BERTC_EMU_THREAD_SLOT 512u      /* near the top of the window: the thread record */
 #define BERTC_EMU_GUARD 4096u           /* bottom of the window: guard page */
@@ -100,6 +100,15 @@ typedef struct bertc_emu_ops {
                                const char *file, int line);
     /* Kernel fault (__trap, bad intrinsic argument); never returns. */
     void (*trap)(bertc_emu_thread *self, const char *what, const char *file, int line);
+    /* griddepcontrol.wait: returns once every grid this launch depends on
+     * programmatically has completed (at once when there is none). */
+    void (*grid_dependency_wait)(bertc_emu_thread *self, const char *file, int line);
+    /* griddepcontrol.launch_dependents: the block lets its dependents start. */
+    void (*trigger_dependents)(bertc_emu_thread *self, const char *file, int line);
+    /* prefetch.global.L2 of [p, p + bytes): the range is checked against
+     * device memory, nothing else happens (faults like __trap if outside). */
+    void (*prefetch_l2)(bertc_emu_thread *self, const void *p, unsigned long long bytes, const char *file,
+                        int line);
 } bertc_emu_ops;
 
 /* Per launch and block; the host updates the block fields between blocks. */

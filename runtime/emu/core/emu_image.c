@@ -60,7 +60,13 @@ emu_image *emu_image_load(const char *so_path, diag *d) {
     im->handle = h;
     im->path = path;
     pthread_mutex_init(&im->lock, NULL);
-    pthread_mutex_init(&im->launch_lock, NULL);
+    /* recursive: a held grid keeps it while its predecessor, perhaps of this
+     * image, runs on the same thread (emu_sched.c) */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&im->launch_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     return im;
 }
 

@@ -31,7 +31,7 @@ struct emu_image {
     void *handle;                   /* dlopen */
     char *path;
     pthread_mutex_t lock;           /* the kernel list */
-    pthread_mutex_t launch_lock;    /* serialises launches of sanitized kernels */
+    pthread_mutex_t launch_lock;    /* serialises launches of sanitized kernels (recursive) */
     emu_kernel *kernels;
 };
 

@@ -43,7 +43,27 @@
  * launch.
  *
  * When no fiber is runnable but some are live, the block is deadlocked: the
- * launch stops and the diagnostic lists who waits where.
+ * launch stops and the diagnostic lists who waits where — unless some of
+ * them wait in griddepcontrol.wait for a predecessor grid.
+ *
+ * Programmatic dependent launch (emu_kernel_launch_dependent).  A grid
+ * launched while its predecessor may still run has one *held* block: it
+ * runs first, and a thread that reaches griddepcontrol.wait parks (a
+ * bitmask like the barrier's, not runnable) until emu_grid_finish says the
+ * predecessor is done.  When nothing is runnable and threads are parked,
+ * the last fiber to stop switches to the main context like any switch,
+ * saving itself, and the block is suspended with all its fibers' stacks,
+ * its dynamic shared memory and its run record intact; emu_run_resume makes
+ * the parked threads runnable and switches back into the schedule's pick.
+ * A thread that only exits or waits at a barrier behind a parked one is
+ * fine: the barrier completes when the parked thread arrives after its
+ * wait.  Everything else about a block (barriers, exchanges, schedules)
+ * is unchanged, and a grid launched plainly never parks: its waits return
+ * at once.  Blocks of one grid share nothing but static __shared__ memory
+ * (per kernel), which is why only one block per grid is ever held and why
+ * the caller must not run the held kernel again before finishing it.
+ * launch_dependents is counted per block; a prefetch's range goes to the
+ * checker the device installed (emu_set_mem_check).
  *
  * Schedules (emu.h) only choose among runnable fibers, so they never change
  * what a correct kernel computes; they change which races show.
@@ -145,6 +165,16 @@ struct emu_run {
     size_t main_size;
     const void *from_lo;
     size_t from_size;
+    /* programmatic dependent launch (emu_kernel_launch_dependent) */
+    int dependency_pending;        /* griddepcontrol.wait parks until emu_grid_finish */
+    int suspended;                 /* the block went back to main with threads parked */
+    int serial_locked;             /* holds the image's launch lock (sanitized images) */
+    unsigned parked;               /* threads parked in griddepcontrol.wait */
+    uint64_t at_wait[EMU_WORDS];
+    long early;                    /* linear index of the held block; -1 if none */
+    int block_triggered;           /* the current block executed launch_dependents */
+    uint64_t blocks_run;
+    uint64_t waits, parked_total, triggers, prefetches;
     emu_warp warps[EMU_MAX_WARPS];
 };
 
@@ -376,6 +406,16 @@ static int emu_same_site(const char *fa, int la, const char *fb, int lb) {
  * thread is live, deadlocked otherwise. */
 static void emu_schedule_next(emu_run *r, emu_fiber *f, int dying) {
     int next = emu_pick(r, (int)f->index);
+    if (next < 0 && r->parked && r->status == EMU_STATUS_OK) {
+        /* Threads wait for the grid's predecessor (griddepcontrol.wait) and
+         * the others for them: the block is held, not deadlocked.  The
+         * switch saves this fiber as any switch does; emu_run_resume wakes
+         * the parked threads and the schedule picks up from there. */
+        r->suspended = 1;
+        emu_switch(r, &f->sp, dying ? NULL : &f->asan_fake, r->main_sp, r->main_lo, r->main_size);
+        if (dying) abort(); /* an exited fiber is never runnable again */
+        return;
+    }
     if (next < 0) {
         if (r->live != 0 && r->status == EMU_STATUS_OK) r->status = EMU_STATUS_DEADLOCK;
         emu_to_main(r, f);
@@ -565,11 +605,66 @@ static void emu_op_trap(bertc_emu_thread *self, const char *what, const char *fi
     emu_fail(f->run, f, EMU_STATUS_FAULT, "%s at %s:%d", what, file, line);
 }
 
+/* griddepcontrol.wait: with the predecessor still running (a held grid's
+ * early block), the thread parks until emu_grid_finish; otherwise there is
+ * nothing in flight to wait for and it returns at once, as on a GPU for a
+ * kernel launched without the attribute. */
+static void emu_op_grid_wait(bertc_emu_thread *self, const char *file, int line) {
+    (void)file;
+    (void)line;
+    emu_fiber *f = (emu_fiber *)self;
+    emu_run *r = f->run;
+    r->waits++;
+    if (!r->dependency_pending) return;
+    r->parked++;
+    r->parked_total++;
+    r->at_wait[f->index >> 6] |= 1ull << (f->index & 63u);
+    emu_clear_runnable(r, f->index);
+    emu_schedule_next(r, f, 0);
+}
+
+/* griddepcontrol.launch_dependents: the first call of a block counts (the
+ * PTX ISA: repeated calls by the CTA have no further effect).  It only
+ * lets dependents *start*: their wait still waits for this grid's end, so
+ * where a kernel triggers never changes what its dependents may read, and
+ * the emulator, which runs a dependent's pre-wait part before its
+ * predecessor altogether (emu.h), needs no more than the count. */
+static void emu_op_trigger(bertc_emu_thread *self, const char *file, int line) {
+    (void)file;
+    (void)line;
+    emu_run *r = ((emu_fiber *)self)->run;
+    if (!r->block_triggered) {
+        r->block_triggered = 1;
+        r->triggers++;
+    }
+}
+
+static emu_mem_check_fn emu_mem_check;
+
+void emu_set_mem_check(emu_mem_check_fn fn) { __atomic_store_n(&emu_mem_check, fn, __ATOMIC_RELEASE); }
+
+/* A prefetch is a hint a GPU drops silently when it points nowhere; a
+ * kernel that computes such an address has a bug all the same. */
+static void emu_op_prefetch(bertc_emu_thread *self, const void *p, unsigned long long bytes, const char *file,
+                            int line) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_run *r = f->run;
+    r->prefetches++;
+    if (bytes == 0) return;
+    emu_mem_check_fn check = __atomic_load_n(&emu_mem_check, __ATOMIC_ACQUIRE);
+    if ((uintptr_t)p + bytes < (uintptr_t)p || (check && !check(p, bytes)))
+        emu_fail(r, f, EMU_STATUS_FAULT, "bertc_prefetch_l2 of %llu bytes at %p lies outside device memory at %s:%d",
+                 bytes, p, file, line);
+}
+
 static const bertc_emu_ops emu_ops = {
     .abi_version = BERTC_EMU_ABI_VERSION,
     .sync_threads = emu_op_sync_threads,
     .warp = emu_op_warp,
     .trap = emu_op_trap,
+    .grid_dependency_wait = emu_op_grid_wait,
+    .trigger_dependents = emu_op_trigger,
+    .prefetch_l2 = emu_op_prefetch,
 };
 
 /* ------------------------------------------------------------ blocks */
@@ -607,6 +702,11 @@ static emu_status emu_run_block(emu_run *r) {
     memset(r->runnable, 0, sizeof r->runnable);
     memset(r->at_barrier, 0, sizeof r->at_barrier);
     for (unsigned i = 0; i < r->nthreads; i++) emu_set_runnable(r, i);
+    memset(r->at_wait, 0, sizeof r->at_wait);
+    r->parked = 0;
+    r->suspended = 0;
+    r->block_triggered = 0;
+    r->blocks_run++;
     r->live = r->nthreads;
     r->arrived = 0;
     for (unsigned w = 0; w < r->nwarps; w++) {
@@ -614,6 +714,21 @@ static emu_status emu_run_block(emu_run *r) {
         r->warps[w].exited = 0;
     }
     if (r->launch.dyn_smem_bytes) memset(r->launch.dyn_smem, 0xff, r->launch.dyn_smem_bytes);
+    emu_fiber *first = emu_fiber_at(r, (unsigned)emu_pick(r, -1));
+    emu_switch(r, &r->main_sp, &r->main_fake, first->sp, emu_fiber_stack_lo(r, first->index),
+               emu_fiber_stack_size(r, first->index));
+    return r->status;
+}
+
+/* Wakes a held block's parked threads (the predecessor is complete) and
+ * runs the block on from where it stood. */
+static emu_status emu_run_resume(emu_run *r) {
+    for (unsigned w = 0; w < EMU_WORDS; w++) {
+        r->runnable[w] |= r->at_wait[w];
+        r->at_wait[w] = 0;
+    }
+    r->parked = 0;
+    r->suspended = 0;
     emu_fiber *first = emu_fiber_at(r, (unsigned)emu_pick(r, -1));
     emu_switch(r, &r->main_sp, &r->main_fake, first->sp, emu_fiber_stack_lo(r, first->index),
                emu_fiber_stack_size(r, first->index));
@@ -732,24 +847,36 @@ static void emu_run_free(emu_run *r) {
     free(r);
 }
 
-/* Runs the blocks one after another, x fastest, until one fails; *blocks
- * counts those started.  In an image built with BERTC_EMU_SANITIZE,
- * __shared__ is plain static rather than thread_local, so launches of its
- * kernels must not overlap: they are serialised per image. */
-static emu_status emu_run_grid(emu_run *r, uint64_t *blocks) {
+/* Images built with BERTC_EMU_SANITIZE keep __shared__ in plain statics,
+ * so launches of their kernels must not overlap: they are serialised per
+ * image, from the launch (or the held block's start) to the grid's end.
+ * The lock is recursive because a held grid's predecessor, which runs on
+ * the same thread before the grid finishes, may come from the same image. */
+static void emu_run_lock(emu_run *r) {
+    if (!(r->kernel->desc->flags & BERTC_EMU_KERNEL_SANITIZED) || r->serial_locked) return;
+    pthread_mutex_lock(&r->kernel->image->launch_lock);
+    r->serial_locked = 1;
+}
+
+static void emu_run_unlock(emu_run *r) {
+    if (!r->serial_locked) return;
+    pthread_mutex_unlock(&r->kernel->image->launch_lock);
+    r->serial_locked = 0;
+}
+
+/* Runs the blocks one after another, x fastest, until one fails; a held
+ * block (r->early), already run, is skipped. */
+static emu_status emu_run_grid(emu_run *r) {
     const bertc_emu_u3 *grid = &r->launch.grid_dim;
-    int serial = (r->kernel->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
-    if (serial) pthread_mutex_lock(&r->kernel->image->launch_lock);
     emu_status st = EMU_STATUS_OK;
-    *blocks = 0;
+    long linear = 0;
     for (unsigned z = 0; z < grid->z && st == EMU_STATUS_OK; z++)
         for (unsigned y = 0; y < grid->y && st == EMU_STATUS_OK; y++)
-            for (unsigned x = 0; x < grid->x && st == EMU_STATUS_OK; x++) {
+            for (unsigned x = 0; x < grid->x && st == EMU_STATUS_OK; x++, linear++) {
+                if (linear == r->early) continue;
                 r->launch.block_idx = (bertc_emu_u3){x, y, z};
                 st = emu_run_block(r);
-                (*blocks)++;
             }
-    if (serial) pthread_mutex_unlock(&r->kernel->image->launch_lock);
     return st;
 }
 
@@ -764,24 +891,86 @@ static void emu_run_report(emu_run *r, emu_status st, diag *d) {
 #endif
 }
 
-emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
-                             unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed, diag *d) {
-    emu_status st = emu_launch_check(k, grid, block, shared_bytes, args, sched, d);
-    if (st != EMU_STATUS_OK) return st;
+/* The launch's counters into the calling thread's stats, then the run freed. */
+static void emu_run_end(emu_run *r) {
+    emu_run_unlock(r);
+    emu_stats_last = (emu_launch_stats){r->blocks_run, r->nthreads, r->switches, r->waits,
+                                        r->parked_total, r->triggers, r->prefetches};
+    emu_run_free(r);
+}
+
+/* A checked launch's run, or NULL with the message in d. */
+static emu_run *emu_run_start(emu_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                              void **args, emu_schedule sched, uint64_t seed, emu_status *st, diag *d) {
+    *st = emu_launch_check(k, grid, block, shared_bytes, args, sched, d);
+    if (*st != EMU_STATUS_OK) return NULL;
     emu_run *r = emu_run_new(k, grid, block, shared_bytes, args, sched, seed);
     if (!r) {
         diag_set(d, DIAG_CODE_INTERNAL, "emulated launch of %s: out of memory", k->desc->name);
-        return EMU_STATUS_NO_MEMORY;
+        *st = EMU_STATUS_NO_MEMORY;
+        return NULL;
     }
-    uint64_t blocks;
-    st = emu_run_grid(r, &blocks);
+    r->early = -1;
+    emu_run_lock(r);
+    return r;
+}
+
+emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                             unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed, diag *d) {
+    emu_status st;
+    emu_run *r = emu_run_start(k, grid, block, shared_bytes, args, sched, seed, &st, d);
+    if (!r) return st;
+    st = emu_run_grid(r);
     if (st != EMU_STATUS_OK) emu_run_report(r, st, d);
-    emu_stats_last.blocks = blocks;
-    emu_stats_last.threads = r->nthreads;
-    emu_stats_last.switches = r->switches;
-    emu_run_free(r);
+    emu_run_end(r);
     return st;
 }
+
+emu_status emu_kernel_launch_dependent(emu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                                       unsigned shared_bytes, void **args, emu_schedule sched, uint64_t seed,
+                                       emu_grid **out, diag *d) {
+    *out = NULL;
+    emu_status st;
+    emu_run *r = emu_run_start(k, grid, block, shared_bytes, args, sched, seed, &st, d);
+    if (!r) return st;
+    /* The held block: block 0, or a random one, so that seeds vary which
+     * block meets the predecessor's stale memory. */
+    uint64_t nblocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    r->early = sched == EMU_SCHEDULE_RANDOM ? (long)(emu_rng_next(&r->rng) % nblocks) : 0;
+    uint64_t e = (uint64_t)r->early;
+    r->launch.block_idx = (bertc_emu_u3){(unsigned)(e % grid[0]), (unsigned)(e / grid[0] % grid[1]),
+                                         (unsigned)(e / ((uint64_t)grid[0] * grid[1]))};
+    r->dependency_pending = 1;
+    st = emu_run_block(r);
+    if (st != EMU_STATUS_OK) {
+        emu_run_report(r, st, d);
+        emu_run_end(r);
+        return st;
+    }
+    *out = r;
+    return EMU_STATUS_OK;
+}
+
+emu_status emu_grid_finish(emu_grid *r, diag *d) {
+    r->dependency_pending = 0;
+    emu_status st = r->suspended ? emu_run_resume(r) : EMU_STATUS_OK;
+    if (st == EMU_STATUS_OK) st = emu_run_grid(r);
+    if (st != EMU_STATUS_OK) emu_run_report(r, st, d);
+    emu_run_end(r);
+    return st;
+}
+
+void emu_grid_abandon(emu_grid *r) {
+    if (!r) return;
+#ifdef EMU_ASAN
+    if (r->suspended)
+        for (unsigned i = 0; i < r->nthreads; i++)
+            __asan_unpoison_memory_region(emu_fiber_stack_lo(r, i), emu_fiber_stack_size(r, i));
+#endif
+    emu_run_end(r);
+}
+
+emu_kernel *emu_grid_kernel(const emu_grid *g) { return g->kernel; }
 
 void emu_last_launch_stats(emu_launch_stats *out) { *out = emu_stats_last; }
 

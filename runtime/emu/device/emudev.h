@@ -23,6 +23,7 @@
  *   BERTC_EMU_SEED=N         seed of the random schedule
  *   BERTC_EMU_NULL=1         kernels and matmuls do nothing (host-overhead runs)
  *   BERTC_EMU_FILL=0xNN      byte that fills new allocations (default 0xff: NaN)
+ *   BERTC_EMU_ALGORITHMS=N   cuBLASLt's heuristic offers N candidates (default 1)
  *
  * Thread safety: every function here and every emulated CUDA function may
  * be called from any thread.
@@ -63,6 +64,12 @@ void bertc_emudev_set_fill(int byte);
  * checked but not executed (copies still happen). */
 void bertc_emudev_set_null(int on);
 
+/* How many algorithms cublasLtMatmulAlgoGetHeuristic offers per problem
+ * (1..16, default 1): identical computations under different variant
+ * numbers, so that a runtime's code that times candidates and keeps the
+ * fastest runs here too. */
+void bertc_emudev_set_algorithms(int n);
+
 /* The schedule of the fibers of every block (values of emu_schedule). */
 void bertc_emudev_set_schedule(int schedule, uint64_t seed);
 
@@ -81,6 +88,15 @@ typedef struct bertc_emudev_stats {
     long matmuls;                /* executed */
     long graph_launches;
     long copies;                 /* executed memcpy operations */
+    long bytes_to_device, bytes_to_host;   /* their bytes, by direction */
+    /* programmatic dependent launch: kernels whose pre-wait part ran before
+     * their predecessor kernel (an honoured programmatic edge), and those
+     * that had to run in order because the predecessor was the same kernel */
+    long programmatic_overlapped, programmatic_serialised;
+    long dependency_waits;       /* threads that executed griddepcontrol.wait */
+    long parked_waits;           /* of them, held until the predecessor completed */
+    long triggers;               /* blocks that executed griddepcontrol.launch_dependents */
+    long prefetches;             /* bertc_prefetch_l2 calls, each range checked */
 } bertc_emudev_stats;
 void bertc_emudev_get_stats(bertc_emudev_stats *out);
 

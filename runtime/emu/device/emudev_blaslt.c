@@ -636,6 +636,7 @@ typedef struct blaslt_algo {
     int32_t ab_type, cd_type;
     uint32_t epilogue;
     int32_t compute_type;
+    uint32_t variant;      /* which of the heuristic's candidates (they compute the same) */
 } blaslt_algo;
 
 static void blaslt_algo_encode(const blaslt_algo *a, cublasLtMatmulAlgo_t *out) {
@@ -645,7 +646,7 @@ static void blaslt_algo_encode(const blaslt_algo *a, cublasLtMatmulAlgo_t *out) 
     out->data[2] = (uint64_t)a->align[2] | (uint64_t)a->align[3] << 32;
     out->data[3] = (uint64_t)a->bias_align | (uint64_t)a->workspace << 32;
     out->data[4] = (uint64_t)(uint16_t)a->ab_type | (uint64_t)(uint16_t)a->cd_type << 16 | (uint64_t)a->epilogue << 32;
-    out->data[5] = (uint64_t)(uint32_t)a->compute_type;
+    out->data[5] = (uint64_t)(uint32_t)a->compute_type | (uint64_t)a->variant << 32;
 }
 
 static int blaslt_algo_decode(const cublasLtMatmulAlgo_t *in, blaslt_algo *a) {
@@ -660,7 +661,8 @@ static int blaslt_algo_decode(const cublasLtMatmulAlgo_t *in, blaslt_algo *a) {
     a->cd_type = (int16_t)(uint16_t)(in->data[4] >> 16);
     a->epilogue = (uint32_t)(in->data[4] >> 32);
     a->compute_type = (int32_t)(uint32_t)in->data[5];
-    return 1;
+    a->variant = (uint32_t)(in->data[5] >> 32);
+    return a->variant < EMUDEV_MAX_ALGORITHMS;
 }
 
 /* Largest power of two dividing p, capped (NULL counts as the cap). */
@@ -712,14 +714,21 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
     if (st) return st;
     blaslt_algo a;
     blaslt_algo_for(&q, blaslt_desc_get(operationDesc), p->min_align, &a);
-    /* Documented: results use at most MAX_WORKSPACE_BYTES; ours need none, so it always fits. */
-    cublasLtMatmulHeuristicResult_t *r = &heuristicResultsArray[0];
-    memset(r, 0, sizeof *r);
-    blaslt_algo_encode(&a, &r->algo);
-    r->workspaceSize = a.workspace;
-    r->state = CUBLAS_STATUS_SUCCESS;
-    r->wavesCount = 1.0f;
-    *returnAlgoCount = 1;
+    /* Documented: results use at most MAX_WORKSPACE_BYTES; ours need none,
+     * so they always fit.  As many candidates as the device is set to offer
+     * (bertc_emudev_set_algorithms, default one), best first like the real
+     * heuristic's list; they differ only in their variant number. */
+    int n = emudev_algorithms() < requestedAlgoCount ? emudev_algorithms() : requestedAlgoCount;
+    for (int i = 0; i < n; i++) {
+        cublasLtMatmulHeuristicResult_t *r = &heuristicResultsArray[i];
+        memset(r, 0, sizeof *r);
+        a.variant = (uint32_t)i;
+        blaslt_algo_encode(&a, &r->algo);
+        r->workspaceSize = a.workspace;
+        r->state = CUBLAS_STATUS_SUCCESS;
+        r->wavesCount = 1.0f;
+    }
+    *returnAlgoCount = n;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -124,6 +124,14 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
     return CUDA_SUCCESS;
 }
 
+/* The L2 the device claims: that of a typical part of the architecture
+ * (T4 4 MiB, A100 40, A10 6, L4 48, H100 50), and an A100's for the emu
+ * arch, so that code sizing work by the L2 runs as on a data-centre GPU. */
+static int emudev_l2_bytes(int major, int minor) {
+    int mib = major == 7 ? 4 : major == 8 && minor == 6 ? 6 : major == 8 && minor == 9 ? 48 : major >= 9 ? 50 : 40;
+    return mib << 20;
+}
+
 CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
     CUresult rc = emudev_enter_result("cuDeviceGetAttribute", 0, pi);
     if (rc) return rc;
@@ -142,6 +150,8 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *pi = 0x7fffffff; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *pi = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *pi = emudev_l2_bytes(atomic_load(&emudev_g.arch_major), atomic_load(&emudev_g.arch_minor));
+        break;
     default:
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: attribute %d is not emulated", (int)attrib);
     }

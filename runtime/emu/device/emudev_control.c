@@ -67,6 +67,10 @@ void bertc_emudev_set_fill(int byte) { atomic_store(&emudev_g.fill, byte & 0xff)
 
 void bertc_emudev_set_null(int on) { atomic_store(&emudev_g.null_mode, on != 0); }
 
+void bertc_emudev_set_algorithms(int n) {
+    atomic_store(&emudev_g.algorithms, n < 1 ? 1 : n > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : n);
+}
+
 void bertc_emudev_set_schedule(int schedule, uint64_t seed) {
     if (schedule >= 0 && schedule < EMU_SCHEDULE_COUNT) atomic_store(&emudev_g.schedule, schedule);
     atomic_store(&emudev_g.seed, seed);
@@ -110,6 +114,14 @@ void bertc_emudev_get_stats(bertc_emudev_stats *out) {
         .matmuls = v[EMUDEV_STAT_MATMULS],
         .graph_launches = v[EMUDEV_STAT_GRAPH_LAUNCHES],
         .copies = v[EMUDEV_STAT_COPIES],
+        .bytes_to_device = v[EMUDEV_STAT_BYTES_TO_DEVICE],
+        .bytes_to_host = v[EMUDEV_STAT_BYTES_TO_HOST],
+        .programmatic_overlapped = v[EMUDEV_STAT_PROGRAMMATIC_OVERLAPPED],
+        .programmatic_serialised = v[EMUDEV_STAT_PROGRAMMATIC_SERIALISED],
+        .dependency_waits = v[EMUDEV_STAT_DEPENDENCY_WAITS],
+        .parked_waits = v[EMUDEV_STAT_PARKED_WAITS],
+        .triggers = v[EMUDEV_STAT_TRIGGERS],
+        .prefetches = v[EMUDEV_STAT_PREFETCHES],
     };
 }
 

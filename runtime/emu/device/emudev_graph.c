@@ -19,6 +19,14 @@
  * held by reference, and copies and matmuls check their ranges again when
  * they run, so a graph replayed after a cuMemFree faults like a GPU would
  * (CUDA_ERROR_ILLEGAL_ADDRESS) instead of touching freed memory.
+ *
+ * A CUgraphNode is the address of a graph's work item (as
+ * cuStreamGetCaptureInfo hands it out during the capture); an exec
+ * remembers which of the graph's items each of its nodes was cloned from,
+ * so cuGraphExecMemcpyNodeSetParams finds the node to update — provided
+ * the graph still exists, as CUDA requires of the node handle.  A launch
+ * runs its nodes in order and lets a kernel node with a programmatic edge
+ * from the kernel before it start early (emudev_work_ops.start_early).
  */
 #include <stdlib.h>
 
@@ -35,6 +43,7 @@ static void emudev_exec_free(emudev_obj *o) {
     emudev_exec *x = (emudev_exec *)o;
     for (size_t i = 0; i < x->count; i++) x->nodes[i]->ops->free(x->nodes[i]);
     free(x->nodes);
+    free(x->origin);
     pthread_mutex_destroy(&x->run_mu);
     free(x);
 }
@@ -42,10 +51,12 @@ static void emudev_exec_free(emudev_obj *o) {
 /* A new graph that takes over the node list head (count nodes); NULL out
  * of memory, and the list is still the caller's. */
 static emudev_graph *emudev_graph_new(emudev_work *head, size_t count) {
+    static atomic_ullong serial;
     emudev_graph *gr = emudev_obj_new(sizeof *gr, EMUDEV_KIND_GRAPH, emudev_graph_free);
     if (!gr) return NULL;
     gr->head = head;
     gr->count = count;
+    gr->serial = atomic_fetch_add(&serial, 1) + 1;
     return gr;
 }
 
@@ -79,10 +90,13 @@ static emudev_exec *emudev_exec_new(const emudev_graph *gr) {
     emudev_exec *x = emudev_obj_new(sizeof *x, EMUDEV_KIND_EXEC, emudev_exec_free);
     if (!x) return NULL;
     pthread_mutex_init(&x->run_mu, NULL);
+    x->graph = gr;
+    x->graph_serial = gr->serial;
     x->nodes = gr->count ? calloc(gr->count, sizeof *x->nodes) : NULL;
-    int ok = !gr->count || x->nodes;
+    x->origin = gr->count ? calloc(gr->count, sizeof *x->origin) : NULL;
+    int ok = !gr->count || (x->nodes && x->origin);
     for (emudev_work *w = gr->head; w && ok; w = w->next)
-        if ((x->nodes[x->count] = w->ops->clone(w))) x->count++;
+        if ((x->nodes[x->count] = w->ops->clone(w))) x->origin[x->count++] = w;
         else ok = 0;
     if (!ok || emudev_obj_register(&x->o) != 0) {
         emudev_obj_free(&x->o);
@@ -112,26 +126,44 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phExec, CUgraph hGraph, unsigne
 typedef struct emudev_launch_work {
     emudev_work w;
     emudev_exec *x;   /* referenced */
+    int pending;      /* counted in x->pending */
 } emudev_launch_work;
 
+/* The nodes in order; a kernel node with a programmatic edge from the
+ * kernel before it starts early (emudev_work_ops.start_early). */
 static CUresult emudev_launch_run(emudev_work *w) {
     emudev_exec *x = ((emudev_launch_work *)w)->x;
     CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&x->run_mu);
-    for (size_t i = 0; i < x->count && rc == CUDA_SUCCESS; i++) rc = x->nodes[i]->ops->run(x->nodes[i]);
+    for (size_t i = 0; i < x->count && rc == CUDA_SUCCESS; i++) {
+        emudev_work *next = i + 1 < x->count ? x->nodes[i + 1] : NULL;
+        if (next && next->ops->start_early) rc = next->ops->start_early(next, x->nodes[i]);
+        if (rc == CUDA_SUCCESS) rc = x->nodes[i]->ops->run(x->nodes[i]);
+        if (rc != CUDA_SUCCESS && next && next->ops->drop_early) next->ops->drop_early(next);
+    }
     pthread_mutex_unlock(&x->run_mu);
     emudev_stat_add(EMUDEV_STAT_GRAPH_LAUNCHES, 1);
     return rc;
 }
 
-static void emudev_launch_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_launch_work *)w)->x->o); }
+/* A launch record is freed once it has run (or been discarded): the exec's
+ * count of pending launches goes with it.  Clones (a graph launch captured
+ * into another graph) are not pending launches. */
+static void emudev_launch_free(emudev_work *w) {
+    emudev_launch_work *lw = (emudev_launch_work *)w;
+    if (lw->pending) atomic_fetch_sub(&lw->x->pending, 1);
+    emudev_work_free_holding(w, &lw->x->o);
+}
 
 static emudev_work *emudev_launch_clone(const emudev_work *w) {
-    return emudev_work_copy_holding(w, sizeof(emudev_launch_work), &((const emudev_launch_work *)w)->x->o);
+    emudev_launch_work *n = (emudev_launch_work *)emudev_work_copy_holding(w, sizeof(emudev_launch_work),
+                                                                          &((const emudev_launch_work *)w)->x->o);
+    if (n) n->pending = 0;
+    return n ? &n->w : NULL;
 }
 
 static const emudev_work_ops emudev_launch_ops = {"cuGraphLaunch", emudev_launch_run, emudev_launch_clone,
-                                                  emudev_launch_free};
+                                                  emudev_launch_free, NULL, NULL, NULL};
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
     CUresult rc = emudev_enter("cuGraphLaunch", 1);
@@ -143,8 +175,57 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
         emudev_obj_put(&x->o);
         return EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuGraphLaunch: out of memory");
     }
-    *lw = (emudev_launch_work){{&emudev_launch_ops, NULL}, x};
+    /* a launch recorded into a capture is a node, not a pending launch */
+    emudev_stream *s = NULL;
+    int queued = emudev_stream_resolve(hs, "cuGraphLaunch", &s) == CUDA_SUCCESS && !emudev_stream_capturing(s);
+    emudev_obj_put(s ? &s->o : NULL);
+    *lw = (emudev_launch_work){{&emudev_launch_ops, NULL}, x, queued};
+    if (queued) atomic_fetch_add(&x->pending, 1);
     return emudev_submit_named(hs, &lw->w, "cuGraphLaunch");
+}
+
+/* The node of x cloned from the graph node `node` of the (live) graph x
+ * was instantiated from; NULL if there is none. */
+static emudev_work *emudev_exec_node(emudev_exec *x, CUgraphNode node) {
+    pthread_mutex_lock(&emudev_g.mu);
+    const emudev_graph *gr = (const emudev_graph *)emudev_reg_get(x->graph, EMUDEV_KIND_GRAPH);
+    int live = gr && gr->serial == x->graph_serial;
+    pthread_mutex_unlock(&emudev_g.mu);
+    for (size_t i = 0; live && i < x->count; i++)
+        if ((const void *)x->origin[i] == (const void *)node) return x->nodes[i];
+    return NULL;
+}
+
+/*
+ * New parameters for one copy node of an instantiated graph, for its next
+ * launches.  hNode is a node of the graph the exec came from, so that
+ * graph must still exist.  CUDA lets launches already enqueued keep the
+ * old parameters; the emulator, whose launches share the exec's nodes,
+ * refuses an update while one is pending rather than change it under them.
+ */
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_MEMCPY3D *copyParams, CUcontext ctx) {
+    static const char fn[] = "cuGraphExecMemcpyNodeSetParams";
+    CUresult rc = emudev_enter(fn, 1);
+    if (rc) return rc;
+    if (!copyParams) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: copyParams is NULL", fn);
+    if (ctx != &emudev_primary) return EMUDEV_ERR(CUDA_ERROR_INVALID_CONTEXT, "%s: %p is not the device's context", fn,
+                                                  (void *)ctx);
+    emudev_exec *x = (emudev_exec *)emudev_obj_ref(hGraphExec, EMUDEV_KIND_EXEC);
+    if (!x) return EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "%s: %p is not a live graph exec", fn, (void *)hGraphExec);
+    emudev_work *n = emudev_exec_node(x, hNode);
+    pthread_mutex_lock(&x->run_mu);
+    if (!n)
+        rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE,
+                        "%s: %p is not a node of the (still existing) graph the exec was instantiated from", fn,
+                        (void *)hNode);
+    else if (!n->ops->update) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: node %p is not a memcpy node", fn, (void *)hNode);
+    else if (atomic_load(&x->pending))
+        rc = EMUDEV_ERR(CUDA_ERROR_NOT_SUPPORTED, "%s: a launch of the exec is still pending (synchronise first)", fn);
+    else rc = n->ops->update(n, copyParams);
+    pthread_mutex_unlock(&x->run_mu);
+    emudev_obj_put(&x->o);
+    return rc;
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hExec) {

@@ -13,12 +13,16 @@
  *                     registry, reference counting, settings, failure
  *                     injection, entry checks and the sticky error
  *   emudev_stream.c   streams: the queue and its drain, submission,
- *                     stream capture and its interaction rules
+ *                     stream capture, its interaction rules and its state
+ *                     (cuStreamGetCaptureInfo)
  *   emudev_context.c  cuInit, the device, the primary context, and what
  *                     destroying the context destroys
  *   emudev_memory.c   device and pinned allocations, copies
  *   emudev_module.c   loading module images, functions, kernel launches
- *   emudev_graph.c    graphs: made by ending a capture, instantiated, launched
+ *                     (cuLaunchKernel, cuLaunchKernelEx and programmatic
+ *                     dependent launch), the prefetch range check
+ *   emudev_graph.c    graphs: made by ending a capture, instantiated, launched;
+ *                     copy nodes of an exec updated
  *   emudev_event.c    events: records, synchronisation, timing
  *   emudev_control.c  the control API of emudev.h (bertc_emudev_*)
  *
@@ -69,6 +73,23 @@ typedef struct emudev_work_ops {
     /* A deep copy (graph instantiation copies every node). NULL: no memory. */
     emudev_work *(*clone)(const emudev_work *w);
     void (*free)(emudev_work *w);
+    /*
+     * Programmatic dependent launch (kernels only; NULL elsewhere).  Whoever
+     * executes a sequence of work — a stream's drain, a graph's launch —
+     * calls start_early(w, prev) on the item it will run next just before
+     * running that item's predecessor prev.  A kernel launched with the
+     * programmatic-stream-serialization attribute whose predecessor is
+     * another kernel then runs the part before its griddepcontrol.wait
+     * (emu_kernel_launch_dependent) and its run() finishes it; anything else
+     * does nothing here.  drop_early undoes it when prev fails and w will
+     * not run.  Executors only call through these, so stream and graph code
+     * need not know kernels.
+     */
+    CUresult (*start_early)(emudev_work *w, const emudev_work *prev);
+    void (*drop_early)(emudev_work *w);
+    /* New parameters for a node of an instantiated graph (copies only:
+     * cuGraphExecMemcpyNodeSetParams's CUDA_MEMCPY3D); NULL elsewhere. */
+    CUresult (*update)(emudev_work *w, const void *params);
 } emudev_work_ops;
 
 /* Embedded as the first member of every concrete work record. */
@@ -103,6 +124,9 @@ int emudev_error(int code, const char *fmt, ...) __attribute__((format(printf, 2
 
 /* Null-device mode (bertc_emudev_set_null). */
 int emudev_null(void);
+/* How many algorithms cuBLASLt's heuristic offers per problem (bertc_emudev_set_algorithms). */
+#define EMUDEV_MAX_ALGORITHMS 16
+int emudev_algorithms(void);
 
 /* Adjusts a live-object counter of bertc_emudev_stats by delta. */
 typedef enum emudev_counter {
@@ -212,6 +236,9 @@ typedef struct CUstream_st {
     pthread_t cap_thread;
     emudev_work *cap_head, *cap_tail;
     size_t cap_count;
+    uint64_t cap_id;                   /* of the current capture sequence */
+    CUgraphNode cap_dep;               /* cuStreamGetCaptureInfo's answer (valid until the next call) */
+    CUgraphEdgeData cap_edge;
     struct CUstream_st *next;    /* emudev_g.streams */
 } emudev_stream;
 
@@ -248,10 +275,12 @@ struct CUfunc_st {
     emudev_function *next;
 };
 
+/* A graph's nodes are its work items; a CUgraphNode handle is the item's address. */
 typedef struct CUgraph_st {
     emudev_obj o;
     emudev_work *head;
     size_t count;
+    uint64_t serial;          /* tells a graph apart from a later one at the same address */
 } emudev_graph;
 
 typedef struct CUgraphExec_st {
@@ -259,6 +288,10 @@ typedef struct CUgraphExec_st {
     pthread_mutex_t run_mu;   /* launches of one exec are ordered, never concurrent */
     size_t count;
     emudev_work **nodes;
+    const emudev_work **origin;   /* [count] the graph node each was cloned from (compared, never read) */
+    const emudev_graph *graph;    /* instantiated from (compared, and looked up in the registry) */
+    uint64_t graph_serial;
+    atomic_int pending;           /* launches queued and not yet run */
 } emudev_exec;
 
 /* ------------------------------------------------------------ the driver half: global state */
@@ -302,6 +335,14 @@ typedef enum emudev_stat {
     EMUDEV_STAT_MATMULS,
     EMUDEV_STAT_GRAPH_LAUNCHES,
     EMUDEV_STAT_COPIES,
+    EMUDEV_STAT_BYTES_TO_DEVICE,
+    EMUDEV_STAT_BYTES_TO_HOST,
+    EMUDEV_STAT_PROGRAMMATIC_OVERLAPPED,
+    EMUDEV_STAT_PROGRAMMATIC_SERIALISED,
+    EMUDEV_STAT_DEPENDENCY_WAITS,
+    EMUDEV_STAT_PARKED_WAITS,
+    EMUDEV_STAT_TRIGGERS,
+    EMUDEV_STAT_PREFETCHES,
     EMUDEV_STAT_COUNT,
 } emudev_stat;
 
@@ -311,7 +352,7 @@ typedef struct emudev_state {
     pthread_mutex_t mem_mu;    /* dev, host */
     pthread_mutex_t fail_mu;   /* inj */
     atomic_int initialized;
-    atomic_int arch_major, arch_minor, fill, null_mode, schedule;
+    atomic_int arch_major, arch_minor, fill, null_mode, schedule, algorithms;
     atomic_ullong seed;
     atomic_int armed;
     emudev_injection inj[EMUDEV_MAX_INJECTIONS];

@@ -210,6 +210,7 @@ static CUresult emudev_copy_run(emudev_work *w) {
                           w->ops->what, c->bytes, dev);
     memcpy(c->dst, c->staged ? c->staged : c->src, c->bytes);
     emudev_stat_add(EMUDEV_STAT_COPIES, 1);
+    emudev_stat_add(c->to_device ? EMUDEV_STAT_BYTES_TO_DEVICE : EMUDEV_STAT_BYTES_TO_HOST, (long)c->bytes);
     return CUDA_SUCCESS;
 }
 
@@ -232,8 +233,41 @@ static emudev_work *emudev_copy_clone(const emudev_work *w) {
     return n ? &n->w : NULL;
 }
 
-static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run, emudev_copy_clone, emudev_copy_free};
-static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run, emudev_copy_clone, emudev_copy_free};
+/*
+ * A copy node of an instantiated graph takes new parameters as
+ * cuGraphExecMemcpyNodeSetParams documents them: one-dimensional, the same
+ * direction and kinds of memory as at capture, non-zero, the device side
+ * inside one live allocation.  A staged (pageable host-to-device) copy
+ * keeps the bytes of its call and cannot be re-aimed.
+ */
+static CUresult emudev_copy_update(emudev_work *w, const void *params) {
+    emudev_copy_work *c = (emudev_copy_work *)w;
+    const CUDA_MEMCPY3D *p = params;
+    static const char fn[] = "cuGraphExecMemcpyNodeSetParams";
+    CUmemorytype want_src = c->to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    CUmemorytype want_dst = c->to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (p->Height != 1 || p->Depth != 1 || p->srcXInBytes || p->srcY || p->srcZ || p->srcLOD || p->dstXInBytes ||
+        p->dstY || p->dstZ || p->dstLOD || p->srcArray || p->dstArray || p->reserved0 || p->reserved1)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: only one-dimensional copies are supported", fn);
+    if (p->srcMemoryType != want_src || p->dstMemoryType != want_dst)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: the copy's direction or kinds of memory changed", fn);
+    if (p->WidthInBytes == 0) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: zero-length copies are not supported", fn);
+    if (c->staged) return EMUDEV_ERR(CUDA_ERROR_NOT_SUPPORTED, "%s: a copy from pageable memory keeps its bytes", fn);
+    CUdeviceptr dev = c->to_device ? p->dstDevice : p->srcDevice;
+    const void *host = c->to_device ? p->srcHost : p->dstHost;
+    if (!host || !emudev_mem_valid(dev, p->WidthInBytes))
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: device range [0x%llx, +%zu) is not inside one live allocation",
+                          fn, (unsigned long long)dev, p->WidthInBytes);
+    c->dst = c->to_device ? emudev_host_ptr(p->dstDevice) : p->dstHost;
+    c->src = c->to_device ? p->srcHost : (const void *)emudev_host_ptr(p->srcDevice);
+    c->bytes = p->WidthInBytes;
+    return CUDA_SUCCESS;
+}
+
+static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run, emudev_copy_clone,
+                                                emudev_copy_free, NULL, NULL, emudev_copy_update};
+static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run, emudev_copy_clone,
+                                                emudev_copy_free, NULL, NULL, emudev_copy_update};
 
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
     CUresult rc = emudev_enter("cuMemcpyHtoD", 1);
@@ -251,6 +285,7 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
     if ((rc = emudev_sticky("cuMemcpyHtoD"))) return rc;
     memcpy(emudev_host_ptr(dst), src, bytes);
     emudev_stat_add(EMUDEV_STAT_COPIES, 1);
+    emudev_stat_add(EMUDEV_STAT_BYTES_TO_DEVICE, (long)bytes);
     return CUDA_SUCCESS;
 }
 

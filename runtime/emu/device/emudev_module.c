@@ -28,6 +28,22 @@
  * prints device-side assertions on the console too) and becomes the
  * sticky CUDA_ERROR_LAUNCH_FAILED, or CUDA_ERROR_LAUNCH_TIMEOUT for a
  * deadlocked block.
+ *
+ * cuLaunchKernelEx takes the same launch with attributes; the one emulated
+ * is programmatic stream serialization (refused below a claimed compute
+ * capability 9.0, where CUDA offers no programmatic dependent launch).  A
+ * kernel launched with it may start before its stream predecessor
+ * finishes if that predecessor is a kernel: whoever executes the sequence
+ * (a stream's drain, a graph's launch) calls start_early on it before
+ * running the predecessor, and it runs the pre-wait part of one block
+ * then (emu_kernel_launch_dependent), which is the worst case CUDA allows
+ * and makes a read before griddepcontrol.wait see stale memory.  After a
+ * copy, a matmul or an event record it waits as usual (captured: an
+ * ordinary edge), and after the very same kernel too (static __shared__
+ * memory belongs to the kernel).  The counters say which happened.
+ *
+ * bertc_prefetch_l2's range check asks the allocation table
+ * (emudev_mem_valid), which the core learns at load (emu_set_mem_check).
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -336,9 +352,34 @@ typedef struct emudev_kernel_work {
     emudev_work w;
     emudev_function *f;      /* its module is referenced */
     unsigned grid[3], block[3], smem;
+    int programmatic;        /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION was set */
+    emu_grid *held;          /* started early (its pre-wait part ran); run() finishes it */
     size_t bytes;            /* of this record, with argv and the argument values after it */
     void **argv;
 } emudev_kernel_work;
+
+/* Device memory for bertc_prefetch_l2's range check (the core asks). */
+static int emudev_prefetch_valid(const void *p, unsigned long long bytes) {
+    return emudev_mem_valid((CUdeviceptr)(uintptr_t)p, (size_t)bytes);
+}
+
+__attribute__((constructor)) static void emudev_module_init(void) { emu_set_mem_check(emudev_prefetch_valid); }
+
+/* A kernel's result: its griddepcontrol and prefetch counts into the
+ * device's, and a failure printed (a GPU prints device-side assertions on
+ * the console too) and turned into the sticky CUDA error. */
+static CUresult emudev_kernel_result(const emudev_kernel_work *kw, emu_status st, const diag *d) {
+    emu_launch_stats ls;
+    emu_last_launch_stats(&ls);
+    emudev_stat_add(EMUDEV_STAT_DEPENDENCY_WAITS, (long)ls.waits);
+    emudev_stat_add(EMUDEV_STAT_PARKED_WAITS, (long)ls.parked);
+    emudev_stat_add(EMUDEV_STAT_TRIGGERS, (long)ls.triggers);
+    emudev_stat_add(EMUDEV_STAT_PREFETCHES, (long)ls.prefetches);
+    if (st == EMU_STATUS_OK) return CUDA_SUCCESS;
+    fprintf(stderr, "bertc emulated device: kernel %s failed (%s): %s\n", kw->f->name, emu_status_name(st), d->text);
+    return EMUDEV_ERR(st == EMU_STATUS_DEADLOCK ? CUDA_ERROR_LAUNCH_TIMEOUT : CUDA_ERROR_LAUNCH_FAILED, "kernel %s: %s",
+                      kw->f->name, d->text);
+}
 
 static CUresult emudev_kernel_run(emudev_work *w) {
     emudev_kernel_work *kw = (emudev_kernel_work *)w;
@@ -346,29 +387,122 @@ static CUresult emudev_kernel_run(emudev_work *w) {
     if (emudev_null()) return CUDA_SUCCESS;
     diag d;
     diag_init(&d);
-    emu_status st = emu_kernel_launch(kw->f->kernel, kw->grid, kw->block, kw->smem, kw->argv,
-                                      (emu_schedule)atomic_load(&emudev_g.schedule), atomic_load(&emudev_g.seed), &d);
-    if (st == EMU_STATUS_OK) return CUDA_SUCCESS;
-    /* a GPU prints device-side assertions on the console too */
-    fprintf(stderr, "bertc emulated device: kernel %s failed (%s): %s\n", kw->f->name, emu_status_name(st), d.text);
-    return EMUDEV_ERR(st == EMU_STATUS_DEADLOCK ? CUDA_ERROR_LAUNCH_TIMEOUT : CUDA_ERROR_LAUNCH_FAILED, "kernel %s: %s",
-                      kw->f->name, d.text);
+    emu_status st;
+    if (kw->held) {
+        emu_grid *g = kw->held;
+        kw->held = NULL;
+        st = emu_grid_finish(g, &d);
+    } else {
+        st = emu_kernel_launch(kw->f->kernel, kw->grid, kw->block, kw->smem, kw->argv,
+                               (emu_schedule)atomic_load(&emudev_g.schedule), atomic_load(&emudev_g.seed), &d);
+    }
+    return emudev_kernel_result(kw, st, &d);
 }
 
-static void emudev_kernel_free(emudev_work *w) { emudev_work_free_holding(w, &((emudev_kernel_work *)w)->f->module->o); }
+static const emudev_work_ops emudev_kernel_ops;
+
+/*
+ * A programmatic dependent of the kernel `prev` runs its pre-wait part now,
+ * before prev (emu.h says why that is the worst case CUDA allows).  Only a
+ * kernel after a kernel overlaps: after a copy, a matmul or an event record
+ * the attribute has no kernel to overlap with and the launch waits as usual
+ * (in a captured graph: an ordinary edge, since programmatic edges join
+ * kernel nodes only).  After the very same kernel it also runs in order:
+ * static __shared__ memory belongs to the kernel, so its held block would
+ * share it with the predecessor's blocks.
+ */
+static CUresult emudev_kernel_start_early(emudev_work *w, const emudev_work *prev) {
+    emudev_kernel_work *kw = (emudev_kernel_work *)w;
+    if (!kw->programmatic || kw->held || !prev || prev->ops != &emudev_kernel_ops) return CUDA_SUCCESS;
+    if (((const emudev_kernel_work *)prev)->f->kernel == kw->f->kernel) {
+        emudev_stat_add(EMUDEV_STAT_PROGRAMMATIC_SERIALISED, 1);
+        return CUDA_SUCCESS;
+    }
+    emudev_stat_add(EMUDEV_STAT_PROGRAMMATIC_OVERLAPPED, 1);
+    if (emudev_null()) return CUDA_SUCCESS;
+    diag d;
+    diag_init(&d);
+    emu_status st = emu_kernel_launch_dependent(kw->f->kernel, kw->grid, kw->block, kw->smem, kw->argv,
+                                                (emu_schedule)atomic_load(&emudev_g.schedule),
+                                                atomic_load(&emudev_g.seed), &kw->held, &d);
+    return st == EMU_STATUS_OK ? CUDA_SUCCESS : emudev_kernel_result(kw, st, &d);
+}
+
+static void emudev_kernel_drop_early(emudev_work *w) {
+    emudev_kernel_work *kw = (emudev_kernel_work *)w;
+    emu_grid_abandon(kw->held);
+    kw->held = NULL;
+}
+
+static void emudev_kernel_free(emudev_work *w) {
+    emudev_kernel_drop_early(w);
+    emudev_work_free_holding(w, &((emudev_kernel_work *)w)->f->module->o);
+}
 
 /* One block holds the record, argv and the values, so a clone is a copy with argv rebased. */
 static emudev_work *emudev_kernel_clone(const emudev_work *w) {
     const emudev_kernel_work *kw = (const emudev_kernel_work *)w;
     emudev_kernel_work *n = (emudev_kernel_work *)emudev_work_copy_holding(w, kw->bytes, &kw->f->module->o);
     if (!n) return NULL;
+    n->held = NULL;
     n->argv = (void **)((char *)n + ((const char *)kw->argv - (const char *)kw));
     for (unsigned i = 0; i < kw->f->nargs; i++) n->argv[i] = (char *)n + ((const char *)kw->argv[i] - (const char *)kw);
     return &n->w;
 }
 
-static const emudev_work_ops emudev_kernel_ops = {"cuLaunchKernel", emudev_kernel_run, emudev_kernel_clone,
-                                                  emudev_kernel_free};
+static const emudev_work_ops emudev_kernel_ops = {"cuLaunchKernel",         emudev_kernel_run,
+                                                  emudev_kernel_clone,      emudev_kernel_free,
+                                                  emudev_kernel_start_early, emudev_kernel_drop_early,
+                                                  NULL};
+
+/* A launch's geometry and arguments against the device's and the function's limits. */
+static CUresult emudev_launch_check(const char *fn, emudev_function *f, const unsigned g[3], const unsigned b[3],
+                                    unsigned smem, void **params, void **extra) {
+    const char *name = f->name;
+    uint64_t threads = (uint64_t)b[0] * b[1] * b[2];
+    if (extra) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s %s: `extra` is not emulated; pass kernelParams", fn, name);
+    if (!g[0] || !g[1] || !g[2] || g[0] > 0x7fffffffu || g[1] > 65535u || g[2] > 65535u)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s %s: grid (%u,%u,%u) is invalid", fn, name, g[0], g[1], g[2]);
+    if (!b[0] || !b[1] || !b[2] || b[0] > 1024u || b[1] > 1024u || b[2] > 64u || threads > EMU_MAX_BLOCK_THREADS)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s %s: block (%u,%u,%u) is invalid (at most 1024 threads)", fn,
+                          name, b[0], b[1], b[2]);
+    if (smem > atomic_load(&f->max_dynamic_smem))
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE,
+                          "%s %s: %u bytes of dynamic shared memory exceed the function's limit of %u "
+                          "(raise it with cuFuncSetAttribute)",
+                          fn, name, smem, atomic_load(&f->max_dynamic_smem));
+    if (f->nargs && !params)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s %s: kernelParams is NULL but the kernel takes %u arguments", fn,
+                          name, f->nargs);
+    for (unsigned i = 0; i < f->nargs; i++)
+        if (!params[i]) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s %s: kernelParams[%u] is NULL", fn, name, i);
+    return CUDA_SUCCESS;
+}
+
+/* The launch's record, its argument values copied now as the driver copies
+ * them (the launch, or the captured node, owns them), queued or recorded. */
+static CUresult emudev_launch(const char *fn, emudev_function *f, const unsigned g[3], const unsigned b[3],
+                              unsigned smem, CUstream hs, void **params, void **extra, int programmatic) {
+    CUresult rc = emudev_launch_check(fn, f, g, b, smem, params, extra);
+    size_t head = (sizeof(emudev_kernel_work) + (size_t)f->nargs * sizeof(void *) + 15u) & ~(size_t)15u, bytes = head;
+    for (unsigned i = 0; i < f->nargs; i++) bytes += (f->arg_sizes[i] + 15u) & ~15u;
+    emudev_kernel_work *kw = rc ? NULL : malloc(bytes);
+    if (!rc && !kw) rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "%s %s: out of memory", fn, f->name);
+    if (rc) {
+        emudev_obj_put(&f->module->o);
+        return rc;
+    }
+    *kw = (emudev_kernel_work){{&emudev_kernel_ops, NULL}, f, {g[0], g[1], g[2]}, {b[0], b[1], b[2]}, smem,
+                               programmatic, NULL, bytes, NULL};
+    kw->argv = (void **)(kw + 1);
+    char *at = (char *)kw + head;
+    for (unsigned i = 0; i < f->nargs; i++) {
+        memcpy(at, params[i], f->arg_sizes[i]);
+        kw->argv[i] = at;
+        at += (f->arg_sizes[i] + 15u) & ~15u;
+    }
+    return emudev_submit_named(hs, &kw->w, fn);
+}
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction hf, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                 unsigned int by, unsigned int bz, unsigned int smem, CUstream hs, void **params,
@@ -377,40 +511,53 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction hf, unsigned int gx, unsigned int gy,
     if (rc) return rc;
     emudev_function *f = emudev_function_ref(hf);
     if (!f) return EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuLaunchKernel: %p is not a live function", (void *)hf);
-    const char *name = f->name;
-    uint64_t threads = (uint64_t)bx * by * bz;
-    if (extra) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: `extra` is not emulated; pass kernelParams", name);
-    else if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535u || gz > 65535u)
-        rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: grid (%u,%u,%u) is invalid", name, gx, gy, gz);
-    else if (!bx || !by || !bz || bx > 1024u || by > 1024u || bz > 64u || threads > EMU_MAX_BLOCK_THREADS)
-        rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: block (%u,%u,%u) is invalid (at most 1024 threads)",
-                        name, bx, by, bz);
-    else if (smem > atomic_load(&f->max_dynamic_smem))
-        rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE,
-                        "cuLaunchKernel %s: %u bytes of dynamic shared memory exceed the function's limit of %u "
-                        "(raise it with cuFuncSetAttribute)",
-                        name, smem, atomic_load(&f->max_dynamic_smem));
-    else if (f->nargs && !params)
-        rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: kernelParams is NULL but the kernel takes %u arguments",
-                        name, f->nargs);
-    for (unsigned i = 0; !rc && i < f->nargs; i++)
-        if (!params[i]) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: kernelParams[%u] is NULL", name, i);
-    size_t head = (sizeof(emudev_kernel_work) + (size_t)f->nargs * sizeof(void *) + 15u) & ~(size_t)15u, bytes = head;
-    for (unsigned i = 0; i < f->nargs; i++) bytes += (f->arg_sizes[i] + 15u) & ~15u;
-    emudev_kernel_work *kw = rc ? NULL : malloc(bytes);
-    if (!rc && !kw) rc = EMUDEV_ERR(CUDA_ERROR_OUT_OF_MEMORY, "cuLaunchKernel %s: out of memory", name);
-    if (rc) {
+    const unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    return emudev_launch("cuLaunchKernel", f, g, b, smem, hs, params, extra, 0);
+}
+
+/*
+ * The attributes a launch may carry.  Programmatic stream serialization
+ * (programmatic dependent launch) exists from compute capability 9.0 (the
+ * CUDA programming guide); the device refuses it below that, so a runtime
+ * that would set it on an older GPU fails here rather than relying on a
+ * driver ignoring it.  Other attributes are not emulated and refused by
+ * name.
+ */
+static CUresult emudev_launch_attrs(const CUlaunchConfig *c, const char *name, int *programmatic) {
+    *programmatic = 0;
+    if (c->numAttrs && !c->attrs)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernelEx %s: %u attributes but attrs is NULL", name,
+                          c->numAttrs);
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        const CUlaunchAttribute *a = &c->attrs[i];
+        if (a->id == CU_LAUNCH_ATTRIBUTE_IGNORE) continue;
+        if (a->id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernelEx %s: launch attribute %d is not emulated", name,
+                              (int)a->id);
+        int major = atomic_load(&emudev_g.arch_major);
+        if (a->value.programmaticStreamSerializationAllowed && major < 9)
+            return EMUDEV_ERR(CUDA_ERROR_NOT_SUPPORTED,
+                              "cuLaunchKernelEx %s: programmatic stream serialization needs compute capability 9.0 "
+                              "(the device is %d.%d)",
+                              name, major, atomic_load(&emudev_g.arch_minor));
+        *programmatic = a->value.programmaticStreamSerializationAllowed != 0;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction hf, void **params, void **extra) {
+    CUresult rc = emudev_enter("cuLaunchKernelEx", 1);
+    if (rc) return rc;
+    if (!config) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernelEx: config is NULL");
+    emudev_function *f = emudev_function_ref(hf);
+    if (!f) return EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuLaunchKernelEx: %p is not a live function", (void *)hf);
+    int programmatic = 0;
+    if ((rc = emudev_launch_attrs(config, f->name, &programmatic))) {
         emudev_obj_put(&f->module->o);
         return rc;
     }
-    /* argument values are copied now: the launch (or the captured node) owns them */
-    *kw = (emudev_kernel_work){{&emudev_kernel_ops, NULL}, f, {gx, gy, gz}, {bx, by, bz}, smem, bytes, NULL};
-    kw->argv = (void **)(kw + 1);
-    char *at = (char *)kw + head;
-    for (unsigned i = 0; i < f->nargs; i++) {
-        memcpy(at, params[i], f->arg_sizes[i]);
-        kw->argv[i] = at;
-        at += (f->arg_sizes[i] + 15u) & ~15u;
-    }
-    return emudev_submit_named(hs, &kw->w, "cuLaunchKernel");
+    const unsigned g[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+    const unsigned b[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+    return emudev_launch("cuLaunchKernelEx", f, g, b, config->sharedMemBytes, config->hStream, params, extra,
+                         programmatic);
 }

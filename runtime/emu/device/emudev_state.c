@@ -71,6 +71,8 @@ int emudev_error(int code, const char *fmt, ...) {
 
 int emudev_null(void) { return atomic_load(&emudev_g.null_mode); }
 
+int emudev_algorithms(void) { return atomic_load(&emudev_g.algorithms); }
+
 void emudev_count(emudev_counter c, long delta) {
     emudev_stat_add(c == EMUDEV_COUNTER_MATMULS ? EMUDEV_STAT_MATMULS : EMUDEV_STAT_BLASLT_OBJECTS, delta);
 }
@@ -296,6 +298,9 @@ void emudev_settings_from_env(void) {
     atomic_store(&emudev_g.null_mode, e && *e && strcmp(e, "0") != 0);
     e = getenv("BERTC_EMU_FILL");
     atomic_store(&emudev_g.fill, e && *e ? (int)(strtol(e, NULL, 0) & 0xff) : 0xff);
+    e = getenv("BERTC_EMU_ALGORITHMS");
+    long algos = e && *e ? strtol(e, NULL, 0) : 1;
+    atomic_store(&emudev_g.algorithms, algos < 1 ? 1 : algos > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : (int)algos);
 }
 
 __attribute__((constructor)) static void emudev_settings_load(void) { emudev_settings_from_env(); }

@@ -23,6 +23,10 @@
  * in emudev_graph.c, so that streams need not know graphs (graphs are
  * launched on streams, and the files must not call each other).
  *
+ * cuStreamGetCaptureInfo reports a capture's state the CUDA 12.3 way:
+ * status, sequence id, and the node the next captured work will depend on
+ * (the last one recorded; a capture here is one stream's linear list).
+ *
  * Threads: capture state and the stream list are under emudev_g.mu; each
  * stream has its own mutex for its queue and a `draining` flag so that
  * only one thread executes a stream's queue at a time, while different
@@ -31,6 +35,7 @@
  * while holding the first, so draining cannot deadlock.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "emudev_internal.h"
 
@@ -136,10 +141,14 @@ void emudev_stream_drain(emudev_stream *s) {
     while ((w = s->head)) {
         s->head = w->next;
         if (!s->head) s->tail = NULL;
+        /* the next item stays queued (only the drainer takes items out);
+         * a programmatic dependent starts early (emudev_work_ops) */
+        emudev_work *next = s->head;
         pthread_mutex_unlock(&s->mu);
         w->next = NULL;
         if (!atomic_load(&emudev_g.sticky)) {
-            CUresult rc = w->ops->run(w);
+            CUresult rc = next && next->ops->start_early ? next->ops->start_early(next, w) : CUDA_SUCCESS;
+            if (rc == CUDA_SUCCESS) rc = w->ops->run(w);
             if (rc != CUDA_SUCCESS) emudev_sticky_set(rc);
         }
         w->ops->free(w);
@@ -335,7 +344,9 @@ CUresult CUDAAPI cuStreamBeginCapture(CUstream hs, CUstreamCaptureMode mode) {
     if (!s) rc = EMUDEV_ERR(CUDA_ERROR_INVALID_HANDLE, "cuStreamBeginCapture: %p is not a live stream", (void *)hs);
     else if (s->capturing) rc = EMUDEV_ERR(CUDA_ERROR_ILLEGAL_STATE, "cuStreamBeginCapture: the stream is already capturing");
     else {
+        static uint64_t capture_ids;   /* under emudev_g.mu */
         s->capturing = 1;
+        s->cap_id = ++capture_ids;
         s->cap_invalid = 0;
         s->cap_mode = mode;
         s->cap_thread = pthread_self();
@@ -364,5 +375,41 @@ CUresult emudev_stream_capture_end(CUstream hs, emudev_work **nodes, size_t *cou
         s->cap_invalid = 0;
     }
     pthread_mutex_unlock(&emudev_g.mu);
+    return rc;
+}
+
+/*
+ * The capture state of a stream, CUDA 12.3's form.  A capture here is one
+ * stream's linear list, so the captured work's dependencies are the last
+ * node recorded (none right after the capture began), with ordinary edges.
+ * The graph being captured comes into existence only at
+ * cuStreamEndCapture, so graph_out is refused rather than answered wrong.
+ */
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hs, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                                        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps) {
+    static const char fn[] = "cuStreamGetCaptureInfo";
+    CUresult rc = emudev_enter_result(fn, 1, status);
+    if (rc) return rc;
+    if (graph) return EMUDEV_ERR(CUDA_ERROR_NOT_SUPPORTED, "%s: graph_out is not emulated; pass NULL", fn);
+    if (edges && !deps) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: edgeData_out without dependencies_out", fn);
+    emudev_stream *s = NULL;
+    pthread_mutex_lock(&emudev_g.mu);
+    rc = emudev_stream_resolve_locked(hs, fn, &s);
+    if (!rc && s == &emudev_legacy) rc = emudev_capture_legacy_locked(fn);
+    if (!rc) {
+        *status = !s->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+                  : s->cap_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                   : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        if (*status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            s->cap_dep = (CUgraphNode)s->cap_tail;
+            memset(&s->cap_edge, 0, sizeof s->cap_edge);
+            if (id) *id = s->cap_id;
+            if (deps) *deps = &s->cap_dep;
+            if (edges) *edges = &s->cap_edge;
+            if (ndeps) *ndeps = s->cap_tail ? 1 : 0;
+        }
+    }
+    pthread_mutex_unlock(&emudev_g.mu);
+    emudev_obj_put(s ? &s->o : NULL);
     return rc;
 }

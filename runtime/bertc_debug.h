@@ -1,0 +1,51 @@
+/*
+ * bertc_debug.h — diagnostics of libbertc outside its stable API.
+ *
+ * bertc.h is the contract a service is built on; this header is for tools
+ * that look inside a request (`bertc bench --per-step`,
+ * tools/gpu_validate.sh), and what it declares may change between versions.
+ * It is a separate header rather than internal symbols because bertc's
+ * command line links the runtime only through its exported bertc_* names
+ * (docs/architecture.md), exactly as a service would.
+ */
+#ifndef BERTC_DEBUG_H
+#define BERTC_DEBUG_H
+
+#include "bertc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One step of a bucket, timed on its own. */
+typedef struct bertc_step_time {
+    const char *name;        /* the plan's step name ("layer0/attention") */
+    const char *kind;        /* "kernel" or "gemm" */
+    const char *what;        /* the kernel's entry name, or "cublasLt" */
+    double us_median;        /* device time per run between two events, median over the runs */
+    double us_min;
+    int candidates;          /* gemm: cuBLASLt candidates the context considered; 0 for kernels */
+    int algorithm;           /* gemm: the one kept (0: the heuristic's first); -1 for kernels */
+} bertc_step_time;
+
+/* Steps of the bucket that serves a request of length len (0 if none does). */
+int bertc_debug_step_count(const bertc_plan *plan, int64_t len);
+
+/*
+ * Runs req's bucket outside its graph, one step at a time on the context's
+ * stream, each between two CUDA events with a synchronisation after it:
+ * one untimed pass, then `reps` timed ones; out[i] describes step i
+ * (nsteps must be bertc_debug_step_count(plan, req->len)).  Kernels are
+ * launched plainly (no step overlaps another), so the times are each
+ * step's own, launch gaps excluded.  On the emulated device they are CPU
+ * times.  Afterwards the context has no readable outputs (the graph did
+ * not run); the next bertc_infer is unaffected.
+ */
+bertc_status bertc_debug_time_steps(bertc_context *ctx, const bertc_request *req, int reps, bertc_step_time *out,
+                                    int nsteps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
