@@ -52,13 +52,45 @@
 /* -FLT_MAX: what Hugging Face adds to a masked score (torch.finfo(float32).min). */
 #define BERTC_FLT_LOWEST __int_as_float((int)0xff7fffffu)
 
-/* Tensor cores (mma.sync m16n8k16, cp.async) from sm_80; the emulator runs
- * the same path through the portable helpers. */
-#if defined(BERTC_EMU) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
+/*
+ * What the architecture offers, as the paths see it.  mma.sync m16n8k16
+ * and cp.async need sm_80; sm_75 (Turing) has mma.sync m16n8k8 for float16
+ * only (bfloat16 mma needs sm_80) and ldmatrix.  The emulator runs every
+ * path through the helpers' emulator bodies; with BERTC_EMU_SM75 defined
+ * before this header it offers exactly what sm_75 offers, so the kernel
+ * tests run the Turing paths too.  Templates test __CUDA_ARCH__ only
+ * through these macros, at 750 and 800 (the PTX targets of arch.c).
+ */
+#if defined(BERTC_EMU)
+#if defined(BERTC_EMU_SM75)
+#define BERTC_HAS_MMA16816 0
+#else
 #define BERTC_HAS_MMA16816 1
+#endif
+#define BERTC_HAS_MMA1688_F16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define BERTC_HAS_MMA16816 1
+#define BERTC_HAS_MMA1688_F16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define BERTC_HAS_MMA16816 0
+#define BERTC_HAS_MMA1688_F16 1
 #else
 #define BERTC_HAS_MMA16816 0
+#define BERTC_HAS_MMA1688_F16 0
 #endif
+
+/* overlap helpers: stubs until the overlap work lands */
+/* griddepcontrol.wait (sm_90+): before it a kernel reads only the request
+ * block and weights, and writes nothing. */
+BERTC_INLINE void bertc_grid_dependency_wait() {}
+/* griddepcontrol.launch_dependents (sm_90+): after the last read of an
+ * activation an earlier step produced. */
+BERTC_INLINE void bertc_trigger_dependents() {}
+/* An L2 prefetch hint for `bytes` from p (sm_80+). */
+BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
+    (void)p;
+    (void)bytes;
+}
 
 /* ------------------------------------------------------------ scalar conversions */
 
@@ -270,8 +302,8 @@ template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch
 
 /* ------------------------------------------------------------ request block */
 
-/* Layout of compiler/kernels.h: int32 len, 3 reserved words, then
- * input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
+/* Layout of runtime/plan/plan_types.h: int32 len, int32 bucket, 2 reserved
+ * words, then input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
 #define BERTC_REQ_HEADER_WORDS 4
 #define BERTC_REQ_INPUT_IDS(bucket) (BERTC_REQ_HEADER_WORDS)
 #define BERTC_REQ_TOKEN_TYPES(bucket) (BERTC_REQ_HEADER_WORDS + (bucket))
@@ -282,6 +314,21 @@ template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch
 template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
     const int len = req[0];
     return len < 0 ? 0 : (len > BUCKET ? BUCKET : len);
+}
+
+/* The two lengths of a request, for a kernel that serves any bucket: the
+ * bucket B (the arrays' length; words 1) and the real length L (word 0)
+ * clamped into [0, B].  Both words are read together: one round trip. */
+struct bertc_req_lens {
+    int len, bucket;
+};
+
+BERTC_INLINE bertc_req_lens bertc_req_read(const int *req) {
+    const int2 w = *reinterpret_cast<const int2 *>(req);
+    bertc_req_lens r;
+    r.bucket = w.y < 0 ? 0 : w.y;
+    r.len = w.x < 0 ? 0 : (w.x > r.bucket ? r.bucket : w.x);
+    return r;
 }
 
 /* ------------------------------------------------------------ tensor cores */
@@ -303,14 +350,14 @@ template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
  * float sum of A row r times B column c.  One function, so the emulator and
  * the sm_75 shuffle path cannot drift into different summation orders.
  */
-BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*arow)[16], const float (*bcol)[16]) {
+template <int K> BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*arow)[K], const float (*bcol)[K]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             float s = 0.0f;
 #pragma unroll
-            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
+            for (int k = 0; k < K; ++k) s += arow[r][k] * bcol[c][k];
             d[2 * r + c] += s;
         }
     }
@@ -405,6 +452,97 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
 #endif
 }
 
+/* mma m16n8k8 */
+/*
+ * D += A * B for one m16n8k8 tile, float accumulators, 16-bit T packed two
+ * per register in the PTX ISA's layout for mma.m16n8k8 (g = lane / 4,
+ * t = lane % 4):
+ *   a[0] = A[g][2t..2t+1]   a[1] = A[g+8][2t..2t+1]   b[0] = B[2t..2t+1][g]
+ *   c[0..1] = C[g][2t..2t+1]  c[2..3] = C[g+8][2t..2t+1]
+ * An m16n8k16 is two of them: (a[0], a[1], b[0]) then (a[2], a[3], b[1]) of
+ * its fragments.  The GPU instruction exists for float16 from sm_75 and for
+ * bfloat16 from sm_80; the emulator body gathers the fragments in one warp
+ * exchange as bertc_mma_16816's does, the portable body (compiled where the
+ * instruction is missing, never called) with shuffles.  All 32 lanes call it.
+ */
+template <typename T> BERTC_INLINE void bertc_mma_1688(float c[4], const unsigned a[2], const unsigned b[1]) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    if constexpr (bertc_type<T>::IS_HALF) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        return;
+    }
+#endif
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+#elif defined(BERTC_EMU)
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    /* per lane a[0], a[1], b[0], low half first: row g of A spans lanes
+     * 4g..4g+3, column n of B lanes 4n..4n+3 */
+    float mine[6];
+    const unsigned w[3] = {a[0], a[1], b[0]};
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        mine[2 * i] = bertc_type<T>::bits_to_float(w[i]);
+        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w[i] >> 16);
+    }
+    float all[32][6];
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+    float arow[2][8], bcol[2][8];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            arow[0][2 * s + e] = la[e];
+            arow[1][2 * s + e] = la[2 + e];
+            bcol[0][2 * s + e] = l0[4 + e];
+            bcol[1][2 * s + e] = l1[4 + e];
+        }
+    }
+    bertc_mma_rows_cols(c, arow, bcol);
+#else
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned long long a01 = (unsigned long long)a[0] | ((unsigned long long)a[1] << 32);
+    float arow[2][8], bcol[2][8];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const unsigned long long r = __shfl_sync(BERTC_FULL_MASK, a01, 4 * g + s);
+        const unsigned c0 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t) + s);
+        const unsigned c1 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t + 1) + s);
+        const unsigned lo = (unsigned)r, hi = (unsigned)(r >> 32);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            arow[0][2 * s + e] = bertc_type<T>::bits_to_float(lo >> (16 * e));
+            arow[1][2 * s + e] = bertc_type<T>::bits_to_float(hi >> (16 * e));
+            bcol[0][2 * s + e] = bertc_type<T>::bits_to_float(c0 >> (16 * e));
+            bcol[1][2 * s + e] = bertc_type<T>::bits_to_float(c1 >> (16 * e));
+        }
+    }
+    bertc_mma_rows_cols(c, arow, bcol);
+#endif
+}
+
+/*
+ * One k16 step of the tensor-core attention and GEMM paths, on whatever
+ * the architecture has: m16n8k16 from sm_80, two m16n8k8 on sm_75 (float16
+ * only: callers check BERTC_HAS_MMA1688_F16 for bfloat16 there).
+ */
+template <typename T> BERTC_INLINE void bertc_mma_k16(float *d, const unsigned *a, const unsigned *b) {
+    if constexpr (BERTC_HAS_MMA16816) {
+        bertc_mma_16816<T>(d, a, b);
+    } else {
+        const unsigned a0[2] = {a[0], a[1]}, a1[2] = {a[2], a[3]};
+        bertc_mma_1688<T>(d, a0, b);
+        bertc_mma_1688<T>(d, a1, b + 1);
+    }
+}
+
 /*
  * ldmatrix .x4 of 16-bit elements: lane i passes the shared-memory address
  * of row i % 8 of matrix i / 8 (16 bytes, 16-byte aligned); r[j] receives
@@ -412,10 +550,10 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
  * the next — exactly one mma fragment register.  The emulator body gathers
  * the 32 row addresses in one warp exchange (the portable body fetches each
  * with a shuffle) and reads the words itself (shared memory is ordinary
- * memory there).  All 32 lanes call it.
+ * memory there).  All 32 lanes call it.  ldmatrix exists from sm_75.
  */
 BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -447,7 +585,7 @@ BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
  * mma whose k runs down the rows of a row-major tile (V in P . V).
  */
 BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -531,24 +669,42 @@ template <int H, int VEC, int THREADS> BERTC_INLINE bool bertc_row_has(int i, in
 }
 
 /*
- * Normalises the row in v (float, [ITEMS][VEC] flattened) and stores
- * LayerNorm(v) * gamma + beta to out_row.  `scratch`: THREADS / 32 floats
- * of shared memory when THREADS > 32 (a block per row), unused for a warp.
+ * The vectors of a row that thread `tid` owns (elements of T widened to
+ * float, [ITEMS][VEC] flattened); items past the row's end are zeros.
+ * Loads only: a caller issues every row it needs before using any, so they
+ * are in flight together.
  */
 template <typename T, int H, int VEC, int THREADS>
-BERTC_INLINE void bertc_layer_norm_store(float *v, int tid, const T *__restrict__ gamma,
-                                         const T *__restrict__ beta, T *__restrict__ out_row,
-                                         float eps, float *scratch) {
+BERTC_INLINE void bertc_row_load(const T *__restrict__ row, int tid, float *v) {
     typedef bertc_row_shape<H, VEC, THREADS> S;
-    float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
         if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
+            bertc_load_vec<T, VEC>(row + (i * THREADS + tid) * VEC, v + i * VEC);
+        } else {
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) sum += v[i * VEC + j];
+            for (int j = 0; j < VEC; ++j) v[i * VEC + j] = 0.0f;
         }
     }
-    const float mean = bertc_block_sum<THREADS / 32>(sum, scratch) / (float)H;
+}
+
+/*
+ * Normalises the row in v (float, [ITEMS][VEC] flattened, zeros past the
+ * row's end) and stores LayerNorm(v) * gamma + beta to out_row; gm and bt
+ * are gamma and beta as bertc_row_load gave them (loaded early, before
+ * the dependency wait).  Sums multiply by 1/H, a compile-time constant,
+ * and the inverse deviation is rsqrtf.  `scratch`: THREADS / 32 floats of
+ * shared memory when THREADS > 32 (a block per row), unused for a warp.
+ */
+template <typename T, int H, int VEC, int THREADS>
+BERTC_INLINE void bertc_layer_norm_store(const float *v, int tid, const float *gm, const float *bt,
+                                         T *__restrict__ out_row, float eps, float *scratch) {
+    typedef bertc_row_shape<H, VEC, THREADS> S;
+    constexpr float INV_H = 1.0f / (float)H;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S::ITEMS * VEC; ++i) sum += v[i];
+    const float mean = bertc_block_sum<THREADS / 32>(sum, scratch) * INV_H;
     float sq = 0.0f;
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
@@ -560,18 +716,14 @@ BERTC_INLINE void bertc_layer_norm_store(float *v, int tid, const T *__restrict_
             }
         }
     }
-    const float var = bertc_block_sum<THREADS / 32>(sq, scratch) / (float)H;
-    const float rstd = 1.0f / sqrtf(var + eps);
+    const float rstd = rsqrtf(bertc_block_sum<THREADS / 32>(sq, scratch) * INV_H + eps);
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
         if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
-            const int col = (i * THREADS + tid) * VEC;
-            float gm[VEC], bt[VEC], o[VEC];
-            bertc_load_vec<T, VEC>(gamma + col, gm);
-            bertc_load_vec<T, VEC>(beta + col, bt);
+            float o[VEC];
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) o[j] = (v[i * VEC + j] - mean) * rstd * gm[j] + bt[j];
-            bertc_store_vec<T, VEC>(out_row + col, o);
+            for (int j = 0; j < VEC; ++j) o[j] = (v[i * VEC + j] - mean) * rstd * gm[i * VEC + j] + bt[i * VEC + j];
+            bertc_store_vec<T, VEC>(out_row + (i * THREADS + tid) * VEC, o);
         }
     }
 }

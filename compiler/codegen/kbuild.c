@@ -60,8 +60,9 @@ static uint64_t kbuild_hash(const char *s) {
 /* ------------------------------------------------------------ one architecture */
 
 typedef struct kbuild_job {
-    const char *arch;
-    int want_ptx;
+    const char *arch;            /* "sm_80", or "compute_80" for a PTX-only job */
+    char name[16];               /* storage for a PTX-only job's arch */
+    int want_cubin, want_ptx;
     const char *source;
     const char *const *opts;     /* common options; the arch option is added */
     int nopts;
@@ -109,8 +110,8 @@ static void kbuild_job_run(kbuild_job *j) {
         j->failed_call = "nvrtcCompileProgram";
         goto out;
     }
-    j->status = nvrtcGetCUBINSize(prog, &j->cubin_size);
-    if (j->status == NVRTC_SUCCESS) {
+    if (j->want_cubin) j->status = nvrtcGetCUBINSize(prog, &j->cubin_size);
+    if (j->want_cubin && j->status == NVRTC_SUCCESS) {
         j->cubin = malloc(j->cubin_size ? j->cubin_size : 1);
         j->status = j->cubin ? nvrtcGetCUBIN(prog, (char *)j->cubin) : NVRTC_ERROR_OUT_OF_MEMORY;
     }
@@ -401,24 +402,48 @@ static int kbuild_take_cubin(kbuild_result *r, const kbuild_work *w, kbuild_job 
     return 0;
 }
 
-/* One CUBIN per arch in the order given, then the lowest arch's PTX. */
-static int kbuild_collect(kbuild_result *r, const kbuild_work *w, kbuild_job *jobs, int narchs, int lowest,
-                          int no_ptx) {
-    r->nimages = narchs + (no_ptx ? 0 : 1);
+/* One CUBIN per arch in the order given, then each PTX target's PTX
+ * (ptx_job[i]: the job that made target ptx[i]). */
+static int kbuild_collect(kbuild_result *r, const kbuild_work *w, kbuild_job *jobs, int narchs, const int *ptx,
+                          const int *ptx_job, int nptx) {
+    r->nimages = narchs + nptx;
     r->images = calloc((size_t)r->nimages, sizeof *r->images);
     if (!r->images) return -1;
     for (int a = 0; a < narchs; a++)
         if (kbuild_take_cubin(r, w, &jobs[a], &r->images[a])) return -1;
-    if (!no_ptx) {
-        kbuild_image *im = &r->images[narchs];
-        snprintf(im->arch, sizeof im->arch, "compute_%d", arch_number(jobs[lowest].arch));
+    for (int i = 0; i < nptx; i++) {
+        kbuild_job *j = &jobs[ptx_job[i]];
+        kbuild_image *im = &r->images[narchs + i];
+        snprintf(im->arch, sizeof im->arch, "compute_%d", ptx[i]);
         im->is_ptx = 1;
-        im->data = (unsigned char *)jobs[lowest].ptx;
-        im->size = jobs[lowest].ptx_size;
-        jobs[lowest].ptx = NULL;
-        im->seconds = jobs[lowest].seconds;
+        im->data = (unsigned char *)j->ptx;
+        im->size = j->ptx_size;
+        j->ptx = NULL;
+        im->seconds = j->seconds;
     }
     return 0;
+}
+
+/* The jobs: one per architecture (its CUBIN), and for each PTX target the
+ * job of that very architecture or a PTX-only job of its own; their count. */
+static int kbuild_plan_jobs(kbuild_job *jobs, const char *const *archs, int narchs, const int *ptx, int nptx,
+                            int *ptx_job) {
+    int n = narchs;
+    for (int a = 0; a < narchs; a++) jobs[a] = (kbuild_job){.arch = archs[a], .want_cubin = 1};
+    for (int i = 0; i < nptx; i++) {
+        ptx_job[i] = -1;
+        for (int a = 0; a < narchs; a++)
+            if (arch_number(archs[a]) == ptx[i]) ptx_job[i] = a;
+        if (ptx_job[i] < 0) {
+            ptx_job[i] = n;
+            jobs[n] = (kbuild_job){0};
+            snprintf(jobs[n].name, sizeof jobs[n].name, "compute_%d", ptx[i]);
+            jobs[n].arch = jobs[n].name;
+            n++;
+        }
+        jobs[ptx_job[i]].want_ptx = 1;
+    }
+    return n;
 }
 
 static void kbuild_jobs_free(kbuild_job *jobs, int n) {
@@ -439,21 +464,27 @@ static int kbuild_compile_work(const kbuild_work *w, const char *const *archs, i
     common[ncommon++] = incopt;
     common[ncommon++] = "--ptxas-options=-v";
     for (int i = 0; i < opt->nextra && ncommon < 62; i++) common[ncommon++] = opt->extra_options[i];
-    int lowest = 0;
-    for (int a = 1; a < narchs; a++)
-        if (arch_number(archs[a]) < arch_number(archs[lowest])) lowest = a;
-    kbuild_job *jobs = calloc((size_t)narchs, sizeof *jobs);
+    int ptx[ARCH_MAX], ptx_job[ARCH_MAX], nptx = 0;
+    if (opt->ptx_targets)
+        for (int i = 0; i < opt->nptx_targets && i < ARCH_MAX; i++) ptx[nptx++] = opt->ptx_targets[i];
+    else
+        nptx = arch_plan_ptx(archs, narchs, ptx);
+    if (opt->no_ptx) nptx = 0;
+    kbuild_job *jobs = calloc((size_t)(narchs + nptx), sizeof *jobs);
     if (!jobs) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
-    for (int a = 0; a < narchs; a++)
-        jobs[a] = (kbuild_job){.arch = archs[a], .want_ptx = !opt->no_ptx && a == lowest, .source = w->source,
-                               .opts = common, .nopts = ncommon};
-    int rc = kbuild_run_jobs(jobs, narchs, opt->jobs) ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory") : 0;
-    for (int a = 0; !rc && a < narchs; a++)
+    int njobs = kbuild_plan_jobs(jobs, archs, narchs, ptx, nptx, ptx_job);
+    for (int a = 0; a < njobs; a++) {
+        jobs[a].source = w->source;
+        jobs[a].opts = common;
+        jobs[a].nopts = ncommon;
+    }
+    int rc = kbuild_run_jobs(jobs, njobs, opt->jobs) ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory") : 0;
+    for (int a = 0; !rc && a < njobs; a++)
         if (jobs[a].status != NVRTC_SUCCESS)
             rc = kbuild_compile_error(d, &jobs[a], w->units, w->labels, w->distinct_idx, w->ndistinct);
-    if (!rc && kbuild_collect(r, w, jobs, narchs, lowest, opt->no_ptx))
+    if (!rc && kbuild_collect(r, w, jobs, narchs, ptx, ptx_job, nptx))
         rc = diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
-    kbuild_jobs_free(jobs, narchs);
+    kbuild_jobs_free(jobs, njobs);
     return rc;
 }
 

@@ -17,8 +17,11 @@
  *  - the architectures compile in parallel on up to `jobs` threads (NVRTC
  *    programs are independent).
  *
- * Each architecture yields a CUBIN (-arch=sm_XX); the lowest one also
- * yields its PTX, which newer GPUs than any listed can JIT.  ptxas runs
+ * Each architecture yields a CUBIN (-arch=sm_XX); the PTX the plan carries
+ * for newer GPUs than any listed (arch_plan_ptx, arch.h: compute_80 and,
+ * with an architecture of sm_90 or newer, compute_90) comes from the job
+ * of that very architecture when it is listed, else from a PTX-only job
+ * (-arch=compute_XX).  ptxas runs
  * verbose, and its report is parsed per entry point into kbuild_stats:
  * registers, spill bytes, static shared memory — `bertc inspect` shows
  * them, and the tests assert "no spills".
@@ -63,7 +66,7 @@ typedef struct kbuild_result {
     int nunits;
     int ndistinct;             /* distinct texts actually compiled */
     int *distinct_of;          /* [nunits]: the first unit with the same text */
-    int nimages;               /* one CUBIN per arch in the order given, then the PTX */
+    int nimages;               /* one CUBIN per arch in the order given, then the PTX, ascending */
     kbuild_image *images;
     double seconds;            /* wall time of the whole call */
 } kbuild_result;
@@ -72,7 +75,9 @@ typedef struct kbuild_options {
     const char *cuda_home;     /* toolkit root for -I<root>/include; NULL: $CUDA_HOME,
                                   else the build's CUDA_HOME (/usr/local/cuda) */
     int jobs;                  /* architectures compiled at once; < 1 means 1 */
-    int no_ptx;                /* skip the PTX image */
+    int no_ptx;                /* skip the PTX images */
+    const int *ptx_targets;    /* the PTX to build (80 for compute_80, ...); NULL: the plan's, arch_plan_ptx */
+    int nptx_targets;
     const char *const *extra_options;   /* more NVRTC options (e.g. "-lineinfo") */
     int nextra;
 } kbuild_options;

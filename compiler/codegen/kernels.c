@@ -80,9 +80,9 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d) {
     return 0;
 }
 
-int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
     memset(dims, 0, sizeof *dims);
-    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, dims, d);
+    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, seq_len, dims, d);
 }
 
 int kernel_arg_count(kernel_kind kind) { return kernel_kind_arg_count(kind); }

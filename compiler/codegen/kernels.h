@@ -40,8 +40,10 @@ int kernel_entry(const kernel_spec *s, char **entry, diag *d);
  * cuda_bf16.h from the toolkit (or the emulator's stand-ins).
  */
 int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d);
-/* Grid, block and dynamic shared memory for a spec (bucket-sized grid). */
-int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+/* Grid, block and dynamic shared memory for a launch of a spec in a bucket
+ * of seq_len rows (a bucket-free spec's grid covers the bucket; a GEMM's
+ * its own rows: kernel_spec_rows). */
+int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
 /* Number of pointer arguments of a kind (all arguments are pointers); 0 if unknown. */
 int kernel_arg_count(kernel_kind kind);
 const char *kernel_kind_name(kernel_kind kind);   /* "embed_ln", ... = template file stem */

@@ -27,6 +27,7 @@
 
 #include "kernels.h"
 #include "lower_internal.h"
+#include "plan_kernels.h"
 
 /* The plan's own names for the IR's activations and pooling modes. */
 static plan_act lower_act(ir_act a) {
@@ -151,7 +152,7 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
-    if (kernel_dims(s, &st->launch.dims, c->d)) return -1;
+    if (kernel_dims(s, c->bucket, &st->launch.dims, c->d)) return -1;
     st->launch.nargs = nargs;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
     st->flops = flops;
@@ -173,7 +174,6 @@ static int lower_embed_ln(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_EMBED_LN;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -218,7 +218,6 @@ static int lower_add_ln(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ADD_LN;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)x->cols;
     s.eps = n->eps;
     s.has_bias = n->has_bias;
@@ -247,7 +246,6 @@ static int lower_attention(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ATTENTION;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.heads = n->heads;
     s.head_dim = n->head_dim;
     s.scale = n->scale;
@@ -256,6 +254,7 @@ static int lower_attention(lower_ctx *c, int i) {
     s.k_off = (int)((k->ref.offset - root->ref.offset) / c->es) + n->k_off;
     s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
     s.ctx_ld = n->heads * n->head_dim;
+    s.qtile = kernel_attention_qtile(&s, c->bucket);
     make_output(c, i);
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
     double b = c->bucket, h = (double)s.ctx_ld;
@@ -283,7 +282,6 @@ static int lower_pool(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_POOL;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)x->cols;
     s.pool_mode = lower_pool_mode(n->pool_mode);
     s.normalize = n->normalize ? 1 : 0;
