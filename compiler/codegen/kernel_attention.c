@@ -73,9 +73,20 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     return 0;
 }
 
+/* bertc_attention's choice: tensor cores where the architecture has an mma
+ * for T (m16n8k16 from sm_80, m16n8k8 for float16 on sm_75), else SIMT. */
+static const char *kernel_attention_path(const kernel_spec *s, int sm) {
+    kernel_geometry g;
+    diag d;
+    diag_init(&d);
+    if (kernel_geometry_of(s, &g, &d) || !g.tc) return "simt";
+    return sm >= 80 ? "mma.m16n8k16" : sm >= 75 && s->dtype == PLAN_DTYPE_F16 ? "mma.m16n8k8" : "simt";
+}
+
 const kernel_kind_desc kernel_attention_desc = {
     .kind = KERNEL_KIND_ATTENTION,
     .name = "attention",
     .entry = kernel_attention_entry,
     .source = kernel_attention_source,
+    .path = kernel_attention_path,
 };

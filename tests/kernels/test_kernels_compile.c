@@ -662,6 +662,20 @@ static void test_tensor_core_path(void) {
         {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"},
         {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "mma.sync"},
         {"mma.sync", "mma.sync"}};
+    /* what inspect reports (kernel_path) is what the PTX shows */
+    static const char *const path[4][2] = {{"mma.m16n8k16", "simt"},
+                                           {"mma.m16n8k16", "mma.m16n8k8"},
+                                           {"mma.m16n8k16", "simt"},
+                                           {"simt", "simt"}};
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 2; a++) {
+            const char *p = kernel_path(&s[i], a ? 75 : 80);
+            CHECK(p && !strcmp(p, path[i][a]), "spec %d on sm_%d: path %s, expected %s", i, a ? 75 : 80, p ? p : "NULL",
+                  path[i][a]);
+        }
+    kernel_spec ln = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_F16, 64);
+    ln.hidden = 64;
+    CHECK(kernel_path(&ln, 80) == NULL, "add_ln has no path to choose");
     for (int i = 0; i < 4; i++) {
         char *text, *entry;
         if (kimage_source(&s[i], i, &text, &entry) != 0) continue;
