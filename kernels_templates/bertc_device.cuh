@@ -363,6 +363,22 @@ template <int K> BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*a
     }
 }
 
+#if defined(BERTC_EMU)
+/* The emulator bodies' one warp exchange: every lane's N fragment registers,
+ * widened to float by their owner (each element once, not once per
+ * reader), gathered to every lane: all[lane][2 i + h] is half h (low
+ * first) of register i. */
+template <typename T, int N> BERTC_INLINE void bertc_emu_fragments(const unsigned *w, float (*all)[2 * N]) {
+    float mine[2 * N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        mine[2 * i] = bertc_type<T>::bits_to_float(w[i]);
+        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w[i] >> 16);
+    }
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+}
+#endif
+
 template <typename T>
 BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b) {
 #if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -387,15 +403,9 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
      * a[0..3] then b[0..1], low half first.  Row g of A is spread over lanes
      * 4g..4g+3 (a[0], a[2]), row g+8 over the same lanes (a[1], a[3]),
      * column n of B over lanes 4n..4n+3. */
-    float mine[12];
-#pragma unroll
-    for (int i = 0; i < 6; ++i) {
-        const unsigned w = i < 4 ? a[i] : b[i - 4];
-        mine[2 * i] = bertc_type<T>::bits_to_float(w);
-        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w >> 16);
-    }
+    const unsigned w[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
     float all[32][12];
-    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+    bertc_emu_fragments<T, 6>(w, all);
     float arow[2][16], bcol[2][16];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
@@ -483,15 +493,9 @@ template <typename T> BERTC_INLINE void bertc_mma_1688(float c[4], const unsigne
     const int g = lane >> 2, t = lane & 3;
     /* per lane a[0], a[1], b[0], low half first: row g of A spans lanes
      * 4g..4g+3, column n of B lanes 4n..4n+3 */
-    float mine[6];
     const unsigned w[3] = {a[0], a[1], b[0]};
-#pragma unroll
-    for (int i = 0; i < 3; ++i) {
-        mine[2 * i] = bertc_type<T>::bits_to_float(w[i]);
-        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w[i] >> 16);
-    }
     float all[32][6];
-    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+    bertc_emu_fragments<T, 3>(w, all);
     float arow[2][8], bcol[2][8];
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
