@@ -92,6 +92,117 @@ BERTC_INLINE void bertc_attention_bias(float *__restrict__ dst, const int *__res
     }
 }
 
+/* The SIMT pass's shape: PT query rows over NW warps, KT-key tiles. */
+template <typename T, int D, int NW, int PT, int KT> struct bertc_attention_simt_shape {
+    static constexpr int R = PT / NW;                         /* query rows per warp */
+    static constexpr int KW = D * (int)sizeof(T) / 4;         /* 32-bit words in a K row */
+    static constexpr int KS = (KW | 1) * 4 / (int)sizeof(T);  /* padded K row, elements */
+    static constexpr int NP = D / 2;                          /* output column pairs */
+    static constexpr int LPG = NP >= 32 ? 32 : bertc_pow2_ceil(NP);  /* lanes per key group */
+    static constexpr int G = 32 / LPG;                        /* key groups in P . V */
+    static constexpr int PPL = (NP + LPG - 1) / LPG;          /* column pairs per lane */
+    static constexpr int CH = KT / 32;                        /* 32-key chunks per tile */
+    static_assert(PT % NW == 0 && KT % 32 == 0 && D % 2 == 0, "attention geometry");
+};
+
+/* Scores of the warp's rows against the tile's keys, in the log2 domain
+ * with the mask bias: lane j owns key j of each 32-key chunk (-FLT_MAX
+ * past the tile's kn keys, never used). */
+template <typename T, int D, int NW, int PT, int KT, typename S = bertc_attention_simt_shape<T, D, NW, PT, KT>>
+BERTC_INLINE void bertc_attention_simt_scores(const float *qw, const T *ks, const float *bs, int kn, int lane,
+                                              float (&sc)[S::R][S::CH]) {
+#pragma unroll
+    for (int ch = 0; ch < S::CH; ++ch) {
+        const int j = ch * 32 + lane;
+#pragma unroll
+        for (int r = 0; r < S::R; ++r) sc[r][ch] = BERTC_FLT_LOWEST;
+        if (j < kn) {
+            float s[S::R];
+#pragma unroll
+            for (int r = 0; r < S::R; ++r) s[r] = 0.0f;
+            const T *krow = ks + j * S::KS;
+#pragma unroll 8
+            for (int p = 0; p < S::NP; ++p) {
+                const float2 kv = bertc_load2(krow + 2 * p);
+#pragma unroll
+                for (int r = 0; r < S::R; ++r) {
+                    const float2 qv = *reinterpret_cast<const float2 *>(qw + r * D + 2 * p);
+                    s[r] += qv.x * kv.x;
+                    s[r] += qv.y * kv.y;
+                }
+            }
+            const float b = bs[j];
+#pragma unroll
+            for (int r = 0; r < S::R; ++r) sc[r][ch] = s[r] + b;
+        }
+    }
+}
+
+/* The online softmax of one tile: new maxima, the state rescaled, and the
+ * scores replaced by their probabilities (0 past kn). */
+template <typename T, int D, int NW, int PT, int KT, typename S = bertc_attention_simt_shape<T, D, NW, PT, KT>>
+BERTC_INLINE void bertc_attention_simt_softmax(float (&sc)[S::R][S::CH], float (&m)[S::R], float (&l)[S::R],
+                                               float (&acc)[S::R][S::PPL][2], int kn, int lane) {
+#pragma unroll
+    for (int r = 0; r < S::R; ++r) {
+        float mx = sc[r][0];
+#pragma unroll
+        for (int ch = 1; ch < S::CH; ++ch) mx = fmaxf(mx, sc[r][ch]);
+        mx = bertc_warp_max(mx);
+        const float mn = fmaxf(m[r], mx);
+        const float corr = exp2f(m[r] - mn);
+        m[r] = mn;
+        l[r] *= corr;
+#pragma unroll
+        for (int pp = 0; pp < S::PPL; ++pp) {
+            acc[r][pp][0] *= corr;
+            acc[r][pp][1] *= corr;
+        }
+#pragma unroll
+        for (int ch = 0; ch < S::CH; ++ch) {
+            const float p = ch * 32 + lane < kn ? exp2f(sc[r][ch] - mn) : 0.0f;
+            sc[r][ch] = p;
+            l[r] += p;
+        }
+    }
+}
+
+/* acc += P V for the tile: lanes own column pairs; G key groups take
+ * interleaved keys (summed at the store). */
+template <typename T, int D, int NW, int PT, int KT, typename S = bertc_attention_simt_shape<T, D, NW, PT, KT>>
+BERTC_INLINE void bertc_attention_simt_pv(const float (&sc)[S::R][S::CH], const T *vs, int kn, int lane,
+                                          float (&acc)[S::R][S::PPL][2]) {
+    const int g = lane / S::LPG, c = lane % S::LPG;
+#pragma unroll
+    for (int ch = 0; ch < S::CH; ++ch) {
+        if (ch * 32 < kn) { /* uniform over the block: every lane shuffles */
+#pragma unroll 4
+            for (int i = 0; i < 32 / S::G; ++i) {
+                const int kk = i * S::G + g;
+                float p[S::R];
+#pragma unroll
+                for (int r = 0; r < S::R; ++r) p[r] = __shfl_sync(BERTC_FULL_MASK, sc[r][ch], kk);
+                const int j = ch * 32 + kk;
+                if (j < kn) {
+                    const T *vrow = vs + j * D;
+#pragma unroll
+                    for (int pp = 0; pp < S::PPL; ++pp) {
+                        const int col = pp * S::LPG + c;
+                        if (S::PPL * S::LPG == S::NP || col < S::NP) {
+                            const float2 v = bertc_load2a(vrow + 2 * col);
+#pragma unroll
+                            for (int r = 0; r < S::R; ++r) {
+                                acc[r][pp][0] += p[r] * v.x;
+                                acc[r][pp][1] += p[r] * v.y;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /*
  * SIMT pass over query rows [q0, q0 + PT) of head h with NW warps (PT / NW
  * rows per warp), keys streamed in tiles of KT.  `smem` holds Q [PT][D]
@@ -102,20 +213,12 @@ template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int NW, in
 BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
                                        const T *__restrict__ qkv, float scale_log2e, unsigned char *smem, int h,
                                        int q0, int len) {
-    constexpr int R = PT / NW;                         /* query rows per warp */
-    constexpr int KW = D * (int)sizeof(T) / 4;         /* 32-bit words in a K row */
-    constexpr int KS = (KW | 1) * 4 / (int)sizeof(T);  /* padded K row, elements */
-    constexpr int NP = D / 2;                          /* output column pairs */
-    constexpr int LPG = NP >= 32 ? 32 : bertc_pow2_ceil(NP);  /* lanes per key group */
-    constexpr int G = 32 / LPG;                        /* key groups in P . V */
-    constexpr int PPL = (NP + LPG - 1) / LPG;          /* column pairs per lane */
-    constexpr int CH = KT / 32;                        /* 32-key chunks per tile */
-    constexpr int DV = D / VEC;                        /* vectors per row */
-    static_assert(PT % NW == 0 && KT % 32 == 0 && D % 2 == 0 && D % VEC == 0, "attention geometry");
-
+    typedef bertc_attention_simt_shape<T, D, NW, PT, KT> S;
+    constexpr int R = S::R, DV = D / VEC; /* vectors per row */
+    static_assert(D % VEC == 0, "attention geometry");
     float *qs = reinterpret_cast<float *>(smem);              /* [PT][D] */
     T *ks = reinterpret_cast<T *>(smem + PT * D * 4);         /* [KT][KS] */
-    T *vs = ks + KT * KS;                                     /* [KT][D] */
+    T *vs = ks + KT * S::KS;                                  /* [KT][D] */
     float *bs = reinterpret_cast<float *>(vs + KT * D);       /* [KT] */
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
@@ -135,132 +238,52 @@ BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restric
         for (int j = 0; j < VEC; ++j) qs[r * D + c + j] = f[j];
     }
 
-    const int g = lane / LPG, c = lane % LPG;
-    float m[R], l[R], acc[R][PPL][2];
+    float m[R], l[R], acc[R][S::PPL][2];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         m[r] = BERTC_FLT_LOWEST;
         l[r] = 0.0f;
 #pragma unroll
-        for (int pp = 0; pp < PPL; ++pp) acc[r][pp][0] = acc[r][pp][1] = 0.0f;
+        for (int pp = 0; pp < S::PPL; ++pp) acc[r][pp][0] = acc[r][pp][1] = 0.0f;
     }
-    const float *qw = qs + warp * R * D;
-
     for (int k0 = 0; k0 < len; k0 += KT) {
         const int kn = min(KT, len - k0);
         __syncthreads(); /* Q staged / the previous tile consumed */
         for (int i = tid; i < kn * DV; i += NW * 32) {
             const int r = i / DV, cc = (i - r * DV) * VEC;
             const T *src = qkv + (size_t)(k0 + r) * LD + h * D + cc;
-            bertc_copy_to_smem<T, VEC>(ks + r * KS + cc, src + KO);
+            bertc_copy_to_smem<T, VEC>(ks + r * S::KS + cc, src + KO);
             bertc_copy_to_smem<T, VEC>(vs + r * D + cc, src + VO);
         }
         bertc_attention_bias<KT, NW * 32>(bs, mask, vec4, k0, len, tid);
         __syncthreads();
-
-        /* scores, in the log2 domain */
-        float sc[R][CH];
-#pragma unroll
-        for (int ch = 0; ch < CH; ++ch) {
-            const int j = ch * 32 + lane;
-#pragma unroll
-            for (int r = 0; r < R; ++r) sc[r][ch] = BERTC_FLT_LOWEST;
-            if (j < kn) {
-                float s[R];
-#pragma unroll
-                for (int r = 0; r < R; ++r) s[r] = 0.0f;
-                const T *krow = ks + j * KS;
-#pragma unroll 8
-                for (int p = 0; p < NP; ++p) {
-                    const float2 kv = bertc_load2(krow + 2 * p);
-#pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const float2 qv = *reinterpret_cast<const float2 *>(qw + r * D + 2 * p);
-                        s[r] += qv.x * kv.x;
-                        s[r] += qv.y * kv.y;
-                    }
-                }
-                const float b = bs[j];
-#pragma unroll
-                for (int r = 0; r < R; ++r) sc[r][ch] = s[r] + b;
-            }
-        }
-
-        /* online softmax: new max, rescale, probabilities */
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            float mx = sc[r][0];
-#pragma unroll
-            for (int ch = 1; ch < CH; ++ch) mx = fmaxf(mx, sc[r][ch]);
-            mx = bertc_warp_max(mx);
-            const float mn = fmaxf(m[r], mx);
-            const float corr = exp2f(m[r] - mn);
-            m[r] = mn;
-            l[r] *= corr;
-#pragma unroll
-            for (int pp = 0; pp < PPL; ++pp) {
-                acc[r][pp][0] *= corr;
-                acc[r][pp][1] *= corr;
-            }
-#pragma unroll
-            for (int ch = 0; ch < CH; ++ch) {
-                const float p = ch * 32 + lane < kn ? exp2f(sc[r][ch] - mn) : 0.0f;
-                sc[r][ch] = p;
-                l[r] += p;
-            }
-        }
-
-        /* P . V */
-#pragma unroll
-        for (int ch = 0; ch < CH; ++ch) {
-            if (ch * 32 < kn) { /* uniform over the block: every lane shuffles */
-#pragma unroll 4
-                for (int i = 0; i < 32 / G; ++i) {
-                    const int kk = i * G + g;
-                    float p[R];
-#pragma unroll
-                    for (int r = 0; r < R; ++r) p[r] = __shfl_sync(BERTC_FULL_MASK, sc[r][ch], kk);
-                    const int j = ch * 32 + kk;
-                    if (j < kn) {
-                        const T *vrow = vs + j * D;
-#pragma unroll
-                        for (int pp = 0; pp < PPL; ++pp) {
-                            const int col = pp * LPG + c;
-                            if (PPL * LPG == NP || col < NP) {
-                                const float2 v = bertc_load2a(vrow + 2 * col);
-#pragma unroll
-                                for (int r = 0; r < R; ++r) {
-                                    acc[r][pp][0] += p[r] * v.x;
-                                    acc[r][pp][1] += p[r] * v.y;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        float sc[R][S::CH];
+        bertc_attention_simt_scores<T, D, NW, PT, KT>(qs + warp * R * D, ks, bs, kn, lane, sc);
+        bertc_attention_simt_softmax<T, D, NW, PT, KT>(sc, m, l, acc, kn, lane);
+        bertc_attention_simt_pv<T, D, NW, PT, KT>(sc, vs, kn, lane, acc);
     }
 
     /* combine the key groups and the lanes' partial sums; store */
+    const int g = lane / S::LPG, c = lane % S::LPG;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
         const float inv = __fdividef(1.0f, bertc_warp_sum(l[r])); /* sum >= 1: in range */
 #pragma unroll
-        for (int pp = 0; pp < PPL; ++pp) {
+        for (int pp = 0; pp < S::PPL; ++pp) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 float a = acc[r][pp][e];
 #pragma unroll
-                for (int o = LPG; o < 32; o <<= 1) a += __shfl_xor_sync(BERTC_FULL_MASK, a, o);
+                for (int o = S::LPG; o < 32; o <<= 1) a += __shfl_xor_sync(BERTC_FULL_MASK, a, o);
                 acc[r][pp][e] = a * inv;
             }
         }
         const int row = q0 + warp * R + r;
         if (row < len && g == 0) {
 #pragma unroll
-            for (int pp = 0; pp < PPL; ++pp) {
-                const int col = pp * LPG + c;
-                if (PPL * LPG == NP || col < NP)
+            for (int pp = 0; pp < S::PPL; ++pp) {
+                const int col = pp * S::LPG + c;
+                if (S::PPL * S::LPG == S::NP || col < S::NP)
                     bertc_store2<T>(ctx + (size_t)row * CLD + h * D + 2 * col, acc[r][pp][0], acc[r][pp][1]);
             }
         }
