@@ -377,6 +377,25 @@ template <typename T, int N> BERTC_INLINE void bertc_emu_fragments(const unsigne
     }
     bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
 }
+
+/* Rows g and g + 8 of A and columns 2t, 2t + 1 of B for one m16n8kK tile
+ * from the gathered fragments (NA A registers per lane, then the B ones):
+ * element k of A's row r is in lane 4g + (k % 8) / 2, register
+ * 2 (k / 8) + r, half k % 2; element k of B's column n in lane
+ * 4n + (k % 8) / 2, register NA + k / 8, half k % 2 (the PTX ISA's layouts
+ * of m16n8k16 and m16n8k8). */
+template <int K, int NA>
+BERTC_INLINE void bertc_emu_rows_cols(const float (*all)[2 * (NA + K / 8)], int g, int t, float (*arow)[K],
+                                      float (*bcol)[K]) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int s = (k % 8) / 2, h = k % 2;
+        arow[0][k] = all[4 * g + s][2 * (2 * (k / 8)) + h];
+        arow[1][k] = all[4 * g + s][2 * (2 * (k / 8) + 1) + h];
+        bcol[0][k] = all[4 * (2 * t) + s][2 * (NA + k / 8) + h];
+        bcol[1][k] = all[4 * (2 * t + 1) + s][2 * (NA + k / 8) + h];
+    }
+}
 #endif
 
 template <typename T>
@@ -404,26 +423,9 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
      * 4g..4g+3 (a[0], a[2]), row g+8 over the same lanes (a[1], a[3]),
      * column n of B over lanes 4n..4n+3. */
     const unsigned w[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-    float all[32][12];
+    float all[32][12], arow[2][16], bcol[2][16];
     bertc_emu_fragments<T, 6>(w, all);
-    float arow[2][16], bcol[2][16];
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            /* register a[2*half] (a[2*half+1], b[half]) holds k = 2s + 8*half and the next */
-            const int k = 2 * s + 8 * half;
-            arow[0][k] = la[4 * half];
-            arow[0][k + 1] = la[4 * half + 1];
-            arow[1][k] = la[4 * half + 2];
-            arow[1][k + 1] = la[4 * half + 3];
-            bcol[0][k] = l0[8 + 2 * half];
-            bcol[0][k + 1] = l0[8 + 2 * half + 1];
-            bcol[1][k] = l1[8 + 2 * half];
-            bcol[1][k + 1] = l1[8 + 2 * half + 1];
-        }
-    }
+    bertc_emu_rows_cols<16, 4>(all, g, t, arow, bcol);
     bertc_mma_rows_cols(d, arow, bcol);
 #else
     const int lane = (int)threadIdx.x & 31;
@@ -494,20 +496,9 @@ template <typename T> BERTC_INLINE void bertc_mma_1688(float c[4], const unsigne
     /* per lane a[0], a[1], b[0], low half first: row g of A spans lanes
      * 4g..4g+3, column n of B lanes 4n..4n+3 */
     const unsigned w[3] = {a[0], a[1], b[0]};
-    float all[32][6];
+    float all[32][6], arow[2][8], bcol[2][8];
     bertc_emu_fragments<T, 3>(w, all);
-    float arow[2][8], bcol[2][8];
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            arow[0][2 * s + e] = la[e];
-            arow[1][2 * s + e] = la[2 + e];
-            bcol[0][2 * s + e] = l0[4 + e];
-            bcol[1][2 * s + e] = l1[4 + e];
-        }
-    }
+    bertc_emu_rows_cols<8, 2>(all, g, t, arow, bcol);
     bertc_mma_rows_cols(c, arow, bcol);
 #else
     const int lane = (int)threadIdx.x & 31;
