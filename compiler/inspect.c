@@ -71,15 +71,26 @@ static void inspect_text_serves(FILE *f, const plan *p) {
     fputc('\n', f);
 }
 
+/* The architecture number of a GPU image ("sm_86", "compute_80"); -1 for emu. */
+static int inspect_image_sm(const plan_image *im) {
+    return im->kind == PLAN_IMAGE_EMU ? -1 : arch_number(im->arch);
+}
+
 static void inspect_text_kernels(FILE *f, const plan *p) {
-    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch):\n");
+    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch; the path where the kind has a choice):\n");
     for (int kx = 0; kx < p->nkernels; kx++) {
         fprintf(f, "  [%d] %s\n      ", kx, p->kernels[kx].entry);
         for (int i = 0; i < p->nimages; i++) {
             const plan_image *im = &p->images[i];
+            const char *path = inspect_image_sm(im) > 0 ? kernel_path(&p->kernels[kx].spec, inspect_image_sm(im)) : NULL;
+            if (im->kind == PLAN_IMAGE_PTX) {
+                if (path) fprintf(f, " %s %s", im->arch, path);
+                continue;
+            }
             if (im->kind != PLAN_IMAGE_CUBIN) continue;
             const plan_kernel_stats *st = &im->stats[kx];
-            fprintf(f, " %s %d/%d/%d", im->arch, st->registers, st->spill_stores + st->spill_loads, st->shared_static);
+            fprintf(f, " %s %d/%d/%d%s%s", im->arch, st->registers, st->spill_stores + st->spill_loads,
+                    st->shared_static, path ? " " : "", path ? path : "");
         }
         fprintf(f, "\n");
     }
@@ -153,10 +164,15 @@ static void inspect_json_images(FILE *f, const plan *p) {
         fprintf(f, "%s{\"arch\": ", i ? ", " : "");
         inspect_json_str(f, im->arch);
         fprintf(f, ", \"kind\": \"%s\", \"bytes\": %zu, \"kernels\": [", inspect_image_kind(im->kind), im->size);
-        for (int kx = 0; kx < p->nkernels; kx++)
-            fprintf(f, "%s{\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"shared_static\": %d}",
+        for (int kx = 0; kx < p->nkernels; kx++) {
+            const char *path = inspect_image_sm(im) > 0 ? kernel_path(&p->kernels[kx].spec, inspect_image_sm(im)) : NULL;
+            fprintf(f, "%s{\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"shared_static\": %d, \"path\": ",
                     kx ? ", " : "", im->stats[kx].registers, im->stats[kx].spill_stores, im->stats[kx].spill_loads,
                     im->stats[kx].shared_static);
+            if (path) inspect_json_str(f, path);
+            else fprintf(f, "null");
+            fprintf(f, "}");
+        }
         fprintf(f, "]}");
     }
 }

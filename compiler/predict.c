@@ -115,6 +115,7 @@ typedef struct predict_ctx {
     const predict_gpu *g;
     const predict_constants *k;
     int image_sm, stats;
+    int seq_len;                 /* the bucket being modelled */
     double l2_share;             /* share of weight bytes served by the L2 */
     double act_dram;             /* share of activation bytes that go to DRAM */
 } predict_ctx;
@@ -168,7 +169,7 @@ static int predict_time(const predict_ctx *c, const predict_work *w, predict_ste
 /* Bytes of the weight blob a step reads (kernel: its arguments in WEIGHTS,
  * by the launch contract's extents; GEMM: its operands there), at most its
  * minimum bytes. */
-static double predict_weight_bytes(const plan *p, const sched_step *s) {
+static double predict_weight_bytes(const plan *p, const sched_step *s, int seq_len) {
     double w = 0;
     if (s->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &s->gemm;
@@ -179,7 +180,7 @@ static double predict_weight_bytes(const plan *p, const sched_step *s) {
     } else {
         kernel_arg a[KERNEL_MAX_ARGS];
         memset(a, 0, sizeof a);
-        kernel_args_of(&p->kernels[s->launch.kernel].spec, a);
+        kernel_args_of(&p->kernels[s->launch.kernel].spec, seq_len, a);
         for (int i = 0; i < s->launch.nargs; i++)
             if (s->launch.args[i].buf == SCHED_BUF_WEIGHTS) w += (double)a[i].bytes;
     }
@@ -204,7 +205,7 @@ static int predict_kernel_step(const predict_ctx *c, const sched_step *s, predic
                       .registers = st && st->registers > 0 ? st->registers : -1,
                       .smem = (int)dm->shared_bytes + (st ? st->shared_static : 0),
                       .launches = 1};
-    w.weight_bytes = predict_weight_bytes(c->p, s);
+    w.weight_bytes = predict_weight_bytes(c->p, s, c->seq_len);
     w.act_bytes = (double)s->min_hbm_bytes - w.weight_bytes;
     if (row->adjust) row->adjust(&pk->spec, &geo, &w);
     if (predict_time(c, &w, out))
@@ -218,7 +219,7 @@ static int predict_gemm_step(const predict_ctx *c, const sched_step *s, predict_
     const predict_tile *tiles;
     const int *splits;
     int nt = predict_gemm_tiles(&tiles), ns = predict_gemm_splits(&splits), found = 0;
-    double weights = predict_weight_bytes(c->p, s);
+    double weights = predict_weight_bytes(c->p, s, c->seq_len);
     for (int t = 0; t < nt; t++)
         for (int k = 0; k < ns; k++) {
             if (splits[k] > 1 && s->gemm.k / splits[k] < 64) continue;
@@ -239,7 +240,8 @@ static int predict_gemm_step(const predict_ctx *c, const sched_step *s, predict_
 static int predict_bucket_run(predict_ctx *c, const sched_bucket *b, predict_bucket *out, diag *d) {
     const predict_gpu *g = c->g;
     double weights = 0, l2 = g->l2_mb * 1e6, arena = (double)b->arena_bytes;
-    for (int i = 0; i < b->nsteps; i++) weights += predict_weight_bytes(c->p, &b->steps[i]);
+    c->seq_len = b->seq_len;
+    for (int i = 0; i < b->nsteps; i++) weights += predict_weight_bytes(c->p, &b->steps[i], c->seq_len);
     c->l2_share = weights > 0 && l2 > arena ? (l2 - arena) / weights : 0.0;
     if (c->l2_share > 1.0) c->l2_share = 1.0;
     c->act_dram = arena > l2 ? (arena - l2) / arena : 0.0;

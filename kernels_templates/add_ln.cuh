@@ -3,56 +3,54 @@
  *
  * The residual-plus-LayerNorm that closes each half of an encoder layer.
  * It is pure bandwidth (three or four row reads, one write, a few flops per
- * element), so the design is about memory: a row of up to 1024 elements
- * belongs to one warp (THREADS = 32, ROWS warps per block), which reduces
- * with shuffles alone and never touches shared memory or a block barrier;
- * a longer row belongs to a whole block (THREADS > 32) with one small
- * block reduction per pass.  Each thread loads its 16-byte vectors once,
- * adds in float in the IR's order ((x + bias) + residual), keeps the sums
- * in registers for both LayerNorm passes and writes the row once.  Rows at
- * or past the request's length are padding: their warps (or blocks) exit
- * before reading anything.
+ * element), so the design is about memory and latency.  A row of up to
+ * 1024 elements belongs to one warp, which is the whole block (THREADS =
+ * 32): it reduces with shuffles alone and never touches shared memory or a
+ * block barrier, and there are as many blocks as rows.  A longer row
+ * belongs to a block (THREADS > 32) with one small block reduction per
+ * pass.  Each thread loads its 16-byte vectors once, adds in float in the
+ * IR's order ((x + bias) + residual), keeps the sums in registers for both
+ * LayerNorm passes and writes the row once.
+ *
+ * Latency.  Everything that does not depend on the previous step is
+ * issued first and together: the request's two lengths and the weights
+ * (gamma, beta, bias) before the grid-dependency wait, where on sm_90 they
+ * overlap the previous kernel's tail; after the wait only the x and
+ * residual rows remain, one round trip.  Rows at or past the request's
+ * length are padding: their blocks exit before reading any activation.
+ * The text does not depend on the bucket (the lengths are read from the
+ * request block), so one kernel serves every bucket.
  */
 #ifndef BERTC_ADD_LN_CUH
 #define BERTC_ADD_LN_CUH
 
-template <typename T, int BUCKET, int H, int VEC, int THREADS, int ROWS, bool BIAS, bool RES>
+template <typename T, int H, int VEC, int THREADS, bool BIAS, bool RES>
 BERTC_INLINE void bertc_add_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                const T *__restrict__ bias, const T *__restrict__ res,
                                const T *__restrict__ gamma, const T *__restrict__ beta, float eps) {
     typedef bertc_row_shape<H, VEC, THREADS> S;
+    constexpr int N = S::ITEMS * VEC;
     __shared__ float scratch[32];
-    const int len = bertc_req_len<BUCKET>(req);
-    const int tid = THREADS == 32 ? ((int)threadIdx.x & 31) : (int)threadIdx.x;
-    const int row = THREADS == 32 ? (int)blockIdx.x * ROWS + ((int)threadIdx.x >> 5) : (int)blockIdx.x;
-    if (row >= len) return;
-    bertc_grid_dependency_wait(); /* x and the residual come from earlier steps */
+    const int tid = (int)threadIdx.x, row = (int)blockIdx.x;
+    const bertc_req_lens rl = bertc_req_read(req);
+    float gm[N], bt[N], bs[N];
+    bertc_row_load<T, H, VEC, THREADS>(gamma, tid, gm);
+    bertc_row_load<T, H, VEC, THREADS>(beta, tid, bt);
+    if constexpr (BIAS) bertc_row_load<T, H, VEC, THREADS>(bias, tid, bs);
+    bertc_grid_dependency_wait();
+    if (row >= rl.len) return;
 
     const size_t base = (size_t)row * H;
-    float v[S::ITEMS * VEC];
+    float v[N], r[N];
+    bertc_row_load<T, H, VEC, THREADS>(x + base, tid, v);
+    if constexpr (RES) bertc_row_load<T, H, VEC, THREADS>(res + base, tid, r);
+    bertc_trigger_dependents();
 #pragma unroll
-    for (int i = 0; i < S::ITEMS; ++i) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) v[i * VEC + j] = 0.0f;
-        if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
-            const int col = (i * THREADS + tid) * VEC;
-            bertc_load_vec<T, VEC>(x + base + col, v + i * VEC);
-            if constexpr (BIAS) {
-                float b[VEC];
-                bertc_load_vec<T, VEC>(bias + col, b);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) v[i * VEC + j] += b[j];
-            }
-            if constexpr (RES) {
-                float r[VEC];
-                bertc_load_vec<T, VEC>(res + base + col, r);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) v[i * VEC + j] += r[j];
-            }
-        }
+    for (int j = 0; j < N; ++j) {
+        if constexpr (BIAS) v[j] += bs[j];
+        if constexpr (RES) v[j] += r[j];
     }
-    bertc_trigger_dependents(); /* every activation this kernel reads is in registers */
-    bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gamma, beta, out + base, eps, scratch);
+    bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gm, bt, out + base, eps, scratch);
 }
 
 #endif /* BERTC_ADD_LN_CUH */

@@ -52,13 +52,123 @@
 /* -FLT_MAX: what Hugging Face adds to a masked score (torch.finfo(float32).min). */
 #define BERTC_FLT_LOWEST __int_as_float((int)0xff7fffffu)
 
-/* Tensor cores (mma.sync m16n8k16, cp.async) from sm_80; the emulator runs
- * the same path through the portable helpers. */
-#if defined(BERTC_EMU) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
+/*
+ * What the architecture offers, as the paths see it.  mma.sync m16n8k16
+ * and cp.async need sm_80; sm_75 (Turing) has mma.sync m16n8k8 for float16
+ * only (bfloat16 mma needs sm_80) and ldmatrix.  The emulator runs every
+ * path through the helpers' emulator bodies; with BERTC_EMU_SM75 defined
+ * before this header it offers exactly what sm_75 offers, so the kernel
+ * tests run the Turing paths too.  Templates test __CUDA_ARCH__ only
+ * through these macros, at 750 and 800 (the PTX targets of arch.c).
+ */
+#if defined(BERTC_EMU)
+#if defined(BERTC_EMU_SM75)
+#define BERTC_HAS_MMA16816 0
+#else
 #define BERTC_HAS_MMA16816 1
+#endif
+#define BERTC_HAS_MMA1688_F16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define BERTC_HAS_MMA16816 1
+#define BERTC_HAS_MMA1688_F16 1
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define BERTC_HAS_MMA16816 0
+#define BERTC_HAS_MMA1688_F16 1
 #else
 #define BERTC_HAS_MMA16816 0
+#define BERTC_HAS_MMA1688_F16 0
 #endif
+
+/* ------------------------------------------------------------ overlap across steps */
+
+/*
+ * Programmatic dependent launch (sm_90+).  On a GPU of compute capability
+ * 9.0 or newer the runtime launches a kernel that follows another bertc
+ * kernel with the programmatic-stream-serialization attribute, so it may
+ * start while its predecessor still runs.  The rule every kernel follows:
+ * before bertc_grid_dependency_wait() it reads only the request block
+ * (written by the graph's first copy, long done) and weights (read-only),
+ * and writes nothing; the wait returns once the predecessor has completed
+ * and its writes are visible.  After its last read of an activation made
+ * by an earlier step a kernel may call bertc_trigger_dependents(): its
+ * dependents may then be scheduled (their own wait still waits for this
+ * kernel's end, so the trigger is a matter of speed, never of
+ * correctness).  Both are no-ops below sm_90 and in a kernel launched
+ * without the attribute.  The emulator runs a dependent's pre-wait part
+ * before its predecessor altogether (runtime/emu/core/emu.h), so a kernel
+ * that breaks the rule computes a wrong answer in CI.
+ *
+ * BERTC_DEPENDENCY_WAIT_DISABLED (tests only) makes the wait a no-op: the
+ * deliberately wrong kernel the emulator must catch.
+ */
+BERTC_INLINE void bertc_grid_dependency_wait() {
+#if defined(BERTC_DEPENDENCY_WAIT_DISABLED)
+#elif defined(BERTC_EMU)
+    bertc_emu_grid_dependency_wait();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+BERTC_INLINE void bertc_trigger_dependents() {
+#if defined(BERTC_EMU)
+    bertc_emu_trigger_dependents();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+/*
+ * L2 prefetch hint (sm_80+): every 128-byte line of [p, p + bytes) is
+ * requested into L2 by the calling thread; no register waits for it.  The
+ * addresses stay inside the range (the first is p, then line starts), so a
+ * range that lies in one allocation is never left.  The emulator checks
+ * that it does (a prefetch a GPU would drop silently is still a bug).
+ */
+BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
+#if defined(BERTC_EMU)
+    bertc_emu_prefetch_l2(p, bytes);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const char *a = reinterpret_cast<const char *>(p), *end = a + bytes;
+    for (const char *l = a; l < end; l = reinterpret_cast<const char *>((reinterpret_cast<size_t>(l) | 127u) + 1u))
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+/*
+ * The bytes first..last (inclusive: the plan's references always point
+ * inside their buffer) prefetched into L2 by the whole grid, each line by
+ * one thread: thread i of the grid (blocks in launch order) takes lines i,
+ * i + threads, ...  What every kernel calls for the next step's weights
+ * (runtime/plan/plan_types.h, docs/performance.md).  NULL does nothing.
+ */
+BERTC_INLINE void bertc_prefetch_l2_grid(const void *first_byte, const void *last_byte) {
+    if (!first_byte || !last_byte || last_byte < first_byte) return;
+    const char *b = reinterpret_cast<const char *>(first_byte), *e = reinterpret_cast<const char *>(last_byte) + 1;
+    const size_t threads = (size_t)blockDim.x * blockDim.y * blockDim.z;
+    const size_t block = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const size_t me = block * threads + ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+    const size_t stride = threads * gridDim.x * gridDim.y * gridDim.z;
+    const size_t line0 = reinterpret_cast<size_t>(b) & ~(size_t)127u;
+    const size_t lines = (reinterpret_cast<size_t>(e) - line0 + 127u) / 128u;
+#if defined(BERTC_EMU)
+    /* one check of this thread's span rather than one call per line */
+    if (me < lines) {
+        const size_t last = me + (lines - 1 - me) / stride * stride;
+        const char *lo = me == 0 ? b : reinterpret_cast<const char *>(line0 + me * 128u);
+        const char *hi = last == lines - 1 ? e : reinterpret_cast<const char *>(line0 + last * 128u + 128u);
+        bertc_prefetch_l2(lo, (unsigned)(hi - lo));
+    }
+#else
+    for (size_t i = me; i < lines; i += stride) {
+        const char *l = i == 0 ? b : reinterpret_cast<const char *>(line0 + i * 128u);
+        bertc_prefetch_l2(l, 1u);
+    }
+#endif
+}
 
 /* ------------------------------------------------------------ scalar conversions */
 
@@ -270,8 +380,8 @@ template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch
 
 /* ------------------------------------------------------------ request block */
 
-/* Layout of compiler/kernels.h: int32 len, 3 reserved words, then
- * input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
+/* Layout of runtime/plan/plan_types.h: int32 len, int32 bucket, 2 reserved
+ * words, then input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
 #define BERTC_REQ_HEADER_WORDS 4
 #define BERTC_REQ_INPUT_IDS(bucket) (BERTC_REQ_HEADER_WORDS)
 #define BERTC_REQ_TOKEN_TYPES(bucket) (BERTC_REQ_HEADER_WORDS + (bucket))
@@ -284,95 +394,19 @@ template <int BUCKET> BERTC_INLINE int bertc_req_len(const int *req) {
     return len < 0 ? 0 : (len > BUCKET ? BUCKET : len);
 }
 
-/* ------------------------------------------------------------ overlap across steps */
+/* The two lengths of a request, for a kernel that serves any bucket: the
+ * bucket B (the arrays' length; words 1) and the real length L (word 0)
+ * clamped into [0, B].  Both words are read together: one round trip. */
+struct bertc_req_lens {
+    int len, bucket;
+};
 
-/*
- * Programmatic dependent launch (sm_90+).  On a GPU of compute capability
- * 9.0 or newer the runtime launches a kernel that follows another bertc
- * kernel with the programmatic-stream-serialization attribute, so it may
- * start while its predecessor still runs.  The rule every kernel follows:
- * before bertc_grid_dependency_wait() it reads only the request block
- * (written by the graph's first copy, long done) and weights (read-only),
- * and writes nothing; the wait returns once the predecessor has completed
- * and its writes are visible.  After its last read of an activation made
- * by an earlier step a kernel may call bertc_trigger_dependents(): its
- * dependents may then be scheduled (their own wait still waits for this
- * kernel's end, so the trigger is a matter of speed, never of
- * correctness).  Both are no-ops below sm_90 and in a kernel launched
- * without the attribute.  The emulator runs a dependent's pre-wait part
- * before its predecessor altogether (runtime/emu/core/emu.h), so a kernel
- * that breaks the rule computes a wrong answer in CI.
- *
- * BERTC_DEPENDENCY_WAIT_DISABLED (tests only) makes the wait a no-op: the
- * deliberately wrong kernel the emulator must catch.
- */
-BERTC_INLINE void bertc_grid_dependency_wait() {
-#if defined(BERTC_DEPENDENCY_WAIT_DISABLED)
-#elif defined(BERTC_EMU)
-    bertc_emu_grid_dependency_wait();
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-BERTC_INLINE void bertc_trigger_dependents() {
-#if defined(BERTC_EMU)
-    bertc_emu_trigger_dependents();
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
-}
-
-/*
- * L2 prefetch hint (sm_80+): every 128-byte line of [p, p + bytes) is
- * requested into L2 by the calling thread; no register waits for it.  The
- * addresses stay inside the range (the first is p, then line starts), so a
- * range that lies in one allocation is never left.  The emulator checks
- * that it does (a prefetch a GPU would drop silently is still a bug).
- */
-BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
-#if defined(BERTC_EMU)
-    bertc_emu_prefetch_l2(p, bytes);
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const char *a = reinterpret_cast<const char *>(p), *end = a + bytes;
-    for (const char *l = a; l < end; l = reinterpret_cast<const char *>((reinterpret_cast<size_t>(l) | 127u) + 1u))
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(l));
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
-/*
- * The bytes first..last (inclusive: the plan's references always point
- * inside their buffer) prefetched into L2 by the whole grid, each line by
- * one thread: thread i of the grid (blocks in launch order) takes lines i,
- * i + threads, ...  What every kernel calls for the next step's weights
- * (runtime/plan/plan_types.h, docs/performance.md).  NULL does nothing.
- */
-BERTC_INLINE void bertc_prefetch_l2_grid(const void *first_byte, const void *last_byte) {
-    if (!first_byte || !last_byte || last_byte < first_byte) return;
-    const char *b = reinterpret_cast<const char *>(first_byte), *e = reinterpret_cast<const char *>(last_byte) + 1;
-    const size_t threads = (size_t)blockDim.x * blockDim.y * blockDim.z;
-    const size_t block = ((size_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-    const size_t me = block * threads + ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
-    const size_t stride = threads * gridDim.x * gridDim.y * gridDim.z;
-    const size_t line0 = reinterpret_cast<size_t>(b) & ~(size_t)127u;
-    const size_t lines = (reinterpret_cast<size_t>(e) - line0 + 127u) / 128u;
-#if defined(BERTC_EMU)
-    /* one check of this thread's span rather than one call per line */
-    if (me < lines) {
-        const size_t last = me + (lines - 1 - me) / stride * stride;
-        const char *lo = me == 0 ? b : reinterpret_cast<const char *>(line0 + me * 128u);
-        const char *hi = last == lines - 1 ? e : reinterpret_cast<const char *>(line0 + last * 128u + 128u);
-        bertc_prefetch_l2(lo, (unsigned)(hi - lo));
-    }
-#else
-    for (size_t i = me; i < lines; i += stride) {
-        const char *l = i == 0 ? b : reinterpret_cast<const char *>(line0 + i * 128u);
-        bertc_prefetch_l2(l, 1u);
-    }
-#endif
+BERTC_INLINE bertc_req_lens bertc_req_read(const int *req) {
+    const int2 w = *reinterpret_cast<const int2 *>(req);
+    bertc_req_lens r;
+    r.bucket = w.y < 0 ? 0 : w.y;
+    r.len = w.x < 0 ? 0 : (w.x > r.bucket ? r.bucket : w.x);
+    return r;
 }
 
 /* ------------------------------------------------------------ tensor cores */
@@ -394,18 +428,53 @@ BERTC_INLINE void bertc_prefetch_l2_grid(const void *first_byte, const void *las
  * float sum of A row r times B column c.  One function, so the emulator and
  * the sm_75 shuffle path cannot drift into different summation orders.
  */
-BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*arow)[16], const float (*bcol)[16]) {
+template <int K> BERTC_INLINE void bertc_mma_rows_cols(float *d, const float (*arow)[K], const float (*bcol)[K]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             float s = 0.0f;
 #pragma unroll
-            for (int k = 0; k < 16; ++k) s += arow[r][k] * bcol[c][k];
+            for (int k = 0; k < K; ++k) s += arow[r][k] * bcol[c][k];
             d[2 * r + c] += s;
         }
     }
 }
+
+#if defined(BERTC_EMU)
+/* The emulator bodies' one warp exchange: every lane's N fragment registers,
+ * widened to float by their owner (each element once, not once per
+ * reader), gathered to every lane: all[lane][2 i + h] is half h (low
+ * first) of register i. */
+template <typename T, int N> BERTC_INLINE void bertc_emu_fragments(const unsigned *w, float (*all)[2 * N]) {
+    float mine[2 * N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        mine[2 * i] = bertc_type<T>::bits_to_float(w[i]);
+        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w[i] >> 16);
+    }
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+}
+
+/* Rows g and g + 8 of A and columns 2t, 2t + 1 of B for one m16n8kK tile
+ * from the gathered fragments (NA A registers per lane, then the B ones):
+ * element k of A's row r is in lane 4g + (k % 8) / 2, register
+ * 2 (k / 8) + r, half k % 2; element k of B's column n in lane
+ * 4n + (k % 8) / 2, register NA + k / 8, half k % 2 (the PTX ISA's layouts
+ * of m16n8k16 and m16n8k8). */
+template <int K, int NA>
+BERTC_INLINE void bertc_emu_rows_cols(const float (*all)[2 * (NA + K / 8)], int g, int t, float (*arow)[K],
+                                      float (*bcol)[K]) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int s = (k % 8) / 2, h = k % 2;
+        arow[0][k] = all[4 * g + s][2 * (2 * (k / 8)) + h];
+        arow[1][k] = all[4 * g + s][2 * (2 * (k / 8) + 1) + h];
+        bcol[0][k] = all[4 * (2 * t) + s][2 * (NA + k / 8) + h];
+        bcol[1][k] = all[4 * (2 * t + 1) + s][2 * (NA + k / 8) + h];
+    }
+}
+#endif
 
 template <typename T>
 BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b) {
@@ -431,33 +500,10 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
      * a[0..3] then b[0..1], low half first.  Row g of A is spread over lanes
      * 4g..4g+3 (a[0], a[2]), row g+8 over the same lanes (a[1], a[3]),
      * column n of B over lanes 4n..4n+3. */
-    float mine[12];
-#pragma unroll
-    for (int i = 0; i < 6; ++i) {
-        const unsigned w = i < 4 ? a[i] : b[i - 4];
-        mine[2 * i] = bertc_type<T>::bits_to_float(w);
-        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w >> 16);
-    }
-    float all[32][12];
-    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
-    float arow[2][16], bcol[2][16];
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            /* register a[2*half] (a[2*half+1], b[half]) holds k = 2s + 8*half and the next */
-            const int k = 2 * s + 8 * half;
-            arow[0][k] = la[4 * half];
-            arow[0][k + 1] = la[4 * half + 1];
-            arow[1][k] = la[4 * half + 2];
-            arow[1][k + 1] = la[4 * half + 3];
-            bcol[0][k] = l0[8 + 2 * half];
-            bcol[0][k + 1] = l0[8 + 2 * half + 1];
-            bcol[1][k] = l1[8 + 2 * half];
-            bcol[1][k + 1] = l1[8 + 2 * half + 1];
-        }
-    }
+    const unsigned w[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+    float all[32][12], arow[2][16], bcol[2][16];
+    bertc_emu_fragments<T, 6>(w, all);
+    bertc_emu_rows_cols<16, 4>(all, g, t, arow, bcol);
     bertc_mma_rows_cols(d, arow, bcol);
 #else
     const int lane = (int)threadIdx.x & 31;
@@ -496,6 +542,80 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
 #endif
 }
 
+/* mma m16n8k8 */
+/*
+ * D += A * B for one m16n8k8 tile, float accumulators, 16-bit T packed two
+ * per register in the PTX ISA's layout for mma.m16n8k8 (g = lane / 4,
+ * t = lane % 4):
+ *   a[0] = A[g][2t..2t+1]   a[1] = A[g+8][2t..2t+1]   b[0] = B[2t..2t+1][g]
+ *   c[0..1] = C[g][2t..2t+1]  c[2..3] = C[g+8][2t..2t+1]
+ * An m16n8k16 is two of them: (a[0], a[1], b[0]) then (a[2], a[3], b[1]) of
+ * its fragments.  The GPU instruction exists for float16 from sm_75 and for
+ * bfloat16 from sm_80; the emulator body gathers the fragments in one warp
+ * exchange as bertc_mma_16816's does, the portable body (compiled where the
+ * instruction is missing, never called) with shuffles.  All 32 lanes call it.
+ */
+template <typename T> BERTC_INLINE void bertc_mma_1688(float c[4], const unsigned a[2], const unsigned b[1]) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    if constexpr (bertc_type<T>::IS_HALF) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+        return;
+    }
+#endif
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+#elif defined(BERTC_EMU)
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    /* per lane a[0], a[1], b[0], low half first: row g of A spans lanes
+     * 4g..4g+3, column n of B lanes 4n..4n+3 */
+    const unsigned w[3] = {a[0], a[1], b[0]};
+    float all[32][6], arow[2][8], bcol[2][8];
+    bertc_emu_fragments<T, 3>(w, all);
+    bertc_emu_rows_cols<8, 2>(all, g, t, arow, bcol);
+    bertc_mma_rows_cols(c, arow, bcol);
+#else
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned long long a01 = (unsigned long long)a[0] | ((unsigned long long)a[1] << 32);
+    float arow[2][8], bcol[2][8];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const unsigned long long r = __shfl_sync(BERTC_FULL_MASK, a01, 4 * g + s);
+        const unsigned c0 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t) + s);
+        const unsigned c1 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t + 1) + s);
+        const unsigned lo = (unsigned)r, hi = (unsigned)(r >> 32);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            arow[0][2 * s + e] = bertc_type<T>::bits_to_float(lo >> (16 * e));
+            arow[1][2 * s + e] = bertc_type<T>::bits_to_float(hi >> (16 * e));
+            bcol[0][2 * s + e] = bertc_type<T>::bits_to_float(c0 >> (16 * e));
+            bcol[1][2 * s + e] = bertc_type<T>::bits_to_float(c1 >> (16 * e));
+        }
+    }
+    bertc_mma_rows_cols(c, arow, bcol);
+#endif
+}
+
+/*
+ * One k16 step of the tensor-core attention and GEMM paths, on whatever
+ * the architecture has: m16n8k16 from sm_80, two m16n8k8 on sm_75 (float16
+ * only: callers check BERTC_HAS_MMA1688_F16 for bfloat16 there).
+ */
+template <typename T> BERTC_INLINE void bertc_mma_k16(float *d, const unsigned *a, const unsigned *b) {
+    if constexpr (BERTC_HAS_MMA16816) {
+        bertc_mma_16816<T>(d, a, b);
+    } else {
+        const unsigned a0[2] = {a[0], a[1]}, a1[2] = {a[2], a[3]};
+        bertc_mma_1688<T>(d, a0, b);
+        bertc_mma_1688<T>(d, a1, b + 1);
+    }
+}
+
 /*
  * ldmatrix .x4 of 16-bit elements: lane i passes the shared-memory address
  * of row i % 8 of matrix i / 8 (16 bytes, 16-byte aligned); r[j] receives
@@ -503,10 +623,10 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
  * the next — exactly one mma fragment register.  The emulator body gathers
  * the 32 row addresses in one warp exchange (the portable body fetches each
  * with a shuffle) and reads the words itself (shared memory is ordinary
- * memory there).  All 32 lanes call it.
+ * memory there).  All 32 lanes call it.  ldmatrix exists from sm_75.
  */
 BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -538,7 +658,7 @@ BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
  * mma whose k runs down the rows of a row-major tile (V in P . V).
  */
 BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -622,24 +742,42 @@ template <int H, int VEC, int THREADS> BERTC_INLINE bool bertc_row_has(int i, in
 }
 
 /*
- * Normalises the row in v (float, [ITEMS][VEC] flattened) and stores
- * LayerNorm(v) * gamma + beta to out_row.  `scratch`: THREADS / 32 floats
- * of shared memory when THREADS > 32 (a block per row), unused for a warp.
+ * The vectors of a row that thread `tid` owns (elements of T widened to
+ * float, [ITEMS][VEC] flattened); items past the row's end are zeros.
+ * Loads only: a caller issues every row it needs before using any, so they
+ * are in flight together.
  */
 template <typename T, int H, int VEC, int THREADS>
-BERTC_INLINE void bertc_layer_norm_store(float *v, int tid, const T *__restrict__ gamma,
-                                         const T *__restrict__ beta, T *__restrict__ out_row,
-                                         float eps, float *scratch) {
+BERTC_INLINE void bertc_row_load(const T *__restrict__ row, int tid, float *v) {
     typedef bertc_row_shape<H, VEC, THREADS> S;
-    float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
         if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
+            bertc_load_vec<T, VEC>(row + (i * THREADS + tid) * VEC, v + i * VEC);
+        } else {
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) sum += v[i * VEC + j];
+            for (int j = 0; j < VEC; ++j) v[i * VEC + j] = 0.0f;
         }
     }
-    const float mean = bertc_block_sum<THREADS / 32>(sum, scratch) / (float)H;
+}
+
+/*
+ * Normalises the row in v (float, [ITEMS][VEC] flattened, zeros past the
+ * row's end) and stores LayerNorm(v) * gamma + beta to out_row; gm and bt
+ * are gamma and beta as bertc_row_load gave them (loaded early, before
+ * the dependency wait).  Sums multiply by 1/H, a compile-time constant,
+ * and the inverse deviation is rsqrtf.  `scratch`: THREADS / 32 floats of
+ * shared memory when THREADS > 32 (a block per row), unused for a warp.
+ */
+template <typename T, int H, int VEC, int THREADS>
+BERTC_INLINE void bertc_layer_norm_store(const float *v, int tid, const float *gm, const float *bt,
+                                         T *__restrict__ out_row, float eps, float *scratch) {
+    typedef bertc_row_shape<H, VEC, THREADS> S;
+    constexpr float INV_H = 1.0f / (float)H;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S::ITEMS * VEC; ++i) sum += v[i];
+    const float mean = bertc_block_sum<THREADS / 32>(sum, scratch) * INV_H;
     float sq = 0.0f;
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
@@ -651,18 +789,14 @@ BERTC_INLINE void bertc_layer_norm_store(float *v, int tid, const T *__restrict_
             }
         }
     }
-    const float var = bertc_block_sum<THREADS / 32>(sq, scratch) / (float)H;
-    const float rstd = 1.0f / sqrtf(var + eps);
+    const float rstd = rsqrtf(bertc_block_sum<THREADS / 32>(sq, scratch) * INV_H + eps);
 #pragma unroll
     for (int i = 0; i < S::ITEMS; ++i) {
         if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
-            const int col = (i * THREADS + tid) * VEC;
-            float gm[VEC], bt[VEC], o[VEC];
-            bertc_load_vec<T, VEC>(gamma + col, gm);
-            bertc_load_vec<T, VEC>(beta + col, bt);
+            float o[VEC];
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) o[j] = (v[i * VEC + j] - mean) * rstd * gm[j] + bt[j];
-            bertc_store_vec<T, VEC>(out_row + col, o);
+            for (int j = 0; j < VEC; ++j) o[j] = (v[i * VEC + j] - mean) * rstd * gm[i * VEC + j] + bt[i * VEC + j];
+            bertc_store_vec<T, VEC>(out_row + (i * THREADS + tid) * VEC, o);
         }
     }
 }

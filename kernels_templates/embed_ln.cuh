@@ -11,6 +11,11 @@
  * validates ids before launching; the clamp is the second line of
  * defence).  The tables are summed in float in gather order, as the
  * unfused graph adds them.
+ *
+ * Everything this kernel reads is the request block or weights, so all of
+ * it is issued before the grid-dependency wait; only the store waits.  The
+ * token types sit at 4 + B words, so the bucket length B is read from the
+ * request block with the real length and the text serves every bucket.
  */
 #ifndef BERTC_EMBED_LN_CUH
 #define BERTC_EMBED_LN_CUH
@@ -20,60 +25,47 @@
 #define BERTC_INDEX_POSITION 2
 
 /* Row of a table of NROWS rows that position s gathers. */
-template <int IDX, int BUCKET, int NROWS> BERTC_INLINE int bertc_embed_index(const int *req, int s) {
+template <int IDX, int NROWS> BERTC_INLINE int bertc_embed_index(const int *req, int bucket, int s) {
     int id;
     if constexpr (IDX == BERTC_INDEX_INPUT_IDS) {
-        id = req[BERTC_REQ_INPUT_IDS(BUCKET) + s];
+        id = req[BERTC_REQ_INPUT_IDS(bucket) + s];
     } else if constexpr (IDX == BERTC_INDEX_TOKEN_TYPES) {
-        id = req[BERTC_REQ_TOKEN_TYPES(BUCKET) + s];
+        id = req[BERTC_REQ_TOKEN_TYPES(bucket) + s];
     } else {
         id = s;
     }
     return id < 0 ? 0 : (id >= NROWS ? NROWS - 1 : id);
 }
 
-template <typename T, int BUCKET, int H, int VEC, int THREADS, int ROWS, int NG, int I0, int N0, int I1,
-          int N1, int I2, int N2>
+/* Adds row `idx` of table t (H wide) into v. */
+template <typename T, int H, int VEC, int THREADS>
+BERTC_INLINE void bertc_embed_add(const T *__restrict__ t, int idx, int tid, float *v) {
+    float e[bertc_row_shape<H, VEC, THREADS>::ITEMS * VEC];
+    bertc_row_load<T, H, VEC, THREADS>(t + (size_t)idx * H, tid, e);
+#pragma unroll
+    for (int j = 0; j < bertc_row_shape<H, VEC, THREADS>::ITEMS * VEC; ++j) v[j] += e[j];
+}
+
+template <typename T, int H, int VEC, int THREADS, int NG, int I0, int N0, int I1, int N1, int I2, int N2>
 BERTC_INLINE void bertc_embed_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ t0,
                                  const T *__restrict__ t1, const T *__restrict__ t2,
                                  const T *__restrict__ gamma, const T *__restrict__ beta, float eps) {
     typedef bertc_row_shape<H, VEC, THREADS> S;
+    constexpr int N = S::ITEMS * VEC;
     __shared__ float scratch[32];
-    const int len = bertc_req_len<BUCKET>(req);
-    const int tid = THREADS == 32 ? ((int)threadIdx.x & 31) : (int)threadIdx.x;
-    const int row = THREADS == 32 ? (int)blockIdx.x * ROWS + ((int)threadIdx.x >> 5) : (int)blockIdx.x;
-    if (row >= len) return;
-    bertc_trigger_dependents(); /* it reads no activation at all */
+    const int tid = (int)threadIdx.x, row = (int)blockIdx.x;
+    const bertc_req_lens rl = bertc_req_read(req);
+    if (row >= rl.len) return;
 
-    const T *r0 = t0 + (size_t)bertc_embed_index<I0, BUCKET, N0>(req, row) * H;
-    const T *r1 = NG > 1 ? t1 + (size_t)bertc_embed_index<I1, BUCKET, N1>(req, row) * H : t0;
-    const T *r2 = NG > 2 ? t2 + (size_t)bertc_embed_index<I2, BUCKET, N2>(req, row) * H : t0;
-    float v[S::ITEMS * VEC];
-#pragma unroll
-    for (int i = 0; i < S::ITEMS; ++i) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) v[i * VEC + j] = 0.0f;
-        if (bertc_row_has<H, VEC, THREADS>(i, tid)) {
-            const int col = (i * THREADS + tid) * VEC;
-            bertc_load_vec<T, VEC>(r0 + col, v + i * VEC);
-            if constexpr (NG > 1) {
-                float e[VEC];
-                bertc_load_vec<T, VEC>(r1 + col, e);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) v[i * VEC + j] += e[j];
-            }
-            if constexpr (NG > 2) {
-                float e[VEC];
-                bertc_load_vec<T, VEC>(r2 + col, e);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) v[i * VEC + j] += e[j];
-            }
-        }
-    }
-    /* the gathers read only the request and weights; the first write waits
-     * for the kernels before, which may still read this buffer */
+    float gm[N], bt[N], v[N];
+    bertc_row_load<T, H, VEC, THREADS>(gamma, tid, gm);
+    bertc_row_load<T, H, VEC, THREADS>(beta, tid, bt);
+    bertc_row_load<T, H, VEC, THREADS>(t0 + (size_t)bertc_embed_index<I0, N0>(req, rl.bucket, row) * H, tid, v);
+    if constexpr (NG > 1) bertc_embed_add<T, H, VEC, THREADS>(t1, bertc_embed_index<I1, N1>(req, rl.bucket, row), tid, v);
+    if constexpr (NG > 2) bertc_embed_add<T, H, VEC, THREADS>(t2, bertc_embed_index<I2, N2>(req, rl.bucket, row), tid, v);
     bertc_grid_dependency_wait();
-    bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gamma, beta, out + (size_t)row * H, eps, scratch);
+    bertc_trigger_dependents(); /* no activation is read at all */
+    bertc_layer_norm_store<T, H, VEC, THREADS>(v, tid, gm, bt, out + (size_t)row * H, eps, scratch);
 }
 
 #endif /* BERTC_EMBED_LN_CUH */

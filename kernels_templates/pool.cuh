@@ -20,8 +20,11 @@
  *
  * Padding never reaches the result: rows >= len and masked rows are not
  * read at all (a padding row may hold NaN, and NaN * 0 is NaN, so a
- * multiply by the mask would not do).  len and the mask come from the
- * request block, so one captured graph serves every length of the bucket.
+ * multiply by the mask would not do).  len, the bucket length and the mask
+ * come from the request block, so one captured graph serves every length
+ * of the bucket and one kernel every bucket.  The request block is read
+ * before the grid-dependency wait, x after it; the divisions are
+ * multiplications by a reciprocal (rsqrtf for the norm).
  */
 #ifndef BERTC_POOL_CUH
 #define BERTC_POOL_CUH
@@ -29,7 +32,7 @@
 #define BERTC_POOL_CLS 0
 #define BERTC_POOL_MEAN 1
 
-template <typename T, int BUCKET, int H, int VEC, int CT, int RG, int ITEMS, int THREADS, int MODE, bool NORMALIZE>
+template <typename T, int H, int VEC, int CT, int RG, int ITEMS, int THREADS, int MODE, bool NORMALIZE>
 BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x) {
     constexpr int NV = H / VEC;
     constexpr int ACTIVE = CT * RG;
@@ -37,14 +40,15 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
     const bool active = tid < ACTIVE;
     const int ct = tid % CT, rg = tid / CT;
     const bool owner = active && rg == 0;   /* holds the final values of its columns */
-    const int len = bertc_req_len<BUCKET>(req);
-    bertc_grid_dependency_wait(); /* x is the previous step's output */
+    const bertc_req_lens rl = bertc_req_read(req);
+    const int len = rl.len;
 
     float acc[ITEMS * VEC];
 #pragma unroll
     for (int j = 0; j < ITEMS * VEC; ++j) acc[j] = 0.0f;
 
     if constexpr (MODE == BERTC_POOL_CLS) {
+        bertc_grid_dependency_wait();
         if (owner && len > 0) {
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
@@ -52,9 +56,11 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
                 if (v < NV) bertc_load_vec<T, VEC>(x + (size_t)v * VEC, acc + i * VEC);
             }
         }
+        bertc_trigger_dependents();
     } else {
-        const int *mask = req + BERTC_REQ_ATTENTION_MASK(BUCKET);
+        const int *mask = req + BERTC_REQ_ATTENTION_MASK(rl.bucket);
         int count = 0;
+        bertc_grid_dependency_wait();
         if (active) {
             for (int s = rg; s < len; s += RG) {
                 if (mask[s] == 0) continue;
@@ -71,7 +77,7 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
                 }
             }
         }
-        bertc_trigger_dependents(); /* x is read */
+        bertc_trigger_dependents();
         if constexpr (RG > 1) {
             /* ITEMS is 1 whenever there is more than one row group. */
             __shared__ float part[RG * CT * VEC];
@@ -93,9 +99,9 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
             count = 0;
             for (int g = 0; g < RG; ++g) count += counts[g];
         }
-        const float denom = count > 0 ? (float)count : 1e-9f;
+        const float inv = count > 0 ? 1.0f / (float)count : 1e9f; /* sentence-transformers' clamp at 1e-9 */
 #pragma unroll
-        for (int j = 0; j < ITEMS * VEC; ++j) acc[j] = acc[j] / denom;
+        for (int j = 0; j < ITEMS * VEC; ++j) acc[j] *= inv;
     }
 
     if constexpr (NORMALIZE) {
@@ -110,9 +116,9 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
                 }
         }
         ss = bertc_block_sum<THREADS / 32>(ss, scratch);
-        const float norm = fmaxf(sqrtf(ss), 1e-12f);
+        const float inv = ss > 1e-24f ? rsqrtf(ss) : 1e12f; /* 1 / max(||x||, 1e-12) */
 #pragma unroll
-        for (int j = 0; j < ITEMS * VEC; ++j) acc[j] = acc[j] / norm;
+        for (int j = 0; j < ITEMS * VEC; ++j) acc[j] *= inv;
     }
 
     if (owner) {

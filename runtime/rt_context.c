@@ -291,8 +291,9 @@ void rt_request_stage(bertc_context *c, const bertc_request *q, int b) {
     /* The bucket's request block layout: header, then three arrays of B. */
     int B = p->buckets[b].seq_len;
     int32_t *hdr = c->staging, *ids = hdr + KERNEL_REQ_HEADER_WORDS, *types = ids + B, *mask = types + B;
-    hdr[0] = (int32_t)q->len;
-    hdr[1] = hdr[2] = hdr[3] = 0;
+    hdr[KERNEL_REQ_LEN] = (int32_t)q->len;
+    hdr[KERNEL_REQ_BUCKET] = B;
+    hdr[2] = hdr[3] = 0;
     memcpy(ids, q->input_ids, (size_t)q->len * sizeof *ids);
     if (q->token_type_ids) memcpy(types, q->token_type_ids, (size_t)q->len * sizeof *types);
     else for (int64_t i = 0; i < q->len; i++) types[i] = p->token_type_default;

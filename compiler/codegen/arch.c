@@ -2,7 +2,9 @@
  * arch — target architectures (arch.h).  The supported list is what NVRTC
  * of the CUDA 13 toolkit compiles for and what the plan's image selection
  * knows how to rank; "emu" is not a GPU architecture but a target of its
- * own (the emulated device's CPU image), so it is a flag, not a name.
+ * own (the emulated device's CPU image), so it is a flag, not a name.  The
+ * PTX policy (which virtual architecture each generation compiles from,
+ * which PTX a plan carries) is argued in arch.h.
  */
 #include "arch.h"
 
@@ -28,6 +30,19 @@ const char *arch_supported_list(void) { return "sm_75 sm_80 sm_86 sm_89 sm_90 sm
 int arch_number(const char *arch) {
     const char *digits = !strncmp(arch, "sm_", 3) ? arch + 3 : !strncmp(arch, "compute_", 8) ? arch + 8 : NULL;
     return digits && *digits ? atoi(digits) : -1;
+}
+
+int arch_ptx_target(int sm) { return sm < 80 ? 75 : sm < 90 ? 80 : 90; }
+
+int arch_plan_ptx(const char *const *archs, int narchs, int *out) {
+    int n = 0;
+    static const int targets[2] = {80, 90};
+    for (int t = 0; t < 2; t++) {
+        int want = targets[t] == 80; /* compute_80 always: the tensor-core path for any newer GPU */
+        for (int a = 0; a < narchs; a++) want |= arch_ptx_target(arch_number(archs[a])) == targets[t];
+        if (want) out[n++] = targets[t];
+    }
+    return n;
 }
 
 void arch_list_default(arch_list *l) {

@@ -37,4 +37,29 @@ const char *arch_supported_name(int i);
 /* 75 for "sm_75" or "compute_75"; -1 otherwise. */
 int arch_number(const char *arch);
 
+/*
+ * PTX: which virtual architecture each GPU generation's code comes from,
+ * and which PTX a plan carries for GPUs it has no CUBIN for.
+ *
+ * The kernel templates tell architectures apart only at 750, 800 and 900
+ * (bertc_device.cuh's BERTC_HAS_* macros and the overlap helpers): Turing,
+ * the tensor-core path of sm_80 and newer, and the grid-dependency
+ * instructions of sm_90 and newer.  So an architecture compiles from the
+ * PTX target of its generation — 75 for sm_75, 80 for sm_80, sm_86 and
+ * sm_89, 90 for sm_90 and newer — and that is all a front end needs to
+ * run for.
+ *
+ * The plan carries PTX so that a GPU newer than every CUBIN still runs,
+ * JIT-compiling the newest PTX not newer than itself.  That PTX must be
+ * the tensor-core path: a Blackwell GPU JIT-compiling compute_75 PTX would
+ * lose the tensor cores.  So the plan carries the PTX of every target of
+ * 80 or more its architectures compile from, and compute_80 even when
+ * none does (a Turing-only plan still runs well on an A100); never
+ * compute_75: sm_75 is the only Turing architecture and has its CUBIN.
+ */
+int arch_ptx_target(int sm);
+/* The PTX targets a plan for `archs` carries, ascending, into out
+ * (ARCH_MAX entries); their count. */
+int arch_plan_ptx(const char *const *archs, int narchs, int *out);
+
 #endif

@@ -260,11 +260,38 @@ static int kbuild_graph_run(kbuild_graph *g, int threads) {
     return 0;
 }
 
+/*
+ * The plan's PTX is for GPUs newer than every CUBIN, so it must be the
+ * tensor-core path (a Blackwell GPU JIT-compiling compute_75 PTX would lose
+ * the tensor cores): when the kernels tell compute_80 apart (a threshold at
+ * 800) and no listed architecture compiles from it, compute_80 is added as
+ * a target of its own, for its PTX alone (a Turing-only plan still runs the
+ * tensor cores on an A100).  Returns the new count of numbers (ascending).
+ */
+static int kbuild_add_tensor_target(const kbuild_work *w, int *numbers, int n) {
+    int bounds[KBUILD_MAX_BOUNDS], nb = kbuild_arch_bounds(w, bounds, KBUILD_MAX_BOUNDS), tells80 = 0, has80 = 0;
+    for (int i = 0; i < nb; i++) tells80 |= bounds[i] == 800;
+    for (int t = 0; t < n; t++) has80 |= numbers[t] == 80;
+    if (!tells80 || has80 || n == KBUILD_MAX_TARGETS) return n;
+    int t = n;
+    while (t > 0 && numbers[t - 1] > 80) numbers[t] = numbers[t - 1], t--;
+    numbers[t] = 80;
+    return n + 1;
+}
+
+/* Whether target t's PTX goes into the plan: every target of 80 or more;
+ * a lower one only when it is the only one (sm_75 has its own CUBIN, and
+ * PTX below the tensor-core path would only mislead a newer GPU). */
+static int kbuild_ptx_wanted(const kbuild_graph *g, int t) {
+    return g->targets[t].number >= 80 || g->targets[g->ntargets - 1].number < 80;
+}
+
 /* The targets and one ptxas job per architecture. */
 static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int narchs) {
-    int numbers[ARCH_MAX], target_of[ARCH_MAX];
+    int numbers[KBUILD_MAX_TARGETS], target_of[ARCH_MAX];
     g->narchs = narchs;
     g->ntargets = kbuild_targets(g->w, archs, narchs, target_of, numbers);
+    g->ntargets = kbuild_add_tensor_target(g->w, numbers, g->ntargets);
     for (int t = 0; t < g->ntargets; t++) {
         g->targets[t].number = numbers[t];
         snprintf(g->targets[t].name, sizeof g->targets[t].name, "compute_%d", numbers[t]);
@@ -281,10 +308,13 @@ static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int nar
 
 /* ------------------------------------------------------------ results */
 
-/* One CUBIN per arch in the order given, then each target's PTX. */
+/* One CUBIN per arch in the order given, then the PTX the plan carries
+ * (kbuild_ptx_wanted), ascending. */
 static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx) {
     const kbuild_work *w = g->w;
-    r->nimages = g->narchs + (no_ptx ? 0 : g->ntargets);
+    int nptx = 0;
+    for (int t = 0; !no_ptx && t < g->ntargets; t++) nptx += kbuild_ptx_wanted(g, t);
+    r->nimages = g->narchs + nptx;
     r->images = calloc((size_t)r->nimages, sizeof *r->images);
     if (!r->images) return -1;
     for (int a = 0; a < g->narchs; a++) {
@@ -300,8 +330,9 @@ static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx) {
         if (s->log) kbuild_sass_stats(s->log, w, im->stats);
         for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
     }
-    for (int t = 0; !no_ptx && t < g->ntargets; t++) {
-        kbuild_image *im = &r->images[g->narchs + t];
+    for (int t = 0, k = g->narchs; !no_ptx && t < g->ntargets; t++) {
+        if (!kbuild_ptx_wanted(g, t)) continue;
+        kbuild_image *im = &r->images[k++];
         snprintf(im->arch, sizeof im->arch, "%s", g->targets[t].name);
         im->is_ptx = 1;
         im->data = (unsigned char *)g->targets[t].ptx;

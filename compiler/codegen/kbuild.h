@@ -33,8 +33,11 @@
  *    key made of its inputs, so an unchanged recompile runs no compiler.
  *
  * The result is one CUBIN per architecture asked for, in the order given,
- * then the PTX of each target built (lowest first), which GPUs newer than
- * any listed can JIT.  ptxas runs verbose, and its report is parsed per
+ * then the PTX the plan carries for GPUs newer than any listed (they JIT
+ * it): that of every target of compute_80 or newer, ascending — the
+ * tensor-core path; compute_80 is compiled for its PTX alone when the
+ * kernels tell it apart and no listed architecture compiles from it; a
+ * lower target's PTX only when it is the only target.  ptxas runs verbose, and its report is parsed per
  * entry point into kbuild_stats: registers, spill bytes, static shared
  * memory — `bertc inspect` shows them, and the tests assert "no spills".
  *
@@ -85,7 +88,7 @@ typedef struct kbuild_result {
     int nunits;
     int ndistinct;             /* distinct texts actually compiled */
     int *distinct_of;          /* [nunits]: the first unit with the same text */
-    int nimages;               /* one CUBIN per arch in the order given, then the PTX per target */
+    int nimages;               /* one CUBIN per arch in the order given, then the plan's PTX, ascending */
     kbuild_image *images;
     int ntargets;              /* PTX targets the front end ran for */
     int njobs, cached_jobs;    /* jobs in the graph; of them, taken from the cache */

@@ -2,11 +2,13 @@
  * kernel_attention — the text of attention.cuh's instantiations.
  *
  * The template streams keys through shared memory with an online softmax
- * (see its comment); the path (tensor cores or SIMT), the query and key
- * tiles and the shared memory are the launch contract's choices
- * (runtime/plan/plan_kernels.c).  Here they become template arguments, with
- * the launch bounds that let ptxas keep the tensor-core path's state in
- * registers.
+ * (see its comment); the path (tensor cores or SIMT), the query tile and
+ * its split over the warps, the key tiles and the shared memory are the
+ * launch contract's choices (runtime/plan/plan_kernels.c) from the spec,
+ * whose query tile the compiler picked for the bucket.  Here they become
+ * template arguments, with the launch bounds that let ptxas keep the
+ * tensor-core path's state in registers.  The text does not depend on the
+ * bucket, so the entry name carries the query tile instead.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,16 +18,19 @@
 #include "kernel_util.h"
 
 /*
- * Launch bounds of the tensor-core path: 256 threads' worth of blocks per
- * SM, so ptxas may use up to 255 registers — the S tile (32 floats), the
- * O accumulators (head_dim / 2) and Q's fragments (head_dim / 4) are all
- * live across the key loop, and at 128 registers head_dim 64 spills.
+ * Launch bounds: 128 threads and as many blocks per SM as shared memory
+ * allows anyway (three of ~40 KiB on an A100), which lets ptxas use up to
+ * 170 registers — the S tile, the O accumulators (head_dim / 2 per lane)
+ * and Q's fragments (head_dim / 4) are all live across the key loop.  At
+ * head_dim 128 two blocks (255 registers): O alone is 64 per lane.
  */
-static int kernel_attention_tc_min_blocks(int nw) { return 256 / (32 * nw); }
+static int kernel_attention_min_blocks(const kernel_spec *s, const kernel_geometry *g) {
+    return g->tc ? (s->head_dim > 64 ? 2 : 3) : kernel_min_blocks(32 * g->nw);
+}
 
 static int kernel_attention_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
-    return kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_s%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
-                               kernel_dtype_tag(s->dtype), s->bucket, s->heads, s->head_dim,
+    return kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_t%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
+                               kernel_dtype_tag(s->dtype), s->qtile, s->heads, s->head_dim,
                                kernel_float_bits(s->scale), s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld);
 }
 
@@ -34,29 +39,48 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     if (kernel_geometry_of(s, &g, d)) return -1;
     const char *ty = kernel_dtype_cxx(s->dtype);
     uint32_t scale_log2e = kernel_float_bits((float)((double)s->scale * 1.4426950408889634074));
+    int ov_of[2] = {s->ctx_ld, s->head_dim};
+    int ov = kernel_vec_elems(plan_dtype_size(s->dtype), ov_of, 2);
 
     kernel_text_printf(t,
-                       "// bertc template=attention dtype=%s bucket=%d heads=%d head_dim=%d scale=%.9g qkv_ld=%d "
-                       "q_off=%d k_off=%d v_off=%d ctx_ld=%d\n",
-                       plan_dtype_name(s->dtype), s->bucket, s->heads, s->head_dim, (double)s->scale, s->qkv_ld,
+                       "// bertc template=attention dtype=%s bucket=any qtile=%d heads=%d head_dim=%d scale=%.9g "
+                       "qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d\n",
+                       plan_dtype_name(s->dtype), s->qtile, s->heads, s->head_dim, (double)s->scale, s->qkv_ld,
                        s->q_off, s->k_off, s->v_off, s->ctx_ld);
-    kernel_text_printf(t,
-                       "// geometry: %s, %d warps, %d query rows x %d-key tiles per block, %u bytes of dynamic "
-                       "shared memory, %d-element loads\n",
-                       g.tc ? "tensor cores (SIMT passes on sm_75)" : "SIMT", g.nw, g.qt, g.kt, g.smem, g.vec);
+    if (g.tc)
+        kernel_text_printf(t,
+                           "// geometry: tensor cores (m16n8k16 sm_80+, m16n8k8 float16 on sm_75, else SIMT), 4 warps "
+                           "= %d query groups x %d key slices, %d query rows x %d-key tiles in %d stage(s); %u bytes of "
+                           "dynamic shared memory\n",
+                           g.wq, g.wk, g.qt, g.kt, g.stages, g.smem);
+    else
+        kernel_text_printf(t,
+                           "// geometry: SIMT, 4 warps, %d query rows in passes of %d x %d-key tiles, %u bytes of "
+                           "dynamic shared memory, %d-element loads\n",
+                           g.qt, g.pt, g.skt, g.smem, g.vec);
     if (kernel_text_template(t, "bertc_device.cuh", d)) return -1;
     if (kernel_text_template(t, "attention.cuh", d)) return -1;
     kernel_text_printf(t,
                        "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *ctx, const int *req, "
                        "const %s *qkv" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d>(ctx, req, qkv, "
+                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
                        "__int_as_float((int)0x%08xu));\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",
-                       32 * g.nw, g.tc ? kernel_attention_tc_min_blocks(g.nw) : kernel_min_blocks(32 * g.nw), name, ty, ty, ty, s->bucket, s->head_dim, s->qkv_ld,
-                       s->q_off, s->k_off, s->v_off, s->ctx_ld, g.tc ? "true" : "false", g.nw, g.qt, g.kt, g.vec,
-                       scale_log2e, name);
+                       32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty, s->head_dim, s->qkv_ld,
+                       s->q_off, s->k_off, s->v_off, s->ctx_ld, g.tc ? "true" : "false", g.qt, g.tc ? g.wq : 1,
+                       g.tc ? g.stages : 1, g.pt, g.skt, g.vec, ov, scale_log2e, name);
     return 0;
+}
+
+/* bertc_attention's choice: tensor cores where the architecture has an mma
+ * for T (m16n8k16 from sm_80, m16n8k8 for float16 on sm_75), else SIMT. */
+static const char *kernel_attention_path(const kernel_spec *s, int sm) {
+    kernel_geometry g;
+    diag d;
+    diag_init(&d);
+    if (kernel_geometry_of(s, &g, &d) || !g.tc) return "simt";
+    return sm >= 80 ? "mma.m16n8k16" : sm >= 75 && s->dtype == PLAN_DTYPE_F16 ? "mma.m16n8k8" : "simt";
 }
 
 const kernel_kind_desc kernel_attention_desc = {
@@ -64,4 +88,5 @@ const kernel_kind_desc kernel_attention_desc = {
     .name = "attention",
     .entry = kernel_attention_entry,
     .source = kernel_attention_source,
+    .path = kernel_attention_path,
 };

@@ -68,9 +68,15 @@ static int kernel_gemm_source(const kernel_spec *s, const char *name, kernel_tex
     return 0;
 }
 
+/* gemm.cuh's choice: mma m16n8k16 for 16-bit storage from sm_80, else SIMT. */
+static const char *kernel_gemm_path(const kernel_spec *s, int sm) {
+    return sm >= 80 && s->dtype != PLAN_DTYPE_F32 ? "mma.m16n8k16" : "simt";
+}
+
 const kernel_kind_desc kernel_gemm_desc = {
     .kind = KERNEL_KIND_GEMM,
     .name = "gemm",
     .entry = kernel_gemm_entry,
     .source = kernel_gemm_source,
+    .path = kernel_gemm_path,
 };

@@ -2,9 +2,12 @@
  * kernel_ln — the text of the two LayerNorm kernels: embed_ln (gathers +
  * LayerNorm) and add_ln (bias + residual + LayerNorm).  They share a
  * geometry, since both are one read-mostly pass over rows of `hidden`
- * elements: a warp or a block per row, vectors as wide as the hidden size
- * allows (runtime/plan/plan_kernels.c chooses and argues it).  This file
- * names the entries and writes the instantiations.
+ * elements: a block per row (a warp up to 1024 elements), vectors as wide
+ * as the hidden size allows (runtime/plan/plan_kernels.c chooses and
+ * argues it).  Neither depends on the bucket: the text reads the lengths
+ * from the request block, so the entry names carry no bucket and one
+ * kernel serves every bucket of a plan.  This file names the entries and
+ * writes the instantiations.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,11 +37,11 @@ static const char *kernel_ln_name(const kernel_spec *s) {
 static int kernel_ln_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
     uint32_t eps = kernel_float_bits(s->eps);
     if (s->kind != KERNEL_KIND_EMBED_LN)
-        return kernel_entry_printf(buf, cap, "add_ln", d, "bertc_add_ln_%s_s%d_h%d_e%08x_b%dr%d",
-                                   kernel_dtype_tag(s->dtype), s->bucket, s->hidden, eps, s->has_bias ? 1 : 0,
+        return kernel_entry_printf(buf, cap, "add_ln", d, "bertc_add_ln_%s_h%d_e%08x_b%dr%d",
+                                   kernel_dtype_tag(s->dtype), s->hidden, eps, s->has_bias ? 1 : 0,
                                    s->has_residual ? 1 : 0);
-    if (kernel_entry_printf(buf, cap, "embed_ln", d, "bertc_embed_ln_%s_s%d_h%d_e%08x", kernel_dtype_tag(s->dtype),
-                            s->bucket, s->hidden, eps))
+    if (kernel_entry_printf(buf, cap, "embed_ln", d, "bertc_embed_ln_%s_h%d_e%08x", kernel_dtype_tag(s->dtype),
+                            s->hidden, eps))
         return -1;
     for (int i = 0; i < s->ngathers; i++) {
         size_t n = strlen(buf);
@@ -57,8 +60,8 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
     int embed = s->kind == KERNEL_KIND_EMBED_LN;
 
     /* first line: the template and every parameter */
-    kernel_text_printf(t, "// bertc template=%s dtype=%s bucket=%d hidden=%d eps=%.9g", kernel_ln_name(s),
-                       plan_dtype_name(s->dtype), s->bucket, s->hidden, (double)s->eps);
+    kernel_text_printf(t, "// bertc template=%s dtype=%s bucket=any hidden=%d eps=%.9g", kernel_ln_name(s),
+                       plan_dtype_name(s->dtype), s->hidden, (double)s->eps);
     if (embed) {
         kernel_text_printf(t, " ngathers=%d", s->ngathers);
         for (int i = 0; i < s->ngathers; i++)
@@ -69,14 +72,14 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
     }
     kernel_text_printf(t, "\n");
     if (g.threads == 32)
-        kernel_text_printf(t, "// geometry: a warp per row, %d rows per block, %d-element vectors\n", g.rows, g.vec);
+        kernel_text_printf(t, "// geometry: a block of one warp per row, %d-element vectors\n", g.vec);
     else
         kernel_text_printf(t, "// geometry: a block of %d threads per row, %d-element vectors\n", g.threads, g.vec);
 
     if (kernel_text_template(t, "bertc_device.cuh", d)) return -1;
     if (kernel_text_template(t, embed ? "embed_ln.cuh" : "add_ln.cuh", d)) return -1;
 
-    int threads = g.threads * g.rows;
+    int threads = g.threads;
     if (embed) {
         int idx[KERNEL_MAX_GATHERS], rows[KERNEL_MAX_GATHERS];
         for (int i = 0; i < KERNEL_MAX_GATHERS; i++) {
@@ -87,23 +90,23 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta"
                            KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(out, req, table0, "
-                           "table1, table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
+                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(out, req, table0, table1, "
+                           "table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
-                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
-                           s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], eps, name);
+                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->hidden, g.vec,
+                           g.threads, s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], eps, name);
     } else {
         kernel_text_printf(t,
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *x, const %s *bias, const %s *residual, const %s *gamma, const %s *beta"
                            KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_add_ln<%s, %d, %d, %d, %d, %d, %s, %s>(out, req, x, bias, residual, gamma, beta, "
+                           "    bertc_add_ln<%s, %d, %d, %d, %s, %s>(out, req, x, bias, residual, gamma, beta, "
                            "__int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
-                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->bucket, s->hidden, g.vec, g.threads, g.rows,
-                           s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", eps, name);
+                           threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->hidden, g.vec,
+                           g.threads, s->has_bias ? "true" : "false", s->has_residual ? "true" : "false", eps, name);
     }
     return 0;
 }

@@ -73,6 +73,9 @@ typedef struct kernel_kind_desc {
     /* The text: the first comment, the device header, the template and
      * the instantiation behind `entry`. */
     int (*source)(const kernel_spec *s, const char *entry, kernel_text *t, diag *d);
+    /* The path the text takes on architecture sm (75, 80, ...: kernel_path);
+     * NULL for a kind with one path everywhere. */
+    const char *(*path)(const kernel_spec *s, int sm);
 } kernel_kind_desc;
 
 extern const kernel_kind_desc kernel_embed_ln_desc;

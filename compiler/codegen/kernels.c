@@ -80,9 +80,16 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d) {
     return 0;
 }
 
-int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
     memset(dims, 0, sizeof *dims);
-    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, dims, d);
+    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, seq_len, dims, d);
+}
+
+const char *kernel_path(const kernel_spec *s, int sm) {
+    diag d;
+    diag_init(&d);
+    const kernel_kind_desc *k = kernel_checked(s, &d);
+    return k && k->path ? k->path(s, sm) : NULL;
 }
 
 int kernel_arg_count(kernel_kind kind) { return kernel_kind_arg_count(kind); }

@@ -40,8 +40,18 @@ int kernel_entry(const kernel_spec *s, char **entry, diag *d);
  * cuda_bf16.h from the toolkit (or the emulator's stand-ins).
  */
 int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d);
-/* Grid, block and dynamic shared memory for a spec (bucket-sized grid). */
-int kernel_dims(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+/* Grid, block and dynamic shared memory for a launch of a spec in a bucket
+ * of seq_len rows (a bucket-free spec's grid covers the bucket; a GEMM's
+ * its own rows: kernel_spec_rows). */
+int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
+/*
+ * The path a kernel's text takes on a GPU of architecture sm (75 for sm_75
+ * or compute_75, ...): "mma.m16n8k16" or "mma.m16n8k8" (tensor cores) or
+ * "simt" for the kinds that choose, NULL for the others (and for an
+ * unchecked spec).  `bertc inspect` shows it per image: bfloat16 has no
+ * tensor cores on sm_75, and the plan says so.
+ */
+const char *kernel_path(const kernel_spec *s, int sm);
 /* Number of pointer arguments of a kind (all arguments are pointers); 0 if unknown. */
 int kernel_arg_count(kernel_kind kind);
 const char *kernel_kind_name(kernel_kind kind);   /* "embed_ln", ... = template file stem */

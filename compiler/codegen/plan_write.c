@@ -330,7 +330,7 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->act);
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
-    pw_u32(b, 0);
+    pw_i32(b, s->qtile);
 }
 
 static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {

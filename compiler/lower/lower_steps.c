@@ -152,7 +152,7 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
-    if (kernel_dims(s, &st->launch.dims, c->d)) return -1;
+    if (kernel_dims(s, c->bucket, &st->launch.dims, c->d)) return -1;
     /* the prefetch pair stays NONE until lower_prefetch knows the next step */
     st->launch.nargs = nargs + KERNEL_PREFETCH_ARGS;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
@@ -175,7 +175,6 @@ static int lower_embed_ln(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_EMBED_LN;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -220,7 +219,6 @@ static int lower_add_ln(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ADD_LN;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)x->cols;
     s.eps = n->eps;
     s.has_bias = n->has_bias;
@@ -249,7 +247,6 @@ static int lower_attention(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_ATTENTION;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.heads = n->heads;
     s.head_dim = n->head_dim;
     s.scale = n->scale;
@@ -258,6 +255,7 @@ static int lower_attention(lower_ctx *c, int i) {
     s.k_off = (int)((k->ref.offset - root->ref.offset) / c->es) + n->k_off;
     s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
     s.ctx_ld = n->heads * n->head_dim;
+    s.qtile = kernel_attention_qtile(&s, c->bucket);
     make_output(c, i);
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
     double b = c->bucket, h = (double)s.ctx_ld;
@@ -285,7 +283,6 @@ static int lower_pool(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_POOL;
     s.dtype = c->prec;
-    s.bucket = c->bucket;
     s.hidden = (int)x->cols;
     s.pool_mode = lower_pool_mode(n->pool_mode);
     s.normalize = n->normalize ? 1 : 0;
@@ -437,7 +434,7 @@ static uint64_t operand_bytes(int64_t rows, int64_t cols, int64_t ld, int batch,
 /* The largest weight operand step st reads whole: its first byte in
  * *first and its size (0: none).  Gathers read a few rows of their
  * tables, so an embedding's tables are no prefetch target. */
-static uint64_t step_weights(const plan *p, const sched_step *st, uint64_t *first) {
+static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, uint64_t *first) {
     uint64_t best = 0;
     if (st->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &st->gemm;
@@ -453,7 +450,7 @@ static uint64_t step_weights(const plan *p, const sched_step *st, uint64_t *firs
     const kernel_spec *s = &p->kernels[st->launch.kernel].spec;
     if (s->kind == KERNEL_KIND_EMBED_LN) return 0;
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(s, a);
+    kernel_args_of(s, seq_len, a);
     for (int i = 0; i < st->launch.nargs; i++)
         if (a[i].use == KERNEL_ARG_READ && st->launch.args[i].buf == SCHED_BUF_WEIGHTS && a[i].bytes > best)
             best = a[i].bytes, *first = st->launch.args[i].offset;
@@ -465,7 +462,7 @@ void lower_prefetch(lower_ctx *c) {
     for (int i = 0; i + 1 < b->nsteps; i++) {
         sched_launch *l = &b->steps[i].launch;
         if (b->steps[i].kind != SCHED_STEP_KERNEL) continue;
-        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], &first);
+        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], b->seq_len, &first);
         if (!bytes || first + bytes > c->p->weights_size) continue;
         l->args[l->nargs - 2] = (sched_ref){SCHED_BUF_WEIGHTS, first};
         l->args[l->nargs - 1] = (sched_ref){SCHED_BUF_WEIGHTS, first + bytes - 1};

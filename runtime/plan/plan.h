@@ -24,7 +24,7 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 4
+#define PLAN_FORMAT_VERSION 5
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 

@@ -4,22 +4,42 @@
  * One section per kind: its checks, its geometry and its arguments.  The
  * geometry choices are argued here because they are made here:
  *
+ * Buckets.  A kind whose text does not depend on the rows serves every
+ * bucket (spec.bucket 0): the LayerNorm family, pooling and attention read
+ * the bucket length from the request block; their grids, and the extents
+ * of their arguments, are the launching bucket's (kernel_spec_rows).  Only
+ * the GEMM keeps its rows, because its tile shape is chosen from them.
+ *
  * LayerNorm family (embed_ln, add_ln).  A row of up to 1024 elements
- * belongs to one warp: at most 32 floats per lane in registers, reductions
- * by shuffles, no shared memory and no block barrier; four rows (warps)
- * share a block of 128 threads, a size every SM schedules well.  A longer
- * row gets a block of its own, sized so each thread holds about four
- * vectors (never more than 64 floats).  The vector width is the largest
- * power of two of elements, at most 16 bytes, dividing the hidden size.
+ * belongs to one warp, and the warp is the whole block: at most 32 floats
+ * per lane in registers, reductions by shuffles, no shared memory and no
+ * block barrier, and as many blocks as rows — 128 at s128, a full wave of
+ * an A100 (108 SMs) and all but 4 of an H100's 132 (more blocks than rows
+ * would split a row's reduction across blocks).  A longer row gets a block
+ * of its own, sized so each thread holds about four vectors (never more
+ * than 64 floats).  The vector width is the largest power of two of
+ * elements, at most 16 bytes, dividing the hidden size.
  *
  * Attention.  Tensor cores when storage is 16-bit, head_dim % 16 == 0 and
- * every head's slice is 16-byte aligned: one warp per 16 query rows, 1, 2
- * or 4 warps per block as the bucket grows.  The shared memory reported
- * covers both the double-buffered K/V tiles and the SIMT passes the same
- * launch runs on sm_75.  Otherwise SIMT with four warps: 16 query rows per
- * block for buckets up to 128, 32 above.  KT = 64 keys unless the bucket
- * is 32; tiles shrink until the block fits in 48 KiB of dynamic shared
- * memory, what every architecture grants without cuFuncSetAttribute.
+ * every head's slice is 16-byte aligned (m16n8k16 from sm_80, pairs of
+ * m16n8k8 for float16 on sm_75; bfloat16 has no sm_75 tensor cores and
+ * runs the SIMT passes there).  A block is four warps over one head and
+ * `qtile` query rows: wq warps take a 16-row query group each and the
+ * wk = 4 / wq warps of a group split every 64-key tile between them,
+ * their softmax states meeting in shared memory at the end in a fixed
+ * order.  The query tile is chosen per bucket (kernel_attention_qtile):
+ * the largest of 64, 32, 16 that still gives KERNEL_TARGET_BLOCKS blocks
+ * — large tiles re-read K and V from L2 fewer times, and a bucket long
+ * enough affords them — else 8 (half of an m16 tile stays empty: at the
+ * buckets that need it the tensor cores are idle anyway, and the blocks
+ * are what fills the GPU).  BERT-base, 12 heads: 192 blocks at s128
+ * (tile 8), 192 at s256 (16), 144 at s384 (32), 192 at s512 (32).  Keys
+ * are streamed in tiles of 64 through two stages when they fit the 48 KiB
+ * every architecture grants without an opt-in (one stage for head_dim
+ * 128, whose 64-row query tile does not fit at all).  The SIMT path (float
+ * storage, other head sizes, bfloat16 on sm_75) runs four warps over
+ * passes of up to 16 query rows with keys in tiles of 64 or 32; the shared
+ * memory reported covers both paths.
  *
  * GEMM.  At batch 1 the GEMMs of an encoder are short and wide, so most of
  * their time is streaming the weights and what matters is keeping every SM
@@ -41,6 +61,8 @@
 #define KERNEL_LN_MAX_HIDDEN 32768
 #define KERNEL_LN_MAX_FLOATS 64 /* row values per thread */
 #define KERNEL_ATTENTION_MAX_HEAD_DIM 128
+#define KERNEL_ATTENTION_WARPS 4
+#define KERNEL_ATTENTION_KT 64 /* keys per tensor-core tile: 16 per warp at the narrowest split */
 #define KERNEL_GEMM_TARGET_BLOCKS 128
 #define KERNEL_GEMM_MAX_STAGES 6
 #define KERNEL_POOL_THREADS 256
@@ -104,7 +126,7 @@ static int kernel_ln_geometry(const kernel_spec *s, kernel_geometry *g, diag *d)
     int nv = h / g->vec;
     if (h <= 1024) {
         g->threads = 32;
-        g->rows = 4;
+        g->rows = 1;
     } else {
         int t = (kernel_ceil_div(nv, 4) + 31) / 32 * 32;
         g->threads = t < 64 ? 64 : t > 1024 ? 1024 : t;
@@ -140,48 +162,79 @@ static int kernel_attention_check(const kernel_spec *s, diag *d) {
     if (s->ctx_ld < width || s->ctx_ld % 2)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: ctx_ld %d must be even and >= heads*head_dim %d",
                         s->ctx_ld, width);
+    if (s->qtile != 8 && s->qtile != 16 && s->qtile != 32 && s->qtile != 64)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d (8, 16, 32 or 64)", s->qtile);
     return 0;
 }
 
-/* SIMT: Q [qt][D] float, K [kt][odd words], V [kt][D] */
-static unsigned kernel_attention_smem_simt(const kernel_spec *s, int qt, int kt) {
+/* SIMT: Q [pt][D] float, K [kt][odd words], V [kt][D], the mask bias [kt] float */
+static unsigned kernel_attention_smem_simt(const kernel_spec *s, int pt, int kt) {
     int size = plan_dtype_size(s->dtype);
     int kw = s->head_dim * size / 4;
-    return (unsigned)(qt * s->head_dim * 4 + kt * (kw | 1) * 4 + kt * s->head_dim * size);
+    return (unsigned)(pt * s->head_dim * 4 + kt * (kw | 1) * 4 + kt * s->head_dim * size + kt * 4);
 }
 
-/* tensor cores: two stages of K and V, rows padded by 16 bytes */
-static unsigned kernel_attention_smem_tc(const kernel_spec *s, int kt) {
-    return (unsigned)(2 * 2 * kt * (s->head_dim + 8) * plan_dtype_size(s->dtype));
+/* Tensor cores: Q [16 wq][D + 8], then per stage K and V [KT][D + 8] and
+ * the mask bias [KT] float (rows padded by 16 bytes: the 8 rows of an
+ * ldmatrix hit distinct banks). */
+static unsigned kernel_attention_smem_tc(const kernel_spec *s, int wq, int stages) {
+    unsigned dp = (unsigned)(s->head_dim + 8) * 2u;
+    return 16u * (unsigned)wq * dp + (unsigned)stages * (2u * KERNEL_ATTENTION_KT * dp + KERNEL_ATTENTION_KT * 4u);
+}
+
+/* The states the warps combine, on the K/V tiles once the keys are done:
+ * per warp 16 rows of O (head_dim floats) and of the running max and sum. */
+static unsigned kernel_attention_scratch(const kernel_spec *s) {
+    return (unsigned)(KERNEL_ATTENTION_WARPS * 16 * (s->head_dim + 2) * 4);
+}
+
+static int kernel_attention_is_tc(const kernel_spec *s, int vec) {
+    return plan_dtype_size(s->dtype) == 2 && s->head_dim % 16 == 0 && vec == 8;
+}
+
+/* The tensor-core part of the geometry for query tile qt: 0, or -1 if it
+ * does not fit shared memory. */
+static int kernel_attention_tc_geometry(const kernel_spec *s, int qt, kernel_geometry *g) {
+    g->wq = qt >= 16 ? qt / 16 : 1;
+    g->wk = KERNEL_ATTENTION_WARPS / g->wq;
+    g->kt = KERNEL_ATTENTION_KT;
+    g->stages = kernel_attention_smem_tc(s, g->wq, 2) <= KERNEL_SMEM_NO_OPTIN ? 2 : 1;
+    unsigned kv = (unsigned)g->stages * 2u * KERNEL_ATTENTION_KT * (unsigned)(s->head_dim + 8) * 2u;
+    g->smem = kernel_attention_smem_tc(s, g->wq, g->stages);
+    return g->smem <= KERNEL_SMEM_NO_OPTIN && kernel_attention_scratch(s) <= kv ? 0 : -1;
 }
 
 static int kernel_attention_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
     int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
     g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 5);
-    g->kt = s->bucket <= 32 ? 32 : 64;
-    g->tc = plan_dtype_size(s->dtype) == 2 && s->head_dim % 16 == 0 && g->vec == 8;
-    if (g->tc) {
-        /* one 16-row mma tile per warp; more warps (fewer re-reads of K and
-         * V) as the bucket grows, more blocks while it is short */
-        g->nw = s->bucket <= 128 ? 1 : s->bucket <= 256 ? 2 : 4;
-        g->qt = 16 * g->nw;
-        if (kernel_attention_smem_tc(s, g->kt) > KERNEL_SMEM_NO_OPTIN) g->kt = 32;
-        unsigned tc = kernel_attention_smem_tc(s, g->kt);
-        unsigned simt = kernel_attention_smem_simt(s, 4 * g->nw, g->kt); /* the sm_75 passes */
-        g->smem = tc > simt ? tc : simt;
-    } else {
-        g->nw = 4;
-        g->qt = s->bucket <= 128 ? 16 : 32;
-        while (kernel_attention_smem_simt(s, g->qt, g->kt) > KERNEL_SMEM_NO_OPTIN) {
-            if (g->kt > 32) g->kt = 32;
-            else if (g->qt > 16) g->qt = 16;
-            else break;
-        }
-        g->smem = kernel_attention_smem_simt(s, g->qt, g->kt);
-    }
-    if (g->smem > KERNEL_SMEM_NO_OPTIN)
+    g->nw = KERNEL_ATTENTION_WARPS;
+    g->qt = s->qtile;
+    g->tc = kernel_attention_is_tc(s, g->vec);
+    if (g->tc && kernel_attention_tc_geometry(s, g->qt, g) != 0)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: a %d-row query tile with head_dim %d does not fit %u "
+                        "bytes of shared memory", g->qt, s->head_dim, KERNEL_SMEM_NO_OPTIN);
+    /* the SIMT passes: float storage, other head sizes, bfloat16 on sm_75 */
+    g->pt = g->qt < 16 ? g->qt : 16;
+    g->skt = 64;
+    if (kernel_attention_smem_simt(s, g->pt, g->skt) > KERNEL_SMEM_NO_OPTIN) g->skt = 32;
+    unsigned simt = kernel_attention_smem_simt(s, g->pt, g->skt);
+    if (simt > KERNEL_SMEM_NO_OPTIN)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: head_dim %d does not fit shared memory", s->head_dim);
+    if (simt > g->smem) g->smem = simt;
     return 0;
+}
+
+int kernel_attention_qtile(const kernel_spec *s, int bucket) {
+    static const int tiles[3] = {64, 32, 16};
+    int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
+    int tc = kernel_attention_is_tc(s, kernel_vec_elems(plan_dtype_size(s->dtype), vals, 5));
+    for (int i = 0; i < 3; i++) {
+        kernel_geometry g;
+        memset(&g, 0, sizeof g);
+        if (tc && kernel_attention_tc_geometry(s, tiles[i], &g) != 0) continue;
+        if ((int64_t)s->heads * kernel_ceil_div(bucket, tiles[i]) >= KERNEL_TARGET_BLOCKS) return tiles[i];
+    }
+    return 8;
 }
 
 static void kernel_attention_dims(const kernel_spec *s, const kernel_geometry *g, kernel_launch_dims *dims) {
@@ -255,10 +308,7 @@ static int kernel_pool_geometry(const kernel_spec *s, kernel_geometry *g, diag *
     g->ct = nv < KERNEL_POOL_THREADS ? nv : KERNEL_POOL_THREADS;
     g->items = kernel_ceil_div(nv, g->ct);
     g->rg = 1;
-    if (s->pool_mode == PLAN_POOL_MEAN) {
-        g->rg = KERNEL_POOL_THREADS / g->ct;
-        if (g->rg > s->bucket) g->rg = s->bucket;
-    }
+    if (s->pool_mode == PLAN_POOL_MEAN) g->rg = KERNEL_POOL_THREADS / g->ct;
     g->threads = (g->ct * g->rg + 31) / 32 * 32;
     if (g->items * g->vec > KERNEL_POOL_MAX_FLOATS)
         return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d needs %d values per thread (at most %d)", h,
@@ -275,7 +325,10 @@ int kernel_spec_check(const kernel_spec *s, diag *d) {
     if (s->dtype != PLAN_DTYPE_F32 && s->dtype != PLAN_DTYPE_F16 && s->dtype != PLAN_DTYPE_BF16)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: dtype %s is not a storage type (float32, float16, bfloat16)",
                         name, plan_dtype_name(s->dtype));
-    if (s->bucket < 1 || s->bucket > KERNEL_MAX_BUCKET)
+    if (kernel_kind_bucket_free(s->kind) && s->bucket != 0)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d (the kind serves every bucket: 0)", name,
+                        s->bucket);
+    if (!kernel_kind_bucket_free(s->kind) && (s->bucket < 1 || s->bucket > KERNEL_MAX_BUCKET))
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d outside 1..%d", name, s->bucket, KERNEL_MAX_BUCKET);
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
@@ -299,15 +352,29 @@ int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d) {
     }
 }
 
-int kernel_launch_dims_of(const kernel_spec *s, kernel_launch_dims *dims, diag *d) {
+int kernel_kind_bucket_free(kernel_kind kind) { return kind != KERNEL_KIND_GEMM; }
+
+/* s with its rows for a launch in a bucket of seq_len rows: what the
+ * per-kind dims and extents below read as s->bucket. */
+static kernel_spec kernel_spec_at(const kernel_spec *s, int seq_len) {
+    kernel_spec e = *s;
+    e.bucket = kernel_spec_rows(s, seq_len);
+    return e;
+}
+
+int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
     kernel_geometry g;
     memset(dims, 0, sizeof *dims);
+    kernel_spec e = kernel_spec_at(s, seq_len);
+    if (e.bucket < 1 || e.bucket > KERNEL_MAX_BUCKET)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: launched for %d rows (1..%d)",
+                        plan_kernel_kind_name(s->kind), e.bucket, KERNEL_MAX_BUCKET);
     if (kernel_geometry_of(s, &g, d)) return -1;
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
-    case KERNEL_KIND_ADD_LN: kernel_ln_dims(s, &g, dims); break;
-    case KERNEL_KIND_ATTENTION: kernel_attention_dims(s, &g, dims); break;
-    case KERNEL_KIND_GEMM: kernel_gemm_dims(s, &g, dims); break;
+    case KERNEL_KIND_ADD_LN: kernel_ln_dims(&e, &g, dims); break;
+    case KERNEL_KIND_ATTENTION: kernel_attention_dims(&e, &g, dims); break;
+    case KERNEL_KIND_GEMM: kernel_gemm_dims(&e, &g, dims); break;
     default: kernel_dims_set(dims, 1, 1, (unsigned)g.threads, 0); break;
     }
     return 0;
@@ -324,8 +391,9 @@ static kernel_arg kernel_arg_read(uint64_t elems, const kernel_spec *s) {
     return (kernel_arg){KERNEL_ARG_READ, elems * (uint64_t)plan_dtype_size(s->dtype)};
 }
 
-void kernel_args_of(const kernel_spec *s, kernel_arg *a) {
+void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
     const kernel_arg unused = {KERNEL_ARG_UNUSED, 0};
+    const kernel_spec e = kernel_spec_at(spec, seq_len), *s = &e;
     uint64_t h = (uint64_t)s->hidden, rows = (uint64_t)s->bucket;
     /* embed_ln reads ids and token types, attention and pool the mask; the
      * LayerNorm after an add and the GEMM only the length */

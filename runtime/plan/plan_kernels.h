@@ -39,9 +39,11 @@ typedef struct kernel_geometry {
     int tc;                        /* tensor-core path (16-bit, head_dim % 16 == 0, aligned) */
     int nw;                        /* warps per block */
     int qt, kt;                    /* query rows per block, keys per shared-memory tile */
+    int wq, wk;                    /* tensor cores: warps over 16-row query groups x over key slices */
+    int pt, skt;                   /* SIMT: query rows per pass, keys per tile */
     /* GEMM */
     int bm, bn;                    /* block tile */
-    int stages;                    /* shared-memory ring depth */
+    int stages;                    /* shared-memory ring depth (GEMM; attention's K/V tiles) */
     /* POOL */
     int ct;                        /* column threads: vectors of a row read side by side */
     int rg;                        /* row groups: rows read at once (1 for cls) */
@@ -67,16 +69,31 @@ typedef struct kernel_arg {
  * functions assume.  Messages name the kind and the field. */
 int kernel_spec_check(const kernel_spec *s, diag *d);
 /* The geometry of a checked spec; fails where the kind cannot serve it
- * (a row too long for the registers, shared memory exceeded). */
+ * (a row too long for the registers, shared memory exceeded).  It never
+ * depends on the rows of a launch. */
 int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d);
-/* Grid, block and dynamic shared memory of a checked spec. */
-int kernel_launch_dims_of(const kernel_spec *s, kernel_launch_dims *dims, diag *d);
+/* Grid, block and dynamic shared memory of a checked spec launched in a
+ * bucket of seq_len rows (kernel_spec_rows). */
+int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
 /* Pointer arguments of a kind's kernels, the prefetch pair included; 0 for
  * a value outside the enum. */
 int kernel_kind_arg_count(kernel_kind kind);
-/* The use and extent of each argument of a checked spec (args[0 ..
- * kernel_kind_arg_count - 1]). */
-void kernel_args_of(const kernel_spec *s, kernel_arg *args);
+/* Whether a kind's text is the same for every bucket (its spec.bucket must be 0). */
+int kernel_kind_bucket_free(kernel_kind kind);
+/* The use and extent of each argument of a checked spec launched in a
+ * bucket of seq_len rows (args[0 .. kernel_kind_arg_count - 1]). */
+void kernel_args_of(const kernel_spec *s, int seq_len, kernel_arg *args);
+
+/* The SMs a launch should cover at least once (a full wave on an H100 SXM,
+ * the GPU with the most SMs of the common ones; an A100 has 108). */
+#define KERNEL_TARGET_BLOCKS 132
+/*
+ * Attention's query tile for a bucket: the largest of 64, 32, 16 rows that
+ * still gives KERNEL_TARGET_BLOCKS blocks (heads x query tiles) and fits
+ * shared memory, else 8.  `s` is a checked attention spec; its qtile is
+ * ignored.
+ */
+int kernel_attention_qtile(const kernel_spec *s, int bucket);
 
 /* The widest vector for elements of `size` bytes: the largest power of two
  * v with v * size <= 16 that divides each of the n values (at least 1). */

@@ -78,7 +78,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 4, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 5, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -112,7 +112,8 @@ _Static_assert(SCHED_STEP_KERNEL == 0 && SCHED_STEP_GEMM == 1, "sched_step_kind 
 _Static_assert(SCHED_BUF_NONE == 0 && SCHED_BUF_WEIGHTS == 1 && SCHED_BUF_ARENA == 2 && SCHED_BUF_REQUEST == 3 &&
                    SCHED_BUF_COUNT == 4,
                "sched_buf values are part of the plan format");
-_Static_assert(KERNEL_REQ_HEADER_WORDS == 4, "the request block's size is part of the plan format");
+_Static_assert(KERNEL_REQ_HEADER_WORDS == 4 && KERNEL_REQ_LEN == 0 && KERNEL_REQ_BUCKET == 1,
+               "the request block's layout is part of the plan format");
 _Static_assert(KERNEL_MAX_ARGS == 10 && KERNEL_PREFETCH_ARGS == 2 && 40 + KERNEL_MAX_ARGS * PLAN_REF_SIZE <= PLAN_STEP_PAYLOAD_SIZE,
                "a launch's argument slots (the prefetch pair included) are part of the plan format");
 _Static_assert(sizeof(((plan_image *)0)->arch) == 16, "the image arch field is 16 bytes in the plan format");
@@ -696,7 +697,7 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
 
     if (cur_enum(c, "spec.kind", "a kernel kind", KERNEL_KIND_COUNT, &v)) return -1;
     s->kind = (kernel_kind)v;
-    if (cur_float_dtype(c, "spec.dtype", &s->dtype) || cur_i32_min(c, "spec.bucket", 1, &s->bucket)) return -1;
+    if (cur_float_dtype(c, "spec.dtype", &s->dtype) || cur_i32_min(c, "spec.bucket", 0, &s->bucket)) return -1;
     s->hidden = cur_i32(c);
     if (cur_finite_f32(c, "spec.eps", &s->eps)) return -1;
     s->ngathers = cur_i32(c);
@@ -730,17 +731,16 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
         cur_bool(c, "spec.normalize", &s->normalize))
         return -1;
     s->pool_mode = (plan_pool_mode)v;
-    if (cur_zero(c, 4, "reserved")) return -1;
+    s->qtile = cur_i32(c);
     /* The launch contract (plan_kernels.h): the spec is one the kind can
      * serve, so its geometry and argument extents can be computed. */
     if (k->nargs != kernel_kind_arg_count(s->kind))
         return CUR_FAIL(c, "field nargs: %d, but a %s kernel takes %d arguments", k->nargs, plan_kernel_kind_name(s->kind),
                         kernel_kind_arg_count(s->kind));
-    kernel_launch_dims dims;
+    kernel_geometry g;
     diag kd;
     diag_init(&kd);
-    if (kernel_spec_check(s, &kd) || kernel_launch_dims_of(s, &dims, &kd))
-        return CUR_FAIL(c, "field spec: %s", kd.text);
+    if (kernel_spec_check(s, &kd) || kernel_geometry_of(s, &g, &kd)) return CUR_FAIL(c, "field spec: %s", kd.text);
     return 0;
 }
 
@@ -906,11 +906,12 @@ static int prd_ref(prd_cur *c, const char *field, const sched_bucket *b, int all
 }
 
 /* The launch's dimensions are the ones its kernel was compiled for. */
-static int prd_launch_dims(prd_cur *c, const plan_kernel *pk, const sched_launch *l, uint64_t dims_at) {
+static int prd_launch_dims(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, const sched_launch *l,
+                           uint64_t dims_at) {
     kernel_launch_dims want;
     diag kd;
     diag_init(&kd);
-    if (kernel_launch_dims_of(&pk->spec, &want, &kd)) return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
+    if (kernel_launch_dims_of(&pk->spec, b->seq_len, &want, &kd)) return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
     const kernel_launch_dims *g = &l->dims;
     if (!memcmp(g->grid, want.grid, sizeof want.grid) && !memcmp(g->block, want.block, sizeof want.block) &&
         g->shared_bytes == want.shared_bytes)
@@ -942,7 +943,8 @@ static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *
         return CUR_FAIL(c, "field launch.args[%d]: kernel %s's argument %d is %s; it cannot be the %s buffer at %llu", i,
                         pk->entry, i, prd_arg_use_name(a->use), prd_buffer_name(buf),
                         (unsigned long long)ref->offset);
-    if (a->use == KERNEL_ARG_REQUEST && a->bytes > kernel_request_bytes(0) && pk->spec.bucket != b->seq_len)
+    if (a->use == KERNEL_ARG_REQUEST && a->bytes > kernel_request_bytes(0) && pk->spec.bucket &&
+        pk->spec.bucket != b->seq_len)
         return CUR_FAIL(c, "field launch.args[%d]: kernel %s reads the request block laid out for %d rows; this bucket's "
                            "has %d",
                         i, pk->entry, pk->spec.bucket, b->seq_len);
@@ -959,7 +961,7 @@ static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *
 static int prd_launch_args(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, const sched_launch *l,
                            const uint64_t *arg_at) {
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(&pk->spec, a);
+    kernel_args_of(&pk->spec, b->seq_len, a);
     for (int i = 0; i < l->nargs; i++) {
         c->at = arg_at[i];
         if (prd_launch_arg(c, b, pk, i, &l->args[i], &a[i])) return -1;
@@ -1016,7 +1018,7 @@ static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l
         if (i < l->nargs ? prd_ref(c, f, b, 1, &l->args[i]) : cur_zero(c, PLAN_REF_SIZE, f)) return -1;
     }
     if (cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - 40 - KERNEL_MAX_ARGS * PLAN_REF_SIZE, "launch.padding")) return -1;
-    return prd_launch_dims(c, pk, l, dims_at) || prd_launch_args(c, b, pk, l, arg_at);
+    return prd_launch_dims(c, b, pk, l, dims_at) || prd_launch_args(c, b, pk, l, arg_at);
 }
 
 /*

@@ -26,18 +26,27 @@
  * The request block.  Every kernel receives `const int *req`, device
  * memory laid out as
  *
- *     int32 len;                 real sequence length L, 1 <= L <= bucket
- *     int32 reserved[3];
- *     int32 input_ids[bucket];
- *     int32 token_type_ids[bucket];
- *     int32 attention_mask[bucket];
+ *     int32 len;                 real sequence length L, 1 <= L <= B
+ *     int32 bucket;              the bucket length B (the arrays' length)
+ *     int32 reserved[2];         zero
+ *     int32 input_ids[B];
+ *     int32 token_type_ids[B];
+ *     int32 attention_mask[B];
  *
  * which the runtime fills with one host-to-device copy per request (the
- * first node of the bucket's CUDA Graph).  The bucket length is a
- * compile-time constant of each kernel; the real length is read from device
- * memory, so one captured graph serves every length of its bucket.  Rows
- * >= L are padding: kernels may skip them, and no output row < L may
- * depend on what padding rows hold.
+ * first node of the bucket's CUDA Graph).  Both lengths are read from
+ * device memory, so one captured graph serves every length of its bucket
+ * and a kernel whose text does not depend on the bucket (spec.bucket 0
+ * below) serves every bucket: it finds the token types and the mask at
+ * 4 + B and 4 + 2B words.  Rows >= L are padding: kernels may skip them,
+ * and no output row < L may depend on what padding rows hold.
+ *
+ * Buckets and kernels.  spec.bucket is the number of rows a kernel's text
+ * is built for, or 0 for a kernel that serves any bucket: its rows are
+ * then the launching bucket's B (kernel_spec_rows).  The LayerNorm family,
+ * pooling and attention are bucket-free (attention's query tile, chosen
+ * per bucket by the compiler, is spec.qtile instead); a GEMM's tile shape
+ * depends on its rows, so it keeps them (the pooler GEMM's one row too).
  *
  * Buffer references.  Every pointer a step uses is a `sched_ref`: a buffer
  * kind plus a byte offset, so the schedule is position-independent and the
@@ -115,6 +124,8 @@ static inline const char *plan_pool_mode_name(plan_pool_mode m) {
 /* ---- kernels ------------------------------------------------------------ */
 
 #define KERNEL_REQ_HEADER_WORDS 4
+#define KERNEL_REQ_LEN 0             /* header word: the real length L */
+#define KERNEL_REQ_BUCKET 1          /* header word: the bucket length B */
 #define KERNEL_MAX_GATHERS 3
 #define KERNEL_MAX_ARGS 10
 /*
@@ -196,7 +207,7 @@ typedef enum kernel_index {
 typedef struct kernel_spec {
     kernel_kind kind;
     plan_dtype dtype;            /* storage type: F32, F16 or BF16 */
-    int bucket;                  /* sequence-length bucket (rows of every [S, *] tensor) */
+    int bucket;                  /* rows the text is built for; 0: any bucket (the launch's B) */
 
     /* EMBED_LN, ADD_LN, POOL */
     int hidden;
@@ -211,6 +222,7 @@ typedef struct kernel_spec {
     float scale;
     int qkv_ld, q_off, k_off, v_off;
     int ctx_ld;
+    int qtile;                   /* query rows per block: 8, 16, 32 or 64 (kernel_attention_qtile) */
 
     /* GEMM */
     int n, k;                    /* M is the bucket */
@@ -222,6 +234,10 @@ typedef struct kernel_spec {
     plan_pool_mode pool_mode;
     int normalize;
 } kernel_spec;
+
+/* The rows a launch of s covers in a bucket of seq_len rows: its own rows,
+ * or the bucket's for a kernel that serves any bucket. */
+static inline int kernel_spec_rows(const kernel_spec *s, int seq_len) { return s->bucket ? s->bucket : seq_len; }
 
 typedef struct kernel_launch_dims {
     unsigned grid[3];

@@ -42,9 +42,18 @@ for b in j["buckets"]:
 b = j["buckets"][0]
 S, H, I = b["seq_len"], 96, 200
 assert b["flops"] >= layers * 2 * S * (4 * H * H + 2 * H * I), b["flops"]
-# a CUBIN per arch built, plus PTX per target (compute_80 for newer GPUs)
+# one image per arch plus the PTX newer GPUs JIT: the tensor-core path
+# (compute_80; compute_90 for sm_90's generation), never Turing's compute_75
 kinds = sorted((im["arch"], im["kind"]) for im in j["images"])
-assert ("compute_75", "ptx") in kinds and ("compute_80", "ptx") in kinds, kinds
+assert ("compute_80", "ptx") in kinds and ("compute_90", "ptx") in kinds, kinds
+assert ("compute_75", "ptx") not in kinds, kinds
+# inspect says which path each image takes: float16 attention has tensor cores on sm_75 too
+att = [i for i, k in enumerate(j["kernels"]) if k["entry"].startswith("bertc_attention_")]
+assert att, j["kernels"]
+for im in j["images"]:
+    if im["kind"] != "emu":
+        assert im["kernels"][att[0]]["path"] in ("mma.m16n8k16", "mma.m16n8k8"), im
+assert [im for im in j["images"] if im["arch"] == "sm_75"][0]["kernels"][att[0]]["path"] == "mma.m16n8k8"
 print("ok")
 PY
 then pass inspect-json-fields; else fail inspect-json-fields "$(tail -3 "$T/py")"; fi

@@ -5,8 +5,8 @@
  * formulas of docs/performance-model.md (occupancy by hand for known
  * kernels, one step's time from its inputs), not against the model's own
  * output; the properties every prediction must have are checked on a real
- * plan (tiny-bert-fp16 from `make plans`: CUBINs for sm_75 and sm_86, PTX
- * for compute_75 and compute_80): every GPU of the table runs an image and
+ * plan (tiny-bert-fp16 from `make plans`: CUBINs for sm_75, sm_86 and sm_90,
+ * PTX for compute_80 and compute_90): every GPU of the table runs an image and
  * gets a prediction, a bucket's total is the sum of its steps, a longer
  * bucket never takes less time, every kernel kind has a row of its own, and
  * the specification table holds what its sources say.  The calibration
@@ -101,7 +101,7 @@ static int t_open(plan *p) {
 static void test_predictions_consistent(void) {
     plan p;
     if (t_open(&p)) return;
-    const char *runs[8] = {"sm_75", "sm_86", "sm_86", "sm_86", "compute_80", "compute_80", "compute_80", "compute_80"};
+    const char *runs[8] = {"sm_75", "sm_86", "sm_86", "sm_86", "compute_80", "sm_90", "sm_90", "compute_90"};
     for (int i = 0; i < predict_gpu_count(); i++)
         for (int units = 0; units < 2; units++) {
             const predict_gpu *g = predict_gpu_at(i);

@@ -49,7 +49,7 @@ static void fuzz_check_launches(const plan *p) {
             if (b->steps[s].kind != SCHED_STEP_KERNEL) continue;
             const sched_launch *l = &b->steps[s].launch;
             kernel_arg a[KERNEL_MAX_ARGS];
-            kernel_args_of(&p->kernels[l->kernel].spec, a);
+            kernel_args_of(&p->kernels[l->kernel].spec, b->seq_len, a);
             for (int i = 0; i < l->nargs; i++) {
                 if (a[i].use == KERNEL_ARG_UNUSED) continue;
                 uint64_t size = fuzz_buffer(p, b, l->args[i].buf);

@@ -33,6 +33,7 @@
 #include "kernels.h"
 #include "kimage.h"
 #include "kref.h"
+#include "plan_kernels.h"
 
 #define NSCHED 2
 static const emu_schedule scheds[NSCHED] = {EMU_SCHEDULE_WARP_GREEDY, EMU_SCHEDULE_RANDOM};
@@ -125,8 +126,9 @@ typedef struct request {
 static request request_new(int bucket, int len, int vocab, int ntypes, int masked_every) {
     request q = {calloc((size_t)(KERNEL_REQ_HEADER_WORDS + 3 * bucket), 4), len, bucket};
     int32_t *ids = q.w + KERNEL_REQ_HEADER_WORDS, *types = ids + bucket, *mask = types + bucket;
-    q.w[0] = len;
-    q.w[1] = q.w[2] = q.w[3] = 0x7eadbeef;
+    q.w[KERNEL_REQ_LEN] = len;
+    q.w[KERNEL_REQ_BUCKET] = bucket;
+    q.w[2] = q.w[3] = 0x7eadbeef; /* reserved: no kernel may depend on them */
     for (int s = 0; s < bucket; s++) {
         if (s < len) {
             ids[s] = (int32_t)check_rng_range(0, vocab - 1);
@@ -194,7 +196,7 @@ static void run_case(const kcase *kc, void **vals, int nvals, tensor *out, tenso
 static void run_embed(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
     size_t H = (size_t)s->hidden;
-    request q = request_new(s->bucket, kc->len, s->table_rows[0], 2, 0);
+    request q = request_new(kc->bucket, kc->len, s->table_rows[0], 2, 0);
     /* a few out-of-range ids among the real rows: the kernel clamps them */
     if (kc->len > 2) {
         q.w[KERNEL_REQ_HEADER_WORDS + 1] = s->table_rows[0] + 7;
@@ -208,7 +210,7 @@ static void run_embed(const kcase *kc) {
     }
     in[3] = tensor_rand(s->dtype, 1, H, 1, H, 1.5);
     in[4] = tensor_rand(s->dtype, 1, H, 1, H, 0.5);
-    tensor out = tensor_new(s->dtype, (size_t)s->bucket, H);
+    tensor out = tensor_new(s->dtype, (size_t)kc->bucket, H);
     vals[0] = out.p;
     vals[1] = q.w;
     vals[5] = in[3].p;
@@ -220,8 +222,8 @@ static void run_embed(const kcase *kc) {
 
 static void run_add_ln(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
-    size_t S = (size_t)s->bucket, H = (size_t)s->hidden, L = (size_t)kc->len;
-    request q = request_new(s->bucket, kc->len, 100, 2, 0);
+    size_t S = (size_t)kc->bucket, H = (size_t)s->hidden, L = (size_t)kc->len;
+    request q = request_new(kc->bucket, kc->len, 100, 2, 0);
     /* x, residual, bias, gamma, beta */
     tensor in[5] = {tensor_rand(s->dtype, S, H, L, H, 2.0), tensor_rand(s->dtype, S, H, L, H, 1.0),
                     tensor_rand(s->dtype, 1, H, 1, H, 0.5), tensor_rand(s->dtype, 1, H, 1, H, 1.5),
@@ -236,8 +238,8 @@ static void run_add_ln(const kcase *kc) {
 
 static void run_attention(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
-    size_t S = (size_t)s->bucket;
-    request q = request_new(s->bucket, kc->len, 100, 2, 5);
+    size_t S = (size_t)kc->bucket;
+    request q = request_new(kc->bucket, kc->len, 100, 2, 5);
     tensor qkv = tensor_rand(s->dtype, S, (size_t)s->qkv_ld, (size_t)kc->len, (size_t)s->qkv_ld, 1.0);
     /* columns that are none of q, k, v are NaN too */
     int w = s->heads * s->head_dim;
@@ -256,8 +258,8 @@ static void run_attention(const kcase *kc) {
 
 static void run_gemm(const kcase *kc) {
     const kernel_spec *s = &kc->spec;
-    size_t S = (size_t)s->bucket, L = (size_t)kc->len, N = (size_t)s->n, K = (size_t)s->k;
-    request q = request_new(s->bucket, kc->len, 100, 2, 0);
+    size_t S = (size_t)kc->bucket, L = (size_t)kc->len, N = (size_t)s->n, K = (size_t)s->k;
+    request q = request_new(kc->bucket, kc->len, 100, 2, 0);
     /* x, w, bias, residual */
     tensor in[4] = {tensor_rand(s->dtype, S, (size_t)s->x_ld, L, K, 1.0),
                     tensor_rand(s->dtype, N, K, N, K, 1.0 / sqrt((double)s->k)), tensor_rand(s->dtype, 1, N, 1, N, 0.5),
@@ -304,6 +306,7 @@ static kernel_spec attention_spec(plan_dtype dt, int bucket, int heads, int head
     s.v_off = w + pad;
     s.q_off = 2 * w + pad;
     s.ctx_ld = w + pad;
+    s.qtile = kernel_attention_qtile(&s, bucket); /* what the compiler picks for the bucket */
     return s;
 }
 
@@ -325,37 +328,39 @@ static kcase cases[64];
 static int ncases;
 static char build_error[4400];
 
-static void add_case(kernel_spec s, int len) { cases[ncases++] = (kcase){.spec = s, .len = len}; }
+static void add_case(kernel_spec s, int bucket, int len) {
+    cases[ncases++] = (kcase){.spec = s, .bucket = bucket, .len = len};
+}
 
 static void make_cases(void) {
-    add_case(embed_spec(PLAN_DTYPE_F32, 32, 96, 3, 1e-12f), 27);
-    add_case(embed_spec(PLAN_DTYPE_F16, 64, 80, 3, 1e-5f), 64);
-    add_case(embed_spec(PLAN_DTYPE_BF16, 32, 96, 1, 1e-12f), 1);
-    add_case(embed_spec(PLAN_DTYPE_F16, 32, 80, 2, 1e-12f), 13);
-    add_case(embed_spec(PLAN_DTYPE_F32, 32, 1100, 3, 1e-12f), 9);      /* a block per row, ragged items */
+    add_case(embed_spec(PLAN_DTYPE_F32, 32, 96, 3, 1e-12f), 32, 27);
+    add_case(embed_spec(PLAN_DTYPE_F16, 64, 80, 3, 1e-5f), 64, 64);
+    add_case(embed_spec(PLAN_DTYPE_BF16, 32, 96, 1, 1e-12f), 32, 1);
+    add_case(embed_spec(PLAN_DTYPE_F16, 32, 80, 2, 1e-12f), 32, 13);
+    add_case(embed_spec(PLAN_DTYPE_F32, 32, 1100, 3, 1e-12f), 32, 9);      /* a block per row, ragged items */
 
-    add_case(add_ln_spec(PLAN_DTYPE_F32, 32, 96, 1, 1), 27);
-    add_case(add_ln_spec(PLAN_DTYPE_F16, 64, 80, 0, 1), 50);
-    add_case(add_ln_spec(PLAN_DTYPE_BF16, 32, 80, 1, 0), 32);
-    add_case(add_ln_spec(PLAN_DTYPE_F32, 64, 80, 0, 0), 5);
-    add_case(add_ln_spec(PLAN_DTYPE_F16, 32, 1040, 1, 1), 20);         /* a block per row */
+    add_case(add_ln_spec(PLAN_DTYPE_F32, 32, 96, 1, 1), 32, 27);
+    add_case(add_ln_spec(PLAN_DTYPE_F16, 64, 80, 0, 1), 64, 50);
+    add_case(add_ln_spec(PLAN_DTYPE_BF16, 32, 80, 1, 0), 32, 32);
+    add_case(add_ln_spec(PLAN_DTYPE_F32, 64, 80, 0, 0), 64, 5);
+    add_case(add_ln_spec(PLAN_DTYPE_F16, 32, 1040, 1, 1), 32, 20);         /* a block per row */
 
-    add_case(attention_spec(PLAN_DTYPE_F32, 32, 2, 16, 0), 27);
-    add_case(attention_spec(PLAN_DTYPE_F16, 64, 3, 20, 4), 50);
-    add_case(attention_spec(PLAN_DTYPE_BF16, 32, 4, 16, 0), 32);
-    add_case(attention_spec(PLAN_DTYPE_F32, 64, 1, 20, 8), 1);
-    add_case(attention_spec(PLAN_DTYPE_F16, 32, 2, 16, 0), 17);
-    add_case(attention_spec(PLAN_DTYPE_F32, 128, 2, 16, 0), 100);      /* two key tiles: online softmax */
-    add_case(attention_spec(PLAN_DTYPE_BF16, 128, 1, 20, 4), 65);      /* second tile holds one key */
+    add_case(attention_spec(PLAN_DTYPE_F32, 32, 2, 16, 0), 32, 27);
+    add_case(attention_spec(PLAN_DTYPE_F16, 64, 3, 20, 4), 64, 50);
+    add_case(attention_spec(PLAN_DTYPE_BF16, 32, 4, 16, 0), 32, 32);
+    add_case(attention_spec(PLAN_DTYPE_F32, 64, 1, 20, 8), 64, 1);
+    add_case(attention_spec(PLAN_DTYPE_F16, 32, 2, 16, 0), 32, 17);
+    add_case(attention_spec(PLAN_DTYPE_F32, 128, 2, 16, 0), 128, 100);      /* two key tiles: online softmax */
+    add_case(attention_spec(PLAN_DTYPE_BF16, 128, 1, 20, 4), 128, 65);      /* second tile holds one key */
 
-    add_case(gemm_spec(PLAN_DTYPE_F32, 32, 96, 80, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 27);
-    add_case(gemm_spec(PLAN_DTYPE_F16, 64, 80, 96, 1, 1, 0, PLAN_ACT_GELU_ERF, 0), 50);
-    add_case(gemm_spec(PLAN_DTYPE_BF16, 32, 96, 96, 1, 0, 1, PLAN_ACT_GELU_TANH, 0), 32);
-    add_case(gemm_spec(PLAN_DTYPE_F32, 64, 80, 80, 0, 1, 1, PLAN_ACT_RELU, 4), 5);
-    add_case(gemm_spec(PLAN_DTYPE_F16, 32, 48, 80, 1, 0, 1, PLAN_ACT_TANH, 8), 1);
-    add_case(gemm_spec(PLAN_DTYPE_BF16, 64, 80, 96, 1, 1, 0, PLAN_ACT_RELU, 0), 63);
-    add_case(gemm_spec(PLAN_DTYPE_BF16, 256, 2048, 40, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 77); /* 64x64 tiles */
-    add_case(gemm_spec(PLAN_DTYPE_F16, 512, 2000, 48, 1, 1, 0, PLAN_ACT_GELU_ERF, 8), 70);  /* 64x128 tiles */
+    add_case(gemm_spec(PLAN_DTYPE_F32, 32, 96, 80, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 32, 27);
+    add_case(gemm_spec(PLAN_DTYPE_F16, 64, 80, 96, 1, 1, 0, PLAN_ACT_GELU_ERF, 0), 64, 50);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 32, 96, 96, 1, 0, 1, PLAN_ACT_GELU_TANH, 0), 32, 32);
+    add_case(gemm_spec(PLAN_DTYPE_F32, 64, 80, 80, 0, 1, 1, PLAN_ACT_RELU, 4), 64, 5);
+    add_case(gemm_spec(PLAN_DTYPE_F16, 32, 48, 80, 1, 0, 1, PLAN_ACT_TANH, 8), 32, 1);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 64, 80, 96, 1, 1, 0, PLAN_ACT_RELU, 0), 64, 63);
+    add_case(gemm_spec(PLAN_DTYPE_BF16, 256, 2048, 40, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 256, 77); /* 64x64 tiles */
+    add_case(gemm_spec(PLAN_DTYPE_F16, 512, 2000, 48, 1, 1, 0, PLAN_ACT_GELU_ERF, 8), 512, 70);  /* 64x128 tiles */
 }
 
 static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
@@ -366,17 +371,23 @@ static int build_image(void) {
     diag d;
     diag_init(&d);
     const char *texts[64];
+    int ntexts = 0;
     if (kimage_cases_generate(cases, ncases, build_error, sizeof build_error)) return -1;
+    /* a kernel that serves every bucket runs in several cases: one unit each */
     for (int i = 0; i < ncases; i++) {
         kcase *c = &cases[i];
-        for (int j = 0; j < i; j++)
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++)
             if (strcmp(cases[j].entry, c->entry) == 0) {
-                snprintf(build_error, sizeof build_error, "cases %d and %d have the same entry %s", j, i, c->entry);
-                return -1;
+                if (strcmp(cases[j].text, c->text) != 0) {
+                    snprintf(build_error, sizeof build_error, "cases %d and %d: one entry %s, two texts", j, i, c->entry);
+                    return -1;
+                }
+                dup = 1;
             }
-        texts[i] = c->text;
+        if (!dup) texts[ntexts++] = c->text;
     }
-    if (!(img = kimage_build("emu_kernels.so", texts, ncases, image_load, &d))) {
+    if (!(img = kimage_build("emu_kernels.so", texts, ntexts, image_load, &d))) {
         snprintf(build_error, sizeof build_error, "%s", d.text);
         return -1;
     }
@@ -386,7 +397,7 @@ static int build_image(void) {
     int nsimt = 0;
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
-        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
+        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || cases[i].bucket > 64) continue;
         simt[nsimt++] = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n", cases[i].text);
     }
     img_simt = kimage_build("emu_kernels_simt.so", (const char *const *)simt, nsimt, image_load, &d);
@@ -439,7 +450,7 @@ static void test_gemm_simt_path(void) {
     int ran = 0;
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *sp = &cases[i].spec;
-        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || sp->bucket > 64) continue;
+        if (sp->kind != KERNEL_KIND_GEMM || sp->dtype == PLAN_DTYPE_F32 || cases[i].bucket > 64) continue;
         run_gemm(&cases[i]);
         ran++;
     }

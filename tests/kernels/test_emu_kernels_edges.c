@@ -10,11 +10,18 @@
  * shared-memory ring, attention with one and several key tiles, and the
  * masking cases Hugging Face defines (random zeros; a row whose keys are
  * all masked averages V over k < len; padding keys hold NaN and must not
- * leak).  Outputs start poisoned (NaN), so a padding row that is written,
- * or a real row that is not, fails.  Every kernel runs under two
- * schedules, in two images: the tensor-core path (mma / ldmatrix /
- * cp.async through the portable helpers) and, with BERTC_GEMM_FORCE_SIMT
- * and BERTC_ATTENTION_FORCE_SIMT, the SIMT path sm_75 and float take.  The
+ * leak).  Attention runs every launch configuration its geometry has:
+ * query tiles of 8 (half an mma tile), 16, 32 and 64 rows (one to four
+ * query groups, four to one key slices per group), one and two K/V stages,
+ * head sizes 16, 32, 64, 128 on tensor cores and 20 and float storage on
+ * the SIMT passes, an odd bucket (the mask read word by word) and a ctx
+ * stride that forbids 16-byte stores.  Outputs start poisoned (NaN), so a
+ * padding row that is written, or a real row that is not, fails.  Every
+ * kernel runs under two schedules, in two images: the emulator's full
+ * feature set (mma m16n8k16 / ldmatrix / cp.async through the emulator
+ * bodies) and, with BERTC_EMU_SM75 (and BERTC_GEMM_FORCE_SIMT), exactly
+ * what sm_75 offers: float16 attention on pairs of mma m16n8k8, bfloat16
+ * attention and the GEMMs on their SIMT paths.  The
  * reference of each kind (support/kref.c, shared with the other kernel
  * tests) computes in double from the same rounded inputs; tolerances
  * are per dtype (float 2e-5, float16 2e-3, bfloat16 1.6e-2, relative to
@@ -82,11 +89,11 @@ static void compare(const char *what, plan_dtype t, const void *out, const doubl
     CHECK(bad == 0, "%s: %d bad values (worst relative error %.2e, tolerance %.1e)", what, bad, worst, tol);
 }
 
-static void launch(emu_image *im, const kernel_spec *s, const char *entry, void **args, int sched) {
+static void launch(emu_image *im, const kernel_spec *s, int bucket, const char *entry, void **args, int sched) {
     kernel_launch_dims dm;
     diag d;
     diag_init(&d);
-    kernel_dims(s, &dm, &d);
+    kernel_dims(s, bucket, &dm, &d);
     if (emu_launch(im, entry, dm.grid, dm.block, dm.shared_bytes, args, (emu_schedule)sched, 7, &d) != EMU_STATUS_OK) {
         CHECK(0, "launch %s: %s", entry, d.text);
     }
@@ -94,8 +101,9 @@ static void launch(emu_image *im, const kernel_spec *s, const char *entry, void 
 
 static int *request(int bucket, int len, int vocab, int ntypes, double pmask0) {
     int *req = xalloc((size_t)(4 + 3 * bucket) * 4);
-    req[0] = len;
-    req[1] = req[2] = req[3] = 0;
+    req[KERNEL_REQ_LEN] = len;
+    req[KERNEL_REQ_BUCKET] = bucket;
+    req[2] = req[3] = 0;
     for (int s = 0; s < bucket; s++) {
         req[4 + s] = (int)(check_rng_uniform() * vocab * 1.1) - vocab / 20; /* some out of range: clamped */
         req[4 + bucket + s] = (int)(check_rng_uniform() * ntypes);
@@ -105,16 +113,17 @@ static int *request(int bucket, int len, int vocab, int ntypes, double pmask0) {
 }
 
 /* ------------------------------------------------------------ add_ln */
-static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, double scale, int sched) {
+static void check_add_ln(emu_image *im, const kernel_spec *s, int S, const char *entry, int len, double scale,
+                         int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket, H = s->hidden;
+    int H = s->hidden;
     void *x = tensor(t, (size_t)S * H, scale, scale * 0.3), *bias = tensor(t, H, 0.5, 0), *res = tensor(t, (size_t)S * H, scale, 0);
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
     void *out = poisoned(t, (size_t)S * H);
     int *req = request(S, len, 10, 2, 0);
     void *nil = NULL;
     void *args[9] = {&out, &req, &x, &bias, &res, &gm, &bt, &nil, &nil};
-    launch(im, s, entry, args, sched);
+    launch(im, s, S, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){x, bias, res, gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d scale %g sched %d", entry, len, scale, sched);
@@ -123,9 +132,9 @@ static void check_add_ln(emu_image *im, const kernel_spec *s, const char *entry,
 }
 
 /* ------------------------------------------------------------ embed_ln */
-static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
+static void check_embed_ln(emu_image *im, const kernel_spec *s, int S, const char *entry, int len, int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket, H = s->hidden;
+    int H = s->hidden;
     void *tab[3] = {NULL, NULL, NULL};
     for (int g = 0; g < s->ngathers; g++) tab[g] = tensor(t, (size_t)s->table_rows[g] * H, 0.5, 0);
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
@@ -133,7 +142,7 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
     int *req = request(S, len, s->table_rows[0], 2, 0);
     void *nil = NULL;
     void *args[9] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt, &nil, &nil};
-    launch(im, s, entry, args, sched);
+    launch(im, s, S, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){tab[0], tab[1], tab[2], gm, bt});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
@@ -143,10 +152,9 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, const char *entr
 }
 
 /* ------------------------------------------------------------ attention */
-static void check_attention(emu_image *im, const kernel_spec *s, const char *entry, int len, double pmask0,
+static void check_attention(emu_image *im, const kernel_spec *s, int S, const char *entry, int len, double pmask0,
                             int all_masked, int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket;
     void *qkv = tensor(t, (size_t)S * s->qkv_ld, 1.5, 0);
     void *ctx = poisoned(t, (size_t)S * s->ctx_ld);
     int *req = request(S, len, 10, 2, pmask0);
@@ -158,7 +166,7 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
         for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
     void *nil = NULL;
     void *args[5] = {&ctx, &req, &qkv, &nil, &nil};
-    launch(im, s, entry, args, sched);
+    launch(im, s, S, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){qkv});
     char what[300];
     snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
@@ -167,9 +175,9 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
 }
 
 /* ------------------------------------------------------------ gemm */
-static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, int len, int sched) {
+static void check_gemm(emu_image *im, const kernel_spec *s, int S, const char *entry, int len, int sched) {
     plan_dtype t = s->dtype;
-    int S = s->bucket, N = s->n, K = s->k;
+    int N = s->n, K = s->k;
     void *x = tensor(t, (size_t)S * s->x_ld, 1.0, 0), *w = tensor(t, (size_t)N * K, 1.0 / sqrt(K), 0);
     void *bias = tensor(t, N, 0.5, 0), *res = tensor(t, (size_t)S * (s->res_ld ? s->res_ld : 1), 1.0, 0);
     void *out = poisoned(t, (size_t)S * s->out_ld);
@@ -178,7 +186,7 @@ static void check_gemm(emu_image *im, const kernel_spec *s, const char *entry, i
     int *req = request(S, len, 10, 2, 0);
     void *nil = NULL;
     void *args[8] = {&out, &req, &x, &w, &bias, &res, &nil, &nil};
-    launch(im, s, entry, args, sched);
+    launch(im, s, S, entry, args, sched);
     double *ref = kref_kernel(s, req, (const void *const[]){x, w, bias, res});
     char what[300];
     snprintf(what, sizeof what, "%s len %d sched %d", entry, len, sched);
@@ -218,14 +226,20 @@ static void t_specs_init(void) {
         s->ngathers = 3 - i;
         for (int g = 0; g < 3; g++) s->gather_index[g] = order[g], s->table_rows[g] = rows[g];
     }
-    /* dtype, bucket, heads, head_dim; the sixth has offset columns and a wider ctx */
-    static const int att[10][4] = {{0, 32, 2, 16},  {1, 64, 3, 20},  {2, 96, 2, 32},  {1, 160, 2, 64},
-                                   {0, 48, 1, 128}, {2, 40, 2, 64},  {1, 32, 2, 16},  {2, 300, 2, 128},
-                                   {1, 200, 1, 64}, {2, 130, 2, 32}};
-    for (int i = 0; i < 10; i++) {
+    /* dtype, bucket, heads, head_dim, query tile: every tensor-core split
+     * (8: half a tile; 16: 1 x 4 warps; 32: 2 x 2; 64: 4 x 1), one stage
+     * (head_dim 128) and two, the SIMT passes (float, head_dim 20), an odd
+     * bucket (97: the mask word by word); the sixth has offset columns and
+     * a ctx stride of h + 2 (no 16-byte stores) */
+    static const int att[12][5] = {{0, 32, 2, 16, 8},    {1, 64, 3, 20, 16},  {2, 96, 2, 32, 32},
+                                   {1, 160, 2, 64, 64},  {0, 48, 1, 128, 16}, {2, 40, 2, 64, 8},
+                                   {1, 32, 2, 16, 8},    {2, 300, 2, 128, 32}, {1, 200, 1, 64, 16},
+                                   {2, 130, 2, 32, 64},  {1, 97, 2, 64, 32},  {1, 96, 1, 128, 8}};
+    for (int i = 0; i < 12; i++) {
         s = t_add(KERNEL_KIND_ATTENTION, DT[att[i][0]], att[i][1]);
         s->heads = att[i][2];
         s->head_dim = att[i][3];
+        s->qtile = att[i][4];
         s->scale = 1.0f / sqrtf((float)s->head_dim);
         int h = s->heads * s->head_dim, pad = i == 5 ? 8 : 0;
         s->qkv_ld = 3 * h + pad;
@@ -258,7 +272,7 @@ static void t_specs_init(void) {
 }
 
 static char *t_entries[T_MAX];
-static emu_image *t_images[2];   /* [0] tensor-core path, [1] SIMT forced */
+static emu_image *t_images[2];   /* [0] every feature, [1] what sm_75 has */
 static int t_image_failed[2];
 
 static void *t_image_load(const char *path, diag *d) { return emu_image_load(path, d); }
@@ -275,7 +289,7 @@ static emu_image *t_image(int simt) {
             break;
         }
         if (simt) {
-            char *forced = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_ATTENTION_FORCE_SIMT 1\n", text);
+            char *forced = kimage_prefixed("#define BERTC_GEMM_FORCE_SIMT 1\n#define BERTC_EMU_SM75 1\n", text);
             free(text);
             text = forced;
         }
@@ -287,7 +301,7 @@ static emu_image *t_image(int simt) {
     }
     if (ok) {
         diag d;
-        t_images[simt] = kimage_build(simt ? "emu_kernels_simt.so" : "emu_kernels.so", (const char *const *)texts,
+        t_images[simt] = kimage_build(simt ? "emu_kernels_sm75.so" : "emu_kernels.so", (const char *const *)texts,
                                       t_list.n, t_image_load, &d);
         CHECK(t_images[simt] != NULL, "image build: %s", d.text);
     }
@@ -310,23 +324,23 @@ static void t_run_kind(kernel_kind kind) {
             for (int i = 0; i < t_list.n; i++) {
                 const kernel_spec *s = &t_list.s[i];
                 const char *e = t_entries[i];
-                int S = s->bucket;
+                int S = t_list.bucket[i];
                 if (s->kind != kind) continue;
                 switch (kind) {
                 case KERNEL_KIND_ADD_LN:
-                    check_add_ln(im, s, e, S, s->hidden == 1024 ? 300.0 : 2.0, sched);
-                    check_add_ln(im, s, e, S / 2 + 1, 1.0, sched);
+                    check_add_ln(im, s, S, e, S, s->hidden == 1024 ? 300.0 : 2.0, sched);
+                    check_add_ln(im, s, S, e, S / 2 + 1, 1.0, sched);
                     break;
-                case KERNEL_KIND_EMBED_LN: check_embed_ln(im, s, e, S - 3, sched); break;
+                case KERNEL_KIND_EMBED_LN: check_embed_ln(im, s, S, e, S - 3, sched); break;
                 case KERNEL_KIND_ATTENTION:
-                    check_attention(im, s, e, S, 0.0, 0, sched);
-                    check_attention(im, s, e, S - 5 > 0 ? S - 5 : 1, 0.3, 0, sched);
-                    check_attention(im, s, e, S / 2 + 3, 0.0, 1, sched);
-                    check_attention(im, s, e, 1, 0.0, 0, sched);
+                    check_attention(im, s, S, e, S, 0.0, 0, sched);
+                    check_attention(im, s, S, e, S - 5 > 0 ? S - 5 : 1, 0.3, 0, sched);
+                    check_attention(im, s, S, e, S / 2 + 3, 0.0, 1, sched);
+                    check_attention(im, s, S, e, 1, 0.0, 0, sched);
                     break;
                 default:
-                    if (S < 256) check_gemm(im, s, e, S, sched);
-                    check_gemm(im, s, e, S >= 256 ? 70 : S / 2 + 1, sched);
+                    if (S < 256) check_gemm(im, s, S, e, S, sched);
+                    check_gemm(im, s, S, e, S >= 256 ? 70 : S / 2 + 1, sched);
                     break;
                 }
             }

@@ -15,7 +15,8 @@
  *   - the geometry: hidden sizes that give every vector width (97 forces
  *     one element, 80 and 96 16-byte vectors, 384 MiniLM's), a hidden size
  *     with more vectors than threads (two items per thread), buckets from 1
- *     to 512 so the row groups are capped by the bucket or not, and the
+ *     to 512 so there are more row groups than rows or fewer (one kernel
+ *     serves every bucket: the bucket length comes from the request), and the
  *     partial sums meet in shared memory under two schedules (warp-greedy
  *     and random: a missing barrier shows);
  *   - every storage type.
@@ -63,7 +64,7 @@ static void pool_add(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode,
                      pool_mask_kind mask) {
     pool_masks[pool_ncases] = mask;
     pool_case *c = &pool_cases[pool_ncases++];
-    *c = (pool_case){.spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket), .len = len};
+    *c = (pool_case){.spec = kimage_spec(KERNEL_KIND_POOL, dt, bucket), .bucket = bucket, .len = len};
     c->spec.hidden = hidden;
     c->spec.pool_mode = mode;
     c->spec.normalize = normalize;
@@ -79,7 +80,7 @@ static void pool_make_cases(void) {
     pool_add(PLAN_DTYPE_F16, 32, 80, PLAN_POOL_MEAN, 0, 32, POOL_MASK_ONES);
     pool_add(PLAN_DTYPE_BF16, 64, 97, PLAN_POOL_MEAN, 1, 63, POOL_MASK_RANDOM);
     pool_add(PLAN_DTYPE_F32, 512, 1100, PLAN_POOL_MEAN, 1, 300, POOL_MASK_RANDOM); /* two items per thread */
-    pool_add(PLAN_DTYPE_F16, 8, 16, PLAN_POOL_MEAN, 1, 5, POOL_MASK_RANDOM);       /* row groups capped by the bucket */
+    pool_add(PLAN_DTYPE_F16, 8, 16, PLAN_POOL_MEAN, 1, 5, POOL_MASK_RANDOM);       /* more row groups than rows */
     pool_add(PLAN_DTYPE_F32, 1, 96, PLAN_POOL_MEAN, 0, 1, POOL_MASK_ONES);
     /* the count's edges */
     pool_add(PLAN_DTYPE_F16, 64, 96, PLAN_POOL_MEAN, 1, 40, POOL_MASK_ONE_ROW);
@@ -115,11 +116,10 @@ static int pool_build_image(void) {
 
 static void pool_run_case(const pool_case *c, pool_mask_kind mask_kind) {
     const kernel_spec *s = &c->spec;
-    size_t B = (size_t)s->bucket, H = (size_t)s->hidden, es = kref_dtype_size(s->dtype);
-    int32_t *req = calloc((size_t)KERNEL_REQ_HEADER_WORDS + 3 * B, 4);
+    size_t B = (size_t)c->bucket, H = (size_t)s->hidden, es = kref_dtype_size(s->dtype);
+    int32_t *req = kimage_request(c->bucket, c->len);
     int32_t *mask = req + KERNEL_REQ_HEADER_WORDS + 2 * B;
-    req[0] = c->len;
-    req[1] = req[2] = req[3] = 0x7eadbeef;
+    req[2] = req[3] = 0x7eadbeef; /* reserved: no kernel may depend on them */
     for (size_t r = 0; r < B; r++) {
         int keep = 1;
         if ((int)r < c->len) {
@@ -217,10 +217,10 @@ static void test_pool_source(void) {
     char *text = NULL, *entry = NULL;
     CHECK(kernel_source(&s, &text, &entry, &d) == 0, "%s", d.text);
     if (text) {
-        const char *want = "// bertc template=pool dtype=float16 bucket=128 hidden=384 mode=mean normalize=1\n";
+        const char *want = "// bertc template=pool dtype=float16 bucket=any hidden=384 mode=mean normalize=1\n";
         CHECK(!strncmp(text, want, strlen(want)), "first line: %.120s", text);
-        CHECK(strstr(text, "bertc_pool<__half, 128, 384,") != NULL, "instantiation");
-        CHECK(!strcmp(entry, "bertc_pool_f16_s128_h384_mean_l2"), "entry %s", entry);
+        CHECK(strstr(text, "bertc_pool<__half, 384,") != NULL, "instantiation");
+        CHECK(!strcmp(entry, "bertc_pool_f16_h384_mean_l2"), "entry %s", entry);
     }
     free(text);
     free(entry);
@@ -229,7 +229,7 @@ static void test_pool_source(void) {
     kernel_spec v[4] = {s, s, s, s};
     v[1].normalize = 0;
     v[2].pool_mode = PLAN_POOL_CLS;
-    v[3].bucket = 64;
+    v[3].hidden = 392;
     for (int i = 0; i < 4; i++) {
         char *t = NULL;
         CHECK(kernel_source(&v[i], &t, &ents[i], &d) == 0, "%s", d.text);
@@ -248,7 +248,12 @@ static void test_pool_source(void) {
     bad.pool_mode = PLAN_POOL_COUNT;
     diag_init(&d);
     kernel_launch_dims dims;
-    CHECK(kernel_dims(&bad, &dims, &d) != 0 && strstr(d.text, "pooling mode"), "mode: %s", d.text);
+    CHECK(kernel_dims(&bad, 128, &dims, &d) != 0 && strstr(d.text, "pooling mode"), "mode: %s", d.text);
+    /* a bucket-free kind carries no bucket */
+    bad = s;
+    bad.bucket = 128;
+    diag_init(&d);
+    CHECK(kernel_dims(&bad, 128, &dims, &d) != 0 && strstr(d.text, "bucket 128"), "bucket: %s", d.text);
 }
 
 int main(int argc, char **argv) {

@@ -12,7 +12,9 @@
  * (first line naming the template and every parameter, names equal iff
  * specs equal, launch dims sized for the bucket), and that the 16-bit
  * GEMM and attention really take the tensor-core path (mma.sync,
- * ldmatrix, cp.async in the PTX) from sm_80 on and not on sm_75.  It also
+ * ldmatrix, cp.async in the PTX) from sm_80 on, float16 attention on
+ * sm_75 too (mma m16n8k8 and ldmatrix; no cp.async there), bfloat16
+ * attention and the GEMM not on sm_75.  It also
  * checks the compile driver itself: dedupe by content, a broken kernel's
  * message carries NVRTC's words and the numbered source line, an unknown
  * architecture is refused.
@@ -29,6 +31,7 @@
 #include "kbuild.h"
 #include "kernels.h"
 #include "kimage.h"
+#include "plan_kernels.h"
 
 #define T_MAX_SPECS KIMAGE_MAX_SPECS
 
@@ -57,7 +60,8 @@ static void t_add_ln(plan_dtype dt, int bucket, int hidden, int bias, int res) {
     s->has_residual = res;
 }
 
-static void t_attention(plan_dtype dt, int bucket, int heads, int head_dim) {
+/* qtile 0: the compiler's choice for the bucket */
+static void t_attention(plan_dtype dt, int bucket, int heads, int head_dim, int qtile) {
     kernel_spec *s = t_new(KERNEL_KIND_ATTENTION, dt, bucket);
     int h = heads * head_dim;
     s->heads = heads;
@@ -68,6 +72,7 @@ static void t_attention(plan_dtype dt, int bucket, int heads, int head_dim) {
     s->k_off = h;
     s->v_off = 2 * h;
     s->ctx_ld = h;
+    s->qtile = qtile ? qtile : kernel_attention_qtile(s, bucket);
 }
 
 static void t_gemm(plan_dtype dt, int bucket, int n, int k, int bias, int res, int has_act, plan_act act) {
@@ -109,16 +114,20 @@ static void t_specs_init(void) {
     t_add_ln(BF16, 64, 4096, 1, 1); /* a block per row */
     t_add_ln(F16, 128, 80, 0, 0);
 
-    t_attention(F32, 32, 6, 16);
-    t_attention(BF16, 32, 4, 16);
-    t_attention(F16, 64, 4, 20);
-    t_attention(BF16, 128, 12, 32);
-    t_attention(F16, 128, 12, 64);
-    t_attention(F16, 512, 12, 64);
-    t_attention(BF16, 256, 16, 64);
-    t_attention(F32, 384, 12, 64);
-    t_attention(F32, 512, 8, 128);
-    t_attention(F16, 512, 8, 128);
+    t_attention(F32, 32, 6, 16, 0);
+    t_attention(BF16, 32, 4, 16, 0);
+    t_attention(F16, 64, 4, 20, 0);
+    t_attention(BF16, 128, 12, 32, 0);  /* MiniLM */
+    t_attention(F16, 128, 12, 64, 0);   /* BERT-base s128: tile 8 */
+    t_attention(F16, 256, 12, 64, 0);   /* 16 */
+    t_attention(F16, 384, 12, 64, 0);   /* 32 */
+    t_attention(F16, 512, 16, 64, 64);
+    t_attention(BF16, 256, 16, 64, 64);
+    t_attention(F32, 384, 12, 64, 0);
+    t_attention(F32, 512, 8, 128, 0);
+    t_attention(F16, 512, 8, 128, 32);  /* one stage */
+    t_attention(BF16, 128, 8, 128, 8);
+    t_attention(F16, 512, 12, 32, 64);
 
     t_gemm(F16, 128, 2304, 768, 1, 0, 0, PLAN_ACT_GELU_ERF);   /* QKV */
     t_gemm(F16, 128, 3072, 768, 1, 0, 1, PLAN_ACT_GELU_ERF);   /* FC1 + gelu */
@@ -210,7 +219,10 @@ static void test_first_line(void) {
         CHECK(t_has_token(line, tok), "%s: first line does not name the template: %s", entry, line);
         snprintf(tok, sizeof tok, "dtype=%s", plan_dtype_name(s->dtype));
         CHECK(t_has_token(line, tok), "%s: dtype missing: %s", entry, line);
-        CHECK(t_has_kv(line, "bucket", s->bucket), "%s: bucket missing: %s", entry, line);
+        if (s->bucket)
+            CHECK(t_has_kv(line, "bucket", s->bucket), "%s: bucket missing: %s", entry, line);
+        else
+            CHECK(t_has_token(line, "bucket=any"), "%s: bucket=any missing: %s", entry, line);
         switch (s->kind) {
         case KERNEL_KIND_EMBED_LN:
         case KERNEL_KIND_ADD_LN:
@@ -231,7 +243,8 @@ static void test_first_line(void) {
             }
             break;
         case KERNEL_KIND_ATTENTION:
-            CHECK(t_has_kv(line, "heads", s->heads) && t_has_kv(line, "head_dim", s->head_dim) &&
+            CHECK(t_has_kv(line, "qtile", s->qtile) && t_has_kv(line, "heads", s->heads) &&
+                      t_has_kv(line, "head_dim", s->head_dim) &&
                       t_has_key(line, "scale") && t_has_kv(line, "qkv_ld", s->qkv_ld) &&
                       t_has_kv(line, "q_off", s->q_off) && t_has_kv(line, "k_off", s->k_off) &&
                       t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld),
@@ -280,7 +293,7 @@ static void test_names(void) {
         }
         /* an equal spec — with fields the kind does not read changed — gives equal name and text */
         kernel_spec s = t_list.s[i];
-        if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f;
+        if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f, s.qtile = 5;
         if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
         if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
         if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.eps = 0.5f;
@@ -300,7 +313,10 @@ static void test_names(void) {
         switch (s.kind) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
-        case KERNEL_KIND_ATTENTION: s.scale *= 0.5f; break;
+        case KERNEL_KIND_ATTENTION:
+            if (i % 2) s.scale *= 0.5f;
+            else s.qtile = s.qtile == 8 ? 16 : 8;
+            break;
         case KERNEL_KIND_POOL: s.normalize = !s.normalize; break;
         default: s.has_act = !s.has_act; break;
         }
@@ -325,7 +341,8 @@ static void test_dims(void) {
         kernel_launch_dims dm;
         diag d;
         diag_init(&d);
-        if (kernel_dims(s, &dm, &d) != 0) {
+        int bucket = t_list.bucket[i];
+        if (kernel_dims(s, bucket, &dm, &d) != 0) {
             CHECK(0, "spec %d: %s", i, d.text);
             continue;
         }
@@ -337,25 +354,24 @@ static void test_dims(void) {
         switch (s->kind) {
         case KERNEL_KIND_EMBED_LN:
         case KERNEL_KIND_ADD_LN: {
-            /* enough row owners for every row of the bucket, and not a whole block more */
-            unsigned per_block = threads == 128 && s->hidden <= 1024 ? 4 : 1;
-            CHECK(dm.grid[0] * per_block >= (unsigned)s->bucket && (dm.grid[0] - 1) * per_block < (unsigned)s->bucket,
-                  "spec %d: grid %u for bucket %d", i, dm.grid[0], s->bucket);
+            /* a block per row of the bucket, a warp up to 1024 elements */
+            CHECK(dm.grid[0] == (unsigned)bucket && (threads == 32) == (s->hidden <= 1024),
+                  "spec %d: grid %u x %u threads for bucket %d, hidden %d", i, dm.grid[0], threads, bucket, s->hidden);
             CHECK(dm.shared_bytes == 0, "spec %d: LayerNorm uses dynamic shared memory", i);
             break;
         }
         case KERNEL_KIND_ATTENTION:
             CHECK(dm.grid[0] == (unsigned)s->heads, "spec %d: grid.x %u != heads", i, dm.grid[0]);
-            CHECK(dm.grid[1] == (unsigned)(s->bucket + 15) / 16 || dm.grid[1] == (unsigned)(s->bucket + 31) / 32 ||
-                      dm.grid[1] == (unsigned)(s->bucket + 63) / 64,
-                  "spec %d: %u query tiles for bucket %d", i, dm.grid[1], s->bucket);
+            CHECK(dm.grid[1] == (unsigned)((bucket + s->qtile - 1) / s->qtile),
+                  "spec %d: %u query tiles of %d for bucket %d", i, dm.grid[1], s->qtile, bucket);
+            CHECK(threads == 128, "spec %d: attention with %u threads (four warps)", i, threads);
             CHECK(dm.shared_bytes > 0, "spec %d: attention without shared memory", i);
             break;
         case KERNEL_KIND_GEMM:
             CHECK(dm.grid[0] * 128 >= (unsigned)s->n && (dm.grid[0] - 1) * 32 < (unsigned)s->n,
                   "spec %d: grid.x %u for n %d", i, dm.grid[0], s->n);
-            CHECK(dm.grid[1] * 64 >= (unsigned)s->bucket && (dm.grid[1] - 1) * 32 < (unsigned)s->bucket,
-                  "spec %d: grid.y %u for bucket %d", i, dm.grid[1], s->bucket);
+            CHECK(dm.grid[1] * 64 >= (unsigned)bucket && (dm.grid[1] - 1) * 32 < (unsigned)bucket,
+                  "spec %d: grid.y %u for bucket %d", i, dm.grid[1], bucket);
             break;
         case KERNEL_KIND_POOL:
             /* one output row: one block, static shared memory only */
@@ -385,7 +401,24 @@ static void test_invalid_specs(void) {
     s.head_dim = 256;
     diag_init(&d);
     kernel_launch_dims dm;
-    CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "head_dim 256"), "head_dim 256: %s", d.text);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "head_dim 256"), "head_dim 256: %s", d.text);
+    s.head_dim = 64;
+    s.qkv_ld = 768;
+    s.k_off = 256;
+    s.v_off = 512;
+    s.ctx_ld = 256;
+    s.qtile = 12;
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "query tile 12"), "qtile 12: %s", d.text);
+    s.heads = 2;
+    s.head_dim = 128;
+    s.qtile = 64; /* a 64-row tile of head_dim 128 does not fit 48 KiB */
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "does not fit"), "qtile 64, head_dim 128: %s", d.text);
+    s.qtile = 8;
+    s.bucket = 128; /* attention serves every bucket */
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "bucket 128"), "attention bucket: %s", d.text);
 
     s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_I32, 32);
     s.hidden = 64;
@@ -405,7 +438,7 @@ static void test_invalid_specs(void) {
     CHECK(kernel_source(&s, &text, &entry, &d) != 0 && strstr(d.text, "x_ld 32"), "x_ld < k: %s", d.text);
     s.kind = (kernel_kind)42;
     diag_init(&d);
-    CHECK(kernel_dims(&s, &dm, &d) != 0 && strstr(d.text, "42"), "bad kind: %s", d.text);
+    CHECK(kernel_dims(&s, 64, &dm, &d) != 0 && strstr(d.text, "42"), "bad kind: %s", d.text);
 }
 
 static void test_compile_all_archs(void) {
@@ -439,19 +472,20 @@ static void test_compile_all_archs(void) {
     CHECK(r.nunits == n && r.ndistinct == t_list.n, "%d distinct of %d (expected %d)", r.ndistinct, n, t_list.n);
     for (int i = t_list.n; i < n; i++)
         CHECK(r.distinct_of[i] == i - t_list.n, "unit %d is a copy of %d, not %d", i, i - t_list.n, r.distinct_of[i]);
-    /* the templates test __CUDA_ARCH__ >= 800 only: sm_75 compiles from
-     * compute_75, everything newer from compute_80 */
-    CHECK(r.ntargets == 2 && r.nimages == default_arch_count + 2, "%d images, %d PTX targets", r.nimages,
+    /* the templates tell 750, 800 and 900 apart: sm_75 compiles from compute_75,
+     * sm_80/86/89 from compute_80, sm_90 from compute_90; the PTX for newer GPUs
+     * is the tensor-core path (compute_80) and sm_90's (compute_90), never compute_75 */
+    CHECK(r.ntargets == 3 && r.nimages == default_arch_count + 2, "%d images, %d PTX targets", r.nimages,
           r.ntargets);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
         const kbuild_image *im = &r.images[a];
         if (im->is_ptx) {
-            const char *want = a == default_arch_count ? "compute_75" : "compute_80";
+            const char *want = a == default_arch_count ? "compute_80" : "compute_90";
             char target[32];
             snprintf(target, sizeof target, ".target sm_%s", want + 8);
             CHECK(strcmp(im->arch, want) == 0, "PTX image %d for %s, expected %s", a, im->arch, want);
-            CHECK(im->size > 0 && strstr((const char *)im->data, target) != NULL, "PTX without %s", target);
+            CHECK(im->size > 0 && strstr((const char *)im->data, target) != NULL, "%s PTX without %s", im->arch, target);
             for (int i = 0; i < t_list.n; i++) {
                 char vis[300];
                 snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
@@ -466,7 +500,8 @@ static void test_compile_all_archs(void) {
         for (int i = 0; i < n; i++) {
             const kbuild_stats *st = &im->stats[i];
             kernel_launch_dims dm;
-            kernel_dims(&t_list.s[i < t_list.n ? i : i - t_list.n], &dm, &d);
+            int u = i < t_list.n ? i : i - t_list.n;
+            kernel_dims(&t_list.s[u], t_list.bucket[u], &dm, &d);
             int threads = (int)(dm.block[0] * dm.block[1] * dm.block[2]);
             /* the entry's __launch_bounds__(max threads, min blocks) */
             int lb_threads = 0, lb_blocks = 1;
@@ -569,8 +604,13 @@ static void test_dedupe_and_args(void) {
         CHECK(r.ndistinct == 2, "%d distinct", r.ndistinct);
         CHECK(r.distinct_of[0] == 0 && r.distinct_of[1] == 1 && r.distinct_of[2] == 0 && r.distinct_of[3] == 1,
               "distinct_of %d %d %d %d", r.distinct_of[0], r.distinct_of[1], r.distinct_of[2], r.distinct_of[3]);
-        CHECK(r.nimages == 3 && strcmp(r.images[2].arch, "compute_86") == 0 && r.images[2].is_ptx,
-              "PTX of the lowest arch expected, got %s", r.nimages == 3 ? r.images[2].arch : "?");
+        /* sm_86 compiles from compute_80, sm_120 from compute_90: neither is listed, so PTX-only jobs make them */
+        CHECK(r.nimages == 4 && !strcmp(r.images[2].arch, "compute_80") && r.images[2].is_ptx &&
+                  !strcmp(r.images[3].arch, "compute_90") && r.images[3].is_ptx && !r.images[2].stats &&
+                  strstr((const char *)r.images[2].data, ".target sm_80") &&
+                  strstr((const char *)r.images[3].data, ".target sm_90") && strstr((const char *)r.images[3].data, "dd_two"),
+              "PTX compute_80 and compute_90 expected, got %d images, the third %s", r.nimages,
+              r.nimages > 2 ? r.images[2].arch : "?");
         CHECK(r.images[1].stats[2].registers == r.images[1].stats[0].registers && r.images[1].stats[0].registers > 0,
               "duplicate's stats");
         kbuild_result_free(&r);
@@ -594,18 +634,21 @@ static void test_dedupe_and_args(void) {
 }
 
 /* The 16-bit GEMM and attention take the tensor-core path (mma.sync,
- * ldmatrix, cp.async) from sm_80 on and the SIMT path on sm_75, with the
- * same text; float attention stays SIMT everywhere. */
+ * ldmatrix, cp.async) from sm_80 on; on sm_75 float16 attention has
+ * mma m16n8k8 and ldmatrix (no cp.async), bfloat16 attention and the GEMM
+ * none of them; float attention stays SIMT everywhere.  The PTX of each
+ * architecture's own compile is asked for (kbuild's ptx_targets). */
 static void test_tensor_core_path(void) {
-    kernel_spec s[3];
+    kernel_spec s[4];
     s[0] = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 64);
     s[0].n = 128;
     s[0].k = 256;
     s[0].x_ld = 256;
     s[0].out_ld = 128;
     s[0].has_bias = 1;
-    for (int i = 1; i < 3; i++) {
-        s[i] = kimage_spec(KERNEL_KIND_ATTENTION, i == 1 ? PLAN_DTYPE_F16 : PLAN_DTYPE_F32, 128);
+    static const plan_dtype adt[3] = {PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_F32};
+    for (int i = 1; i < 4; i++) {
+        s[i] = kimage_spec(KERNEL_KIND_ATTENTION, adt[i - 1], 128);
         s[i].heads = 4;
         s[i].head_dim = 64;
         s[i].scale = 0.125f;
@@ -613,30 +656,51 @@ static void test_tensor_core_path(void) {
         s[i].k_off = 256;
         s[i].v_off = 512;
         s[i].ctx_ld = 256;
+        s[i].qtile = 16;
     }
-    static const char *const mma_insn[3] = {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                                            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync"};
-    for (int i = 0; i < 3; i++) {
+    /* per spec, per arch (sm_80, sm_75): mma, ldmatrix, cp.async expected */
+    static const int want[4][2][3] = {{{1, 1, 1}, {0, 0, 0}}, {{1, 1, 1}, {1, 1, 0}}, {{1, 1, 1}, {0, 0, 0}},
+                                      {{0, 0, 0}, {0, 0, 0}}};
+    static const char *const mma_insn[4][2] = {
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "mma.sync"},
+        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"},
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "mma.sync"},
+        {"mma.sync", "mma.sync"}};
+    /* what inspect reports (kernel_path) is what the PTX shows */
+    static const char *const path[4][2] = {{"mma.m16n8k16", "simt"},
+                                           {"mma.m16n8k16", "mma.m16n8k8"},
+                                           {"mma.m16n8k16", "simt"},
+                                           {"simt", "simt"}};
+    for (int i = 0; i < 4; i++)
+        for (int a = 0; a < 2; a++) {
+            const char *p = kernel_path(&s[i], a ? 75 : 80);
+            CHECK(p && !strcmp(p, path[i][a]), "spec %d on sm_%d: path %s, expected %s", i, a ? 75 : 80, p ? p : "NULL",
+                  path[i][a]);
+        }
+    kernel_spec ln = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_F16, 64);
+    ln.hidden = 64;
+    CHECK(kernel_path(&ln, 80) == NULL, "add_ln has no path to choose");
+    for (int i = 0; i < 4; i++) {
         char *text, *entry;
         if (kimage_source(&s[i], i, &text, &entry) != 0) continue;
         kbuild_unit u = {text, entry};
         diag d;
         const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
+        const int ptx[2] = {80, 75};
         for (int a = 0; a < 2; a++) {
+            kbuild_options o = {.ptx_targets = &ptx[a], .nptx_targets = 1};
             kbuild_result r;
-            if (kbuild_compile(&u, 1, archs[a], 1, NULL, &r, &d) != 0) {
+            if (kbuild_compile(&u, 1, archs[a], 1, &o, &r, &d) != 0) {
                 CHECK(0, "%s: %s", archs[a][0], d.text);
                 continue;
             }
-            const char *ptx = (const char *)r.images[1].data;
-            int mma = strstr(ptx, mma_insn[i]) != NULL;
-            int ldm = strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4") != NULL;
-            int cp = strstr(ptx, "cp.async.cg.shared.global") != NULL;
-            if (a == 0 && i < 2)
-                CHECK(mma && ldm && cp, "%s on sm_80: mma %d, ldmatrix %d, cp.async %d", entry, mma, ldm, cp);
-            else
-                CHECK(!mma && !ldm && !cp, "%s on %s: mma %d, ldmatrix %d, cp.async %d", entry, archs[a][0], mma, ldm,
-                      cp);
+            const char *code = (const char *)r.images[1].data;
+            int mma = strstr(code, mma_insn[i][a]) != NULL;
+            int ldm = strstr(code, "ldmatrix.sync.aligned.m8n8.x4") != NULL;
+            int cp = strstr(code, "cp.async.cg.shared.global") != NULL;
+            CHECK(mma == want[i][a][0] && ldm == want[i][a][1] && cp == want[i][a][2],
+                  "%s on %s: mma %d, ldmatrix %d, cp.async %d (expected %d %d %d)", entry, archs[a][0], mma, ldm, cp,
+                  want[i][a][0], want[i][a][1], want[i][a][2]);
             kbuild_result_free(&r);
         }
         free(text);

@@ -169,18 +169,20 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->act = (plan_act)check_rng_range(0, PLAN_ACT_COUNT - 1);
     s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
     s->normalize = (int)check_rng_range(0, 1);
+    s->qtile = 8 << check_rng_range(0, 3);
 }
 
+/* A spec for a bucket of `bucket` rows: its own (a GEMM) or any (0). */
 static void rnd_spec(kernel_spec *s, int bucket) {
     for (;;) {
         memset(s, 0, sizeof *s);
         s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
-        s->bucket = bucket;
+        s->bucket = kernel_kind_bucket_free(s->kind) ? 0 : bucket;
         rnd_spec_fields(s);
         kernel_launch_dims dims;
         diag d;
         diag_init(&d);
-        if (!kernel_spec_check(s, &d) && !kernel_launch_dims_of(s, &dims, &d)) return;
+        if (!kernel_spec_check(s, &d) && !kernel_launch_dims_of(s, bucket, &dims, &d)) return;
     }
 }
 
@@ -201,9 +203,9 @@ static void rnd_launch(const plan *p, sched_bucket *b, sched_launch *l) {
     const kernel_spec *s = &p->kernels[l->kernel].spec;
     diag d;
     diag_init(&d);
-    kernel_launch_dims_of(s, &l->dims, &d);
+    kernel_launch_dims_of(s, b->seq_len, &l->dims, &d);
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(s, a);
+    kernel_args_of(s, b->seq_len, a);
     l->nargs = p->kernels[l->kernel].nargs;
     for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
         if (i >= l->nargs) rnd_fill(&l->args[i], sizeof l->args[i]);
@@ -310,7 +312,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         p->buckets[i].arena_bytes = (uint64_t)check_rng_range(64, 1 << 20);
     }
 
-    /* Kernels, each generated for one bucket; kernel 0 for bucket 0. */
+    /* Kernels, each generated for one bucket (or any); kernel 0 for bucket 0. */
     p->nkernels = small ? 1 : (int)check_rng_range(rich ? 2 : 0, 6);
     p->kernels = p->nkernels ? calloc((size_t)p->nkernels, sizeof p->kernels[0]) : NULL;
     for (int i = 0; i < p->nkernels; i++) {
@@ -318,8 +320,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         kernel_spec *s = &k->spec;
         k->entry = rnd_ident("bertc_kernel_");
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
-        s->bucket = p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len;
-        rnd_spec(s, s->bucket);
+        rnd_spec(s, p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len);
         k->nargs = kernel_kind_arg_count(s->kind);
     }
 
@@ -376,7 +377,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
 
         int kernels_here[64], nhere = 0;
         for (int k = 0; k < p->nkernels; k++)
-            if (p->kernels[k].spec.bucket == b->seq_len) kernels_here[nhere++] = k;
+            if (p->kernels[k].spec.bucket == b->seq_len || p->kernels[k].spec.bucket == 0) kernels_here[nhere++] = k;
         b->nsteps = small ? 2 : (int)check_rng_range(rich && bi == 0 ? 2 : 0, 12);
         b->steps = b->nsteps ? calloc((size_t)b->nsteps, sizeof b->steps[0]) : NULL;
         for (int j = 0; j < b->nsteps; j++) {
@@ -886,7 +887,7 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(k + 24) == (uint32_t)ks->kind && (int32_t)ld32(k + 32) == ks->bucket && eps == ks->eps, "kernel spec");
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
               ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
-              ld32(k + 144) == (uint32_t)ks->normalize && ld32(k + 148) == 0,
+              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile,
           "kernel spec tail");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
@@ -945,7 +946,7 @@ static void example_plan(plan *p) {
     kernel_spec *ks = &p->kernels[0].spec;
     ks->kind = KERNEL_KIND_ADD_LN;
     ks->dtype = PLAN_DTYPE_F32;
-    ks->bucket = 8;
+    ks->bucket = 0; /* add_ln serves any bucket */
     ks->hidden = 4;
     ks->eps = 1e-12f;
     ks->has_bias = 1;
@@ -985,7 +986,7 @@ static void example_plan(plan *p) {
     b->steps[1].name = xstrdup("layer0/add_ln");
     sched_launch *l = &b->steps[1].launch;
     l->kernel = 0;
-    l->dims = (kernel_launch_dims){{2, 1, 1}, {128, 1, 1}, 0};
+    l->dims = (kernel_launch_dims){{8, 1, 1}, {32, 1, 1}, 0};
     l->nargs = 9;
     sched_ref args[9] = {{SCHED_BUF_ARENA, 0},    {SCHED_BUF_REQUEST, 0},  {SCHED_BUF_ARENA, 128}, {SCHED_BUF_WEIGHTS, 16},
                          {SCHED_BUF_ARENA, 0},    {SCHED_BUF_WEIGHTS, 32}, {SCHED_BUF_WEIGHTS, 48}, {SCHED_BUF_NONE, 0},
@@ -1196,11 +1197,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 5 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 6 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 3);
+    st32(c + 0x08, 4);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 3", "field format_version: 3 is not supported (this reader reads version 4;",
+    EXPECT_FAIL(c, len, "version 4", "field format_version: 4 is not supported (this reader reads version 5;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1436,7 +1437,7 @@ static void test_semantic_errors(void) {
     st32(c + t.step0 + 52, ld32(c + t.step0 + 52) + 16);
     FIXED_FAIL("shared memory", "field launch.grid: ", "bytes of shared memory, but kernel");
     kernel_arg a0[KERNEL_MAX_ARGS];
-    kernel_args_of(&k0->spec, a0);
+    kernel_args_of(&k0->spec, b0->seq_len, a0);
     st32(c + t.step0 + 64, SCHED_BUF_ARENA);
     st64(c + t.step0 + 72, b0->arena_bytes - 4);
     snprintf(want, sizeof want, "field launch.args[0]: kernel %s touches %llu bytes from offset %llu, past the end of the "
@@ -1465,7 +1466,10 @@ static void test_semantic_errors(void) {
     st64(pf + 24, p.weights_size);
     FIXED_FAIL("prefetch past the weights", "lies outside the weights buffer");
     st32(c + t.kern.off + 32, 70000);
-    FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 70000 outside 1..65536");
+    if (kernel_kind_bucket_free(k0->spec.kind))
+        FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 70000 (the kind serves every bucket: 0)");
+    else
+        FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 70000 outside 1..65536");
     st32(c + t.kern.off + 4, (uint32_t)kernel_kind_arg_count(k0->spec.kind) % 7 + 1);
     FIXED_FAIL("kernel nargs", "section KERNELS: kernel 0: field nargs: ", "kernel takes");
     st64(c + t.step1 + 112, b0->arena_bytes); /* stride_d */
@@ -1527,7 +1531,10 @@ static void test_semantic_errors(void) {
     st32(c + t.kern.off + 4, KERNEL_MAX_ARGS + 1);
     FIXED_FAIL("kernel nargs", "kernel 0: field nargs: 11 is not in 1..10");
     st32(c + t.kern.off + 32, (uint32_t)k0->spec.bucket + 1);
-    FIXED_FAIL("kernel bucket", "field launch.kernel: kernel 0 (", "was generated for");
+    if (kernel_kind_bucket_free(k0->spec.kind))
+        FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 1 (the kind serves every bucket: 0)");
+    else
+        FIXED_FAIL("kernel bucket", "field launch.kernel: kernel 0 (", "was generated for");
     {
         tsec src;
         find_section(c, PLAN_SECTION_KERNEL_SOURCES, &src);
@@ -1548,8 +1555,10 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("pool mode", "section KERNELS: kernel 0: field spec.pool_mode: ", "is not a pooling mode");
     st32(c + t.kern.off + 144, 2);
     FIXED_FAIL("normalize", "section KERNELS: kernel 0: field spec.normalize: 2 is not a flag");
-    st32(c + t.kern.off + 148, 1);
-    FIXED_FAIL("kernel reserved", "section KERNELS: kernel 0: field reserved: ");
+    if (k0->spec.kind == KERNEL_KIND_ATTENTION) {
+        st32(c + t.kern.off + 148, 12);
+        FIXED_FAIL("query tile", "section KERNELS: kernel 0: field spec: kernel attention: query tile 12");
+    }
     {
         float nan = NAN;
         uint32_t u;

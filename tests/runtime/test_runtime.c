@@ -85,29 +85,33 @@ static float *run_lhs(bertc_context *c, const bertc_plan *pl, const bertc_reques
 
 /* ------------------------------------------------------------ image choice */
 
-/* An independent statement of CUDA's rules for a fixed set of images. */
+/* An independent statement of CUDA's rules for a fixed set of images: a
+ * CUBIN of the same major and no newer minor, else the newest PTX not newer
+ * than the device (compute_90 for Blackwell, never the compute_75 of old
+ * plans when a tensor-core PTX is there). */
 static void test_image_select(void) {
     plan p;
     memset(&p, 0, sizeof p);
-    plan_image im[6];
+    plan_image im[8];
     memset(im, 0, sizeof im);
-    const char *arch[6] = {"sm_75", "sm_80", "sm_86", "sm_90", "compute_75", "emu"};
-    plan_image_kind kind[6] = {PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_PTX,
-                               PLAN_IMAGE_EMU};
-    for (int i = 0; i < 6; i++) {
+    const char *arch[8] = {"sm_75", "sm_80", "sm_86", "sm_90", "compute_75", "emu", "compute_80", "compute_90"};
+    plan_image_kind kind[8] = {PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN,
+                               PLAN_IMAGE_PTX,   PLAN_IMAGE_EMU,   PLAN_IMAGE_PTX,   PLAN_IMAGE_PTX};
+    for (int i = 0; i < 8; i++) {
         snprintf(im[i].arch, sizeof im[i].arch, "%s", arch[i]);
         im[i].kind = kind[i];
     }
     p.images = im;
-    p.nimages = 6;
     struct {
-        int major, minor;
+        int nimages, major, minor;
         const char *want;
-    } cases[] = {{7, 5, "sm_75"}, {8, 0, "sm_80"}, {8, 6, "sm_86"}, {8, 7, "sm_86"}, {8, 9, "sm_86"},
-                 {9, 0, "sm_90"}, {10, 0, "compute_75"}, {12, 0, "compute_75"}, {7, 0, NULL}, {6, 1, NULL},
-                 {0, 0, "emu"}};
+    } cases[] = {{6, 7, 5, "sm_75"},       {6, 8, 0, "sm_80"},       {6, 8, 6, "sm_86"},      {6, 8, 7, "sm_86"},
+                 {6, 8, 9, "sm_86"},       {6, 9, 0, "sm_90"},       {6, 10, 0, "compute_75"}, {6, 12, 0, "compute_75"},
+                 {6, 7, 0, NULL},          {6, 6, 1, NULL},          {6, 0, 0, "emu"},        {7, 10, 0, "compute_80"},
+                 {8, 10, 0, "compute_90"}, {8, 12, 0, "compute_90"}, {8, 9, 0, "sm_90"},      {8, 8, 9, "sm_86"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[16], why[512];
+        p.nimages = cases[i].nimages;
         device_arch_name(cases[i].major, cases[i].minor, name, sizeof name);
         int got = rt_image_select(&p, name, cases[i].major, cases[i].minor, why, sizeof why);
         if (!cases[i].want) {
@@ -115,8 +119,8 @@ static void test_image_select(void) {
             CHECK(strstr(why, "sm_75") && strstr(why, "compute_75 (PTX)") && strstr(why, "--arch"),
                   "%d.%d: unclear: %s", cases[i].major, cases[i].minor, why);
         } else {
-            CHECK(got >= 0 && !strcmp(arch[got], cases[i].want), "%d.%d: chose %s, expected %s", cases[i].major,
-                  cases[i].minor, got >= 0 ? arch[got] : "none", cases[i].want);
+            CHECK(got >= 0 && !strcmp(arch[got], cases[i].want), "%d.%d with %d images: chose %s, expected %s",
+                  cases[i].major, cases[i].minor, cases[i].nimages, got >= 0 ? arch[got] : "none", cases[i].want);
         }
     }
     /* Without the PTX, a newer major has nothing; without emu, the emulated device has nothing. */
@@ -125,11 +129,40 @@ static void test_image_select(void) {
     CHECK(rt_image_select(&p, "emu", 0, 0, NULL, 0) < 0, "the emulated device took a CUBIN");
 }
 
-/* The same plan through CUBIN (8.9 -> sm_86), PTX (10.0 -> compute_80: the
- * plan carries the PTX of each target it compiled, and a GPU newer than any
- * CUBIN JITs the newest, the tensor-core code) and EMU: the runtime's image
- * choice and the module path of a GPU, with the emulated device binding the
- * CUBIN's kernels to their twins by name. */
+/* The PTX image `arch` of p holds every kernel of p, and its attention
+ * kernels' bodies the tensor-core instructions (mma.sync m16n8k16,
+ * ldmatrix, cp.async): what a GPU newer than the plan JIT-compiles. */
+static void ptx_has_tensor_cores(const plan *p, const char *arch) {
+    const plan_image *im = NULL;
+    for (int i = 0; i < p->nimages; i++)
+        if (p->images[i].kind == PLAN_IMAGE_PTX && !strcmp(p->images[i].arch, arch)) im = &p->images[i];
+    CHECK(im != NULL, "the plan has no %s PTX", arch);
+    if (!im) return;
+    char *ptx = strndup((const char *)im->data, im->size);
+    int attention = 0;
+    for (int k = 0; ptx && k < p->nkernels; k++) {
+        char head[300];
+        snprintf(head, sizeof head, ".entry %s(", p->kernels[k].entry);
+        const char *body = strstr(ptx, head);
+        CHECK(body != NULL, "%s PTX lacks %s", arch, p->kernels[k].entry);
+        if (!body || p->kernels[k].spec.kind != KERNEL_KIND_ATTENTION) continue;
+        attention++;
+        const char *next = strstr(body + 1, ".entry ");
+        size_t n = next ? (size_t)(next - body) : strlen(body);
+        char *b = strndup(body, n);
+        CHECK(b && strstr(b, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") && strstr(b, "ldmatrix.sync") &&
+                  strstr(b, "cp.async"),
+              "%s: %s is not the tensor-core path", arch, p->kernels[k].entry);
+        free(b);
+    }
+    CHECK(attention > 0, "no attention kernel in the plan");
+    free(ptx);
+}
+
+/* The same plan through CUBIN (8.9 -> sm_86, 9.0 -> sm_90), PTX (10.0 and
+ * 12.0, Blackwell -> compute_90, the newest PTX the plan carries: the
+ * tensor-core path; the plan carries no compute_75) and EMU: the runtime's image choice and the module path of a GPU, with the
+ * emulated device binding the CUBIN's kernels to their twins by name. */
 static void test_image_paths_run(void) {
     bertc_plan *pl = open_plan("tiny-bert-fp16");
     if (!pl) return;
@@ -152,8 +185,9 @@ static void test_image_paths_run(void) {
     struct {
         int major, minor;
         const char *arch, *kind;
-    } gpus[] = {{8, 9, "sm_86", "cubin"}, {7, 5, "sm_75", "cubin"}, {10, 0, "compute_80", "ptx"}};
-    for (int g = 0; g < 3 && want; g++) {
+    } gpus[] = {{8, 9, "sm_86", "cubin"}, {7, 5, "sm_75", "cubin"}, {9, 0, "sm_90", "cubin"},
+                {10, 0, "compute_90", "ptx"}, {12, 0, "compute_90", "ptx"}};
+    for (int g = 0; g < 5 && want; g++) {
         E->set_arch(gpus[g].major, gpus[g].minor);
         c = make_ctx(pl, &o);
         if (!c) continue;
@@ -166,6 +200,8 @@ static void test_image_paths_run(void) {
         free(got);
         bertc_context_destroy(c);
     }
+    ptx_has_tensor_cores(&raw, "compute_80");
+    ptx_has_tensor_cores(&raw, "compute_90");
     /* 7.0: neither a CUBIN nor the PTX runs. */
     E->set_arch(7, 0);
     bertc_context *none = NULL;
@@ -562,8 +598,8 @@ static int kernel_edges(const char *name, int64_t len) {
  * edges between its kernels (each dependent's pre-wait part before its
  * predecessor): the outputs are bit for bit those of the EMU image, every
  * kernel-to-kernel edge overlapped and its held block parked in its wait.
- * options.pdl = 0, an sm_86 CUBIN, or a compute_75 PTX on 10.0 (no
- * griddepcontrol in it) launch plainly. */
+ * options.pdl = 0 and an sm_86 CUBIN launch plainly; the compute_90 PTX
+ * on 10.0 (griddepcontrol inside) overlaps. */
 static void test_programmatic_launch_plan(void) {
     bertc_plan *pl = open_plan("tiny-bert-fp16");
     if (!pl) return;
@@ -607,14 +643,15 @@ static void test_programmatic_launch_plan(void) {
         }
         bertc_context_destroy(c);
     }
-    /* the image decides: an sm_86 CUBIN on 8.9, a compute_75 PTX on 10.0 */
+    /* the image decides: an sm_86 CUBIN on 8.9 launches plainly; the
+     * compute_90 PTX a 10.0 GPU JITs has griddepcontrol, so it overlaps */
     static const int archs[2][2] = {{8, 9}, {10, 0}};
     for (int a = 0; a < 2; a++) {
         E->set_arch(archs[a][0], archs[a][1]);
         o = emu_options();
         if (!(c = make_ctx(pl, &o))) continue;
-        CHECK(!bertc_context_programmatic_launch(c), "%s image on %d.%d ran programmatically", bertc_context_image_arch(c),
-              archs[a][0], archs[a][1]);
+        CHECK(bertc_context_programmatic_launch(c) == (a == 1), "%s image on %d.%d: programmatic %d",
+              bertc_context_image_arch(c), archs[a][0], archs[a][1], bertc_context_programmatic_launch(c));
         bertc_context_destroy(c);
     }
     /* a failing cuLaunchKernelEx at capture fails the create cleanly */

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "emu_build.h"
+#include "plan_kernels.h"
 #include "tbuf.h"
 
 kernel_spec kimage_spec(kernel_kind kind, plan_dtype dt, int bucket) {
@@ -22,7 +23,7 @@ kernel_spec kimage_spec(kernel_kind kind, plan_dtype dt, int bucket) {
     memset(&s, 0, sizeof s);
     s.kind = kind;
     s.dtype = dt;
-    s.bucket = bucket;
+    s.bucket = kernel_kind_bucket_free(kind) ? 0 : bucket;
     return s;
 }
 
@@ -31,6 +32,7 @@ kernel_spec *kimage_specs_add(kimage_specs *l, kernel_kind kind, plan_dtype dt, 
         fprintf(stderr, "kimage_specs_add: more than %d specs\n", KIMAGE_MAX_SPECS);
         abort();
     }
+    l->bucket[l->n] = bucket;
     kernel_spec *s = &l->s[l->n++];
     *s = kimage_spec(kind, dt, bucket);
     return s;
@@ -40,7 +42,7 @@ int kimage_cases_generate(kimage_case *c, int n, char *err, size_t cap) {
     for (int i = 0; i < n; i++) {
         diag d;
         diag_init(&d);
-        if (kernel_source(&c[i].spec, &c[i].text, &c[i].entry, &d) != 0 || kernel_dims(&c[i].spec, &c[i].dims, &d) != 0) {
+        if (kernel_source(&c[i].spec, &c[i].text, &c[i].entry, &d) != 0 || kernel_dims(&c[i].spec, c[i].bucket, &c[i].dims, &d) != 0) {
             snprintf(err, cap, "case %d (%s): %s", i, kernel_kind_name(c[i].spec.kind), d.text);
             return -1;
         }
@@ -65,6 +67,17 @@ int kimage_source(const kernel_spec *s, int index, char **text, char **entry) {
 }
 
 char *kimage_prefixed(const char *prefix, const char *text) { return text ? tbuf_format("%s%s", prefix, text) : NULL; }
+
+int32_t *kimage_request(int bucket, int len) {
+    int32_t *req = calloc((size_t)KERNEL_REQ_HEADER_WORDS + 3 * (size_t)bucket, sizeof *req);
+    if (!req) {
+        fprintf(stderr, "kimage_request: out of memory\n");
+        abort();
+    }
+    req[KERNEL_REQ_LEN] = len;
+    req[KERNEL_REQ_BUCKET] = bucket;
+    return req;
+}
 
 /* Builds the image into a temp file; its path in path[cap], or -1 with d set. */
 static int kimage_build_file(const char *name, const char *const *texts, int n, char *path, size_t cap, diag *d) {

@@ -11,34 +11,43 @@
 #ifndef BERTC_TEST_KIMAGE_H
 #define BERTC_TEST_KIMAGE_H
 
+#include <stdint.h>
+
 #include "diag.h"
 #include "kernels.h"
 
 #define KIMAGE_MAX_SPECS 64
 
-/* A spec of `kind` for storage dtype dt and bucket, every other field zero. */
+/*
+ * A spec of `kind` for storage dtype dt launched in a bucket of `bucket`
+ * rows, every other field zero: spec.bucket is the bucket for a GEMM and 0
+ * for the kinds that serve any bucket (kernel_kind_bucket_free), whose
+ * rows are the launch's.
+ */
 kernel_spec kimage_spec(kernel_kind kind, plan_dtype dt, int bucket);
 
-/* The list of specs a test generates and checks. */
+/* The list of specs a test generates and checks, each with the bucket it
+ * is launched in (the rows of its [bucket, *] tensors). */
 typedef struct kimage_specs {
     kernel_spec s[KIMAGE_MAX_SPECS];
+    int bucket[KIMAGE_MAX_SPECS];
     int n;
 } kimage_specs;
 
 /* A new kimage_spec at the end of l (the test aborts past KIMAGE_MAX_SPECS). */
 kernel_spec *kimage_specs_add(kimage_specs *l, kernel_kind kind, plan_dtype dt, int bucket);
 
-/* A kernel the test runs: its spec, the request length it runs at, and
- * what kimage_cases_generate makes of it. */
+/* A kernel the test runs: its spec, the bucket it is launched in, the
+ * request length it runs at, and what kimage_cases_generate makes of it. */
 typedef struct kimage_case {
     kernel_spec spec;
-    int len;
+    int bucket, len;
     char *text, *entry;
     kernel_launch_dims dims;
 } kimage_case;
 
-/* Text, entry and launch geometry of n cases: 0, or -1 with "case <i>
- * (<kind>): <why>" in err. */
+/* Text, entry and launch geometry (in the case's bucket) of n cases: 0, or
+ * -1 with "case <i> (<kind>): <why>" in err. */
 int kimage_cases_generate(kimage_case *c, int n, char *err, size_t cap);
 /* Frees the texts and entries of n cases. */
 void kimage_cases_free(kimage_case *c, int n);
@@ -63,5 +72,10 @@ char *kimage_build_bytes(const char *name, const char *const *texts, int n, size
  * __syncthreads on two paths of one block (launch either with >= 64 threads
  * for k_divergent).  The emulator's core and its CUDA driver report them. */
 extern const char kimage_faulting_src[];
+
+/* A request block for a bucket of `bucket` rows and real length len (words
+ * 0 and 1; the reserved words zero; ids, types and mask left to the
+ * caller, calloc'd): free it. */
+int32_t *kimage_request(int bucket, int len);
 
 #endif

@@ -6,7 +6,8 @@
  * rounded to the storage type on the way, so the only rounding a kernel
  * is compared against is its own.  The request block is read the way the
  * kernels read it (len in word 0, ids, types and mask after the header),
- * so a test builds one block and hands it to both.  kref_kernel maps a
+ * so a test builds one block and hands it to both (its bucket length is
+ * header word 1, whatever the spec says).  kref_kernel maps a
  * kernel's argument list onto these functions with the spec's leading
  * dimensions; that mapping is the only place the ABI of plan_types.h is
  * spelled out here.
@@ -111,8 +112,10 @@ void kref_layernorm(const double *x, int n, double eps, kref_mat gamma, kref_mat
 
 static int kref_len(const int32_t *req) { return req[0]; }
 
-static const int32_t *kref_row(const int32_t *req, const kernel_spec *s, int which) {
-    return req + KERNEL_REQ_HEADER_WORDS + (size_t)which * (size_t)s->bucket;   /* 0 ids, 1 types, 2 mask */
+/* Array `which` of the request block (0 ids, 1 types, 2 mask), each of the
+ * block's bucket length (header word 1). */
+static const int32_t *kref_row(const int32_t *req, int which) {
+    return req + KERNEL_REQ_HEADER_WORDS + (size_t)which * (size_t)req[KERNEL_REQ_BUCKET];
 }
 
 size_t kref_rows(const kernel_spec *s, const int32_t *req) {
@@ -142,7 +145,7 @@ static double *kref_out(const kernel_spec *s, const int32_t *req) { return kref_
 double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *tables, kref_mat gamma,
                       kref_mat beta) {
     double *out = kref_out(s, req), *x = kref_doubles((size_t)s->hidden);
-    const int32_t *ids = kref_row(req, s, 0), *types = kref_row(req, s, 1);
+    const int32_t *ids = kref_row(req, 0), *types = kref_row(req, 1);
     for (int r = 0; r < kref_len(req); r++) {
         for (int c = 0; c < s->hidden; c++) x[c] = 0;
         for (int g = 0; g < s->ngathers; g++) {
@@ -175,7 +178,7 @@ double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_m
 
 double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv) {
     int L = kref_len(req), H = s->heads, D = s->head_dim, W = H * D;
-    const int32_t *mask = kref_row(req, s, 2);
+    const int32_t *mask = kref_row(req, 2);
     double *out = kref_out(s, req), *p = kref_doubles((size_t)(L > 0 ? L : 0));
     for (int h = 0; h < H; h++)
         for (int q = 0; q < L; q++) {
@@ -216,7 +219,7 @@ double *kref_gemm(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat
 
 double *kref_pool(const kernel_spec *s, const int32_t *req, kref_mat x) {
     int H = s->hidden;
-    const int32_t *mask = kref_row(req, s, 2);
+    const int32_t *mask = kref_row(req, 2);
     double *out = kref_out(s, req);
     if (s->pool_mode == PLAN_POOL_CLS) {
         for (int k = 0; k < H; k++) out[k] = kref_at(x, 0, (size_t)k);

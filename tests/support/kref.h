@@ -24,7 +24,7 @@
  * rows [0, len) of a [bucket, *] kernel (padding rows are not the
  * reference's business), one row for POOL.  `req` is the kernel's request
  * block (KERNEL_REQ_HEADER_WORDS words, then ids, types and mask of
- * `bucket` entries each); len is its first word.
+ * `bucket` entries each); len is its word 0, the bucket length word 1.
  *
  * Also here, because every kernel test needs them and they must not come
  * from the code under test: loading and storing one element of a buffer in
