@@ -6,8 +6,8 @@
  * Kernel kinds.  Each row states, in the model's terms, the choice its
  * template makes: the LayerNorm family and pooling run on the CUDA cores;
  * attention and the GEMM template use mma.sync for 16-bit storage from
- * sm_80 on (the SIMT path on sm_75 and for float32 — kernels_templates/
- * gemm.cuh, attention.cuh); a GEMM CTA computes its whole BM x BN tile
+ * sm_80 on (attention also on sm_75 for float16, m16n8k8; the GEMM's SIMT
+ * path there, and for float32 — kernels_templates/gemm.cuh, attention.cuh); a GEMM CTA computes its whole BM x BN tile
  * over K, padding included.  A kind added to kernel_kind without a row
  * here makes `--predict` refuse the plan (test_predict checks every kind
  * has one), so the model never silently guesses.
@@ -27,11 +27,20 @@ static predict_unit predict_unit_simt(const kernel_spec *s, const kernel_geometr
     return PREDICT_UNIT_SIMT;
 }
 
-/* kernels_templates/attention.cuh: the tensor-core path from sm_80 on when
- * the geometry chose it (16-bit, head_dim % 16, aligned). */
+/* kernels_templates/attention.cuh: the tensor-core path when the geometry
+ * chose it (16-bit, head_dim % 16, aligned): mma m16n8k16 from sm_80 on,
+ * m16n8k8 on sm_75 for float16 (bfloat16 has no Turing tensor cores). */
 static predict_unit predict_unit_attention(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
+    int tc = g->tc && (image_sm >= 80 || (image_sm >= 75 && s->dtype == PLAN_DTYPE_F16));
+    return tc ? PREDICT_UNIT_WARP_MMA : PREDICT_UNIT_SIMT;
+}
+
+/* A block of qt query rows issues mma tiles of 16 rows per query group
+ * (wq groups): at qt 8 half of every tile is padding, so the tensor cores
+ * do 16 * wq / qt times the useful work. */
+static void predict_adjust_attention(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
     (void)s;
-    return g->tc && image_sm >= 80 ? PREDICT_UNIT_WARP_MMA : PREDICT_UNIT_SIMT;
+    if (g->tc && g->qt > 0 && g->wq > 0 && 16 * g->wq > g->qt) w->flops *= (double)(16 * g->wq) / (double)g->qt;
 }
 
 /* kernels_templates/gemm.cuh: mma.sync for 16-bit storage from sm_80 on. */
@@ -48,7 +57,7 @@ static void predict_adjust_gemm(const kernel_spec *s, const kernel_geometry *g, 
 }
 
 static const predict_kind predict_kind_simt = {predict_unit_simt, NULL};
-static const predict_kind predict_kind_attention = {predict_unit_attention, NULL};
+static const predict_kind predict_kind_attention = {predict_unit_attention, predict_adjust_attention};
 static const predict_kind predict_kind_gemm = {predict_unit_gemm, predict_adjust_gemm};
 
 /* One row per kind: a new kind adds one line (and, if its template has a

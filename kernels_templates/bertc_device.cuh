@@ -58,8 +58,11 @@
  * only (bfloat16 mma needs sm_80) and ldmatrix.  The emulator runs every
  * path through the helpers' emulator bodies; with BERTC_EMU_SM75 defined
  * before this header it offers exactly what sm_75 offers, so the kernel
- * tests run the Turing paths too.  Templates test __CUDA_ARCH__ only
- * through these macros, at 750 and 800 (the PTX targets of arch.c).
+ * tests run the Turing paths too.  Templates test the architecture only
+ * through these macros and the overlap helpers, at 750, 800 and 900: the
+ * compile pipeline reads those thresholds off the text (every mention of
+ * the architecture macro must be such a test, or each architecture gets a
+ * front end of its own: compiler/codegen/kbuild.h).
  */
 #if defined(BERTC_EMU)
 #if defined(BERTC_EMU_SM75)

@@ -282,8 +282,8 @@ static int kbuild_add_tensor_target(const kbuild_work *w, int *numbers, int n) {
 /* Whether target t's PTX goes into the plan: every target of 80 or more;
  * a lower one only when it is the only one (sm_75 has its own CUBIN, and
  * PTX below the tensor-core path would only mislead a newer GPU). */
-static int kbuild_ptx_wanted(const kbuild_graph *g, int t) {
-    return g->targets[t].number >= 80 || g->targets[g->ntargets - 1].number < 80;
+static int kbuild_ptx_wanted(const kbuild_graph *g, int t, int all) {
+    return all || g->targets[t].number >= 80 || g->targets[g->ntargets - 1].number < 80;
 }
 
 /* The targets and one ptxas job per architecture. */
@@ -310,10 +310,10 @@ static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int nar
 
 /* One CUBIN per arch in the order given, then the PTX the plan carries
  * (kbuild_ptx_wanted), ascending. */
-static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx) {
+static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx, int all_ptx) {
     const kbuild_work *w = g->w;
     int nptx = 0;
-    for (int t = 0; !no_ptx && t < g->ntargets; t++) nptx += kbuild_ptx_wanted(g, t);
+    for (int t = 0; !no_ptx && t < g->ntargets; t++) nptx += kbuild_ptx_wanted(g, t, all_ptx);
     r->nimages = g->narchs + nptx;
     r->images = calloc((size_t)r->nimages, sizeof *r->images);
     if (!r->images) return -1;
@@ -331,7 +331,7 @@ static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx) {
         for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
     }
     for (int t = 0, k = g->narchs; !no_ptx && t < g->ntargets; t++) {
-        if (!kbuild_ptx_wanted(g, t)) continue;
+        if (!kbuild_ptx_wanted(g, t, all_ptx)) continue;
         kbuild_image *im = &r->images[k++];
         snprintf(im->arch, sizeof im->arch, "%s", g->targets[t].name);
         im->is_ptx = 1;
@@ -418,7 +418,7 @@ static int kbuild_build(kbuild_graph *g, const char *const *archs, int narchs, c
     r->njobs = g->njobs;
     for (int t = 0; t < g->ntargets; t++) r->cached_jobs += g->targets[t].cached;
     for (int a = 0; a < narchs; a++) r->cached_jobs += g->sass[a].cached;
-    if (kbuild_collect(g, r, opt->no_ptx)) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
+    if (kbuild_collect(g, r, opt->no_ptx, opt->all_ptx)) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
     return 0;
 }
 

@@ -100,6 +100,7 @@ typedef struct kbuild_options {
                                   $CUDA_HOME, else the build's CUDA_HOME (/usr/local/cuda) */
     int jobs;                  /* threads; < 1 means 1 */
     int no_ptx;                /* skip the PTX images */
+    int all_ptx;               /* every target's PTX, not only what a plan carries (tests) */
     const char *const *extra_options;   /* more NVRTC options (e.g. "-lineinfo") */
     int nextra;
     kcache *cache;             /* NULL: no cache */

@@ -2,7 +2,8 @@
  * kernel_ln — the text of the two LayerNorm kernels: embed_ln (gathers +
  * LayerNorm) and add_ln (bias + residual + LayerNorm).  They share a
  * geometry, since both are one read-mostly pass over rows of `hidden`
- * elements: a block per row (a warp up to 1024 elements), vectors as wide
+ * elements: a block per row (a warp while each lane holds at most 24 values
+ * of the row, plan_kernels.c), vectors as wide
  * as the hidden size allows (runtime/plan/plan_kernels.c chooses and
  * argues it).  Neither depends on the bucket: the text reads the lengths
  * from the request block, so the entry names carry no bucket and one

@@ -60,6 +60,7 @@
 
 #define KERNEL_LN_MAX_HIDDEN 32768
 #define KERNEL_LN_MAX_FLOATS 64 /* row values per thread */
+#define KERNEL_LN_WARP_FLOATS 24 /* at most this many per thread for a warp per row */
 #define KERNEL_ATTENTION_MAX_HEAD_DIM 128
 #define KERNEL_ATTENTION_WARPS 4
 #define KERNEL_ATTENTION_KT 64 /* keys per tensor-core tile: 16 per warp at the narrowest split */
@@ -124,14 +125,19 @@ static int kernel_ln_geometry(const kernel_spec *s, kernel_geometry *g, diag *d)
     int h = s->hidden;
     g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), &h, 1);
     int nv = h / g->vec;
-    if (h <= 1024) {
+    /* A warp per row while each thread holds at most 24 values per
+     * operand: the kernels keep gamma, beta, the bias, x and the residual
+     * of their slice in registers across sm_90's dependency wait, and at 32
+     * values each (hidden 1024 on one warp) ptxas spills there.  Longer
+     * rows take a block, as few threads as keep each at 24 or fewer. */
+    int per = KERNEL_LN_WARP_FLOATS / g->vec > 0 ? KERNEL_LN_WARP_FLOATS / g->vec : 1;
+    if (kernel_ceil_div(nv, 32) * g->vec <= KERNEL_LN_WARP_FLOATS) {
         g->threads = 32;
-        g->rows = 1;
     } else {
-        int t = (kernel_ceil_div(nv, 4) + 31) / 32 * 32;
+        int t = (kernel_ceil_div(nv, per) + 31) / 32 * 32;
         g->threads = t < 64 ? 64 : t > 1024 ? 1024 : t;
-        g->rows = 1;
     }
+    g->rows = 1;
     int floats = kernel_ceil_div(nv, g->threads) * g->vec;
     if (floats > KERNEL_LN_MAX_FLOATS)
         return diag_set(d, DIAG_CODE_INPUT, "kernel %s: hidden size %d needs %d values per thread (at most %d)",
