@@ -32,6 +32,7 @@
 #include "kernels.h"
 #include "kimage.h"
 #include "kref.h"
+#include "plan_kernels.h"
 
 /* The producer: copies up to two activation buffers into place (32-bit words, grid-strided). */
 static const char producer_src[] =
@@ -45,6 +46,9 @@ static const char producer_src[] =
 
 #define NSPECS 6
 static kernel_spec specs[NSPECS];
+/* The bucket each spec is launched in (most kinds serve every bucket: their
+ * spec says 0, the launch and the request block say the rows). */
+static const int rows_of[NSPECS] = {16, 16, 32, 24, 32, 16};
 static char *entries[NSPECS];
 static emu_image *images[2];   /* [0] as generated, [1] with BERTC_DEPENDENCY_WAIT_DISABLED */
 
@@ -61,10 +65,12 @@ static void specs_init(void) {
     *s = kimage_spec(KERNEL_KIND_ATTENTION, PLAN_DTYPE_F16, 32);
     s->heads = 2, s->head_dim = 32, s->scale = 1.0f / sqrtf(32.0f);
     s->qkv_ld = 192, s->q_off = 0, s->k_off = 64, s->v_off = 128, s->ctx_ld = 64;
+    s->qtile = kernel_attention_qtile(s, rows_of[2]);
     s = &specs[3];
     *s = kimage_spec(KERNEL_KIND_ATTENTION, PLAN_DTYPE_F32, 24);
     s->heads = 2, s->head_dim = 20, s->scale = 1.0f / sqrtf(20.0f);
     s->qkv_ld = 120, s->q_off = 0, s->k_off = 40, s->v_off = 80, s->ctx_ld = 40;
+    s->qtile = kernel_attention_qtile(s, rows_of[3]);
     s = &specs[4];
     *s = kimage_spec(KERNEL_KIND_GEMM, PLAN_DTYPE_BF16, 32);
     s->n = 64, s->k = 96, s->x_ld = 96, s->out_ld = 64, s->res_ld = 64;
@@ -157,9 +163,9 @@ static operand fill(plan_dtype t, size_t n, double scale, double offset, int act
 
 /* The kernel's operands after (out, req), as kref_kernel lists them; the
  * count in *n, the output's element count in *out_elems. */
-static void operands(const kernel_spec *s, operand *in, int *n, size_t *out_elems) {
+static void operands(const kernel_spec *s, int rows, operand *in, int *n, size_t *out_elems) {
     plan_dtype t = s->dtype;
-    size_t S = (size_t)s->bucket, H = (size_t)s->hidden;
+    size_t S = (size_t)rows, H = (size_t)s->hidden;
     memset(in, 0, 6 * sizeof *in);
     switch (s->kind) {
     case KERNEL_KIND_ADD_LN:
@@ -189,11 +195,11 @@ static void operands(const kernel_spec *s, operand *in, int *n, size_t *out_elem
     }
 }
 
-static int *request(const kernel_spec *s, int len) {
-    int B = s->bucket;
+static int *request(int B, int len) {
     int *req = xalloc((size_t)(KERNEL_REQ_HEADER_WORDS + 3 * B) * 4);
-    req[0] = len;
-    req[1] = req[2] = req[3] = 0;
+    req[KERNEL_REQ_LEN] = len;
+    req[KERNEL_REQ_BUCKET] = B;
+    req[2] = req[3] = 0;
     for (int i = 0; i < B; i++) {
         req[KERNEL_REQ_HEADER_WORDS + i] = (int)check_rng_range(0, 39);
         req[KERNEL_REQ_HEADER_WORDS + B + i] = 0;
@@ -234,10 +240,10 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
     operand in[6];
     int n = 0;
     size_t out_elems = 0;
-    operands(s, in, &n, &out_elems);
+    operands(s, rows_of[i], in, &n, &out_elems);
     void *out = xalloc(out_elems * kref_dtype_size(s->dtype));
     memset(out, 0xff, out_elems * kref_dtype_size(s->dtype));
-    int *req = request(s, len);
+    int *req = request(rows_of[i], len);
     void *vals[KERNEL_MAX_ARGS] = {out, req}, *args[KERNEL_MAX_ARGS];
     for (int k = 0; k < n; k++) vals[2 + k] = in[k].p;
     /* the prefetch pair: the first weight operand, as a plan would name the next step's */
@@ -254,7 +260,7 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
     kernel_launch_dims dm;
     diag d;
     diag_init(&d);
-    kernel_dims(s, &dm, &d);
+    kernel_dims(s, rows_of[i], &dm, &d);
     emu_kernel *k = emu_image_kernel(im, entries[i], &d), *kp = emu_image_kernel(im, "k_produce2", &d);
     int bad = -1;
     if (k && kp) {
@@ -290,7 +296,7 @@ static void test_templates_wait(void) {
     CHECK_REQUIRE(im, "no image");
     for (int i = 0; i < NSPECS; i++)
         for (int si = 0; si < 2; si++) {
-            int lens[2] = {specs[i].bucket, specs[i].bucket / 2 + 1};
+            int lens[2] = {rows_of[i], rows_of[i] / 2 + 1};
             for (int li = 0; li < 2; li++) {
                 uint64_t parked = 0;
                 int bad = run_edge(im, i, lens[li], scheds[si], &parked);
@@ -311,7 +317,7 @@ static void test_missing_wait_caught(void) {
     for (int i = 0; i < NSPECS; i++)
         for (int si = 0; si < 2; si++) {
             uint64_t parked = 0;
-            int bad = run_edge(im, i, specs[i].bucket, scheds[si], &parked);
+            int bad = run_edge(im, i, rows_of[i], scheds[si], &parked);
             if (specs[i].kind == KERNEL_KIND_EMBED_LN)
                 CHECK(bad == 0, "%s without its wait: %d wrong (it reads no activation)", entries[i], bad);
             else
@@ -331,15 +337,15 @@ static void test_prefetch_pair(void) {
     operand in[6];
     int n = 0;
     size_t out_elems = 0;
-    operands(s, in, &n, &out_elems);
+    operands(s, rows_of[0], in, &n, &out_elems);
     memcpy(in[0].p, in[0].src, in[0].bytes);
     memcpy(in[2].p, in[2].src, in[2].bytes);
     void *out = xalloc(out_elems * kref_dtype_size(s->dtype)), *w = xalloc(5000);
-    int *req = request(s, s->bucket);
+    int *req = request(rows_of[0], rows_of[0]);
     kernel_launch_dims dm;
     diag d;
     diag_init(&d);
-    kernel_dims(s, &dm, &d);
+    kernel_dims(s, rows_of[0], &dm, &d);
     for (int past = 0; past < 2; past++) {
         void *vals[KERNEL_MAX_ARGS] = {out, req, in[0].p, in[1].p, in[2].p, in[3].p, in[4].p, w,
                                        (char *)w + 4999 + past};
