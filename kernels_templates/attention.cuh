@@ -42,6 +42,14 @@
  * scores everywhere and averages V uniformly over all k < len — what HF
  * computes.  No inf - inf arises, hence no NaN from masking.
  *
+ * An optional additive score bias (MPNet's relative-position bias, one
+ * [heads, BLD, BLD] table of the plan shared by every layer and bucket:
+ * the bias depends on key - query only, so a bucket's [S, S] block is the
+ * table's top-left corner) is added to the scaled score of every visible
+ * key: score = scale * q.k + bias[h][q][k], in the log2 domain as
+ * bias * log2 e.  BLD is the table's row length; 0 means no bias and the
+ * pointer is not read.
+ *
  * BERTC_ATTENTION_FORCE_SIMT selects the SIMT fallback of the tensor-core
  * geometry everywhere (the emulator checks the sm_75 path with it).
  */
@@ -54,9 +62,24 @@
  * float, K [KT][KS] and V [KT][D].  Every thread of the block calls it
  * with the same q0 (it synchronises).
  */
-template <typename T, int BUCKET, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int QT, int KT, int VEC>
+#define BERTC_LOG2E 1.4426950408889634f
+
+/* The bias of (row, key) in the log2 domain; rows past len read row len - 1. */
+template <typename T, int BLD>
+BERTC_INLINE float bertc_attention_bias(const T *__restrict__ bias, int h, int row, int key, int len) {
+    if constexpr (BLD == 0) {
+        return 0.0f;
+    } else {
+        const int r = row < len ? row : len - 1;
+        return bertc_to_float<T>(bias[((size_t)h * BLD + r) * BLD + key]) * BERTC_LOG2E;
+    }
+}
+
+template <typename T, int BUCKET, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int QT, int KT, int VEC,
+          int BLD>
 BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restrict__ req, const T *__restrict__ qkv,
-                                       float scale_log2e, unsigned char *smem, int h, int q0, int len) {
+                                       const T *__restrict__ bias, float scale_log2e, unsigned char *smem, int h,
+                                       int q0, int len) {
     constexpr int R = QT / NW;                         /* query rows per warp */
     constexpr int KW = D * (int)sizeof(T) / 4;         /* 32-bit words in a K row */
     constexpr int KS = (KW | 1) * 4 / (int)sizeof(T);  /* padded K row, elements */
@@ -136,7 +159,8 @@ BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restric
                 }
                 if (mask[k0 + j] != 0) {
 #pragma unroll
-                    for (int r = 0; r < R; ++r) sc[r][ch] = s[r];
+                    for (int r = 0; r < R; ++r)
+                        sc[r][ch] = s[r] + bertc_attention_bias<T, BLD>(bias, h, q0 + warp * R + r, k0 + j, len);
                 }
             }
         }
@@ -242,9 +266,10 @@ BERTC_INLINE void bertc_attention_tc_fill(T *__restrict__ kdst, T *__restrict__ 
  * `smem` holds two stages of K and V tiles, [2][KT][D + 8] each (rows
  * padded by 16 bytes: the 8 rows of an ldmatrix hit distinct banks).
  */
-template <typename T, int BUCKET, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int KT>
+template <typename T, int BUCKET, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int KT, int BLD>
 BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict__ req, const T *__restrict__ qkv,
-                                     float scale_log2e, unsigned char *smem, int h, int q0, int len) {
+                                     const T *__restrict__ bias, float scale_log2e, unsigned char *smem, int h,
+                                     int q0, int len) {
     constexpr int DP = D + 8;          /* padded tile row, elements */
     constexpr int ND = D / 16;         /* k-steps of S = Q K^T */
     constexpr int NT = KT / 8;         /* n8 tiles of S */
@@ -319,8 +344,10 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
             for (int e = 0; e < 2; ++e) {
                 const int key = nt * 8 + 2 * t + e;
                 const bool keep = key < kn && mask[k0 + key] != 0;
-                s[nt][e] = keep ? s[nt][e] * scale_log2e : BERTC_FLT_LOWEST;
-                s[nt][2 + e] = keep ? s[nt][2 + e] * scale_log2e : BERTC_FLT_LOWEST;
+                s[nt][e] = keep ? s[nt][e] * scale_log2e + bertc_attention_bias<T, BLD>(bias, h, r0, k0 + key, len)
+                                : BERTC_FLT_LOWEST;
+                s[nt][2 + e] = keep ? s[nt][2 + e] * scale_log2e + bertc_attention_bias<T, BLD>(bias, h, r1, k0 + key, len)
+                                    : BERTC_FLT_LOWEST;
                 mx0 = fmaxf(mx0, s[nt][e]);
                 mx1 = fmaxf(mx1, s[nt][2 + e]);
             }
@@ -393,9 +420,9 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
  * warps and QT rows, SIMT.
  */
 template <typename T, int BUCKET, int D, int LD, int QO, int KO, int VO, int CLD, bool TC, int NW, int QT, int KT,
-          int VEC>
+          int VEC, int BLD>
 BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ req, const T *__restrict__ qkv,
-                                  float scale_log2e) {
+                                  const T *__restrict__ bias, float scale_log2e) {
     BERTC_DYNAMIC_SMEM(unsigned char, smem);
     const int len = bertc_req_len<BUCKET>(req);
     const int h = (int)blockIdx.x;
@@ -409,20 +436,20 @@ BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ r
         constexpr bool MMA = BERTC_HAS_MMA16816 != 0;
 #endif
         if constexpr (MMA) {
-            bertc_attention_tc<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, KT>(ctx, req, qkv, scale_log2e, smem, h, q0,
-                                                                         len);
+            bertc_attention_tc<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, KT, BLD>(ctx, req, qkv, bias, scale_log2e, smem,
+                                                                              h, q0, len);
         } else {
 #pragma unroll 1
             for (int pass = 0; pass < 4; ++pass) {
                 const int qp = q0 + pass * 4 * NW;
                 if (qp < len)
-                    bertc_attention_simt<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, 4 * NW, KT, VEC>(
-                        ctx, req, qkv, scale_log2e, smem, h, qp, len);
+                    bertc_attention_simt<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, 4 * NW, KT, VEC, BLD>(
+                        ctx, req, qkv, bias, scale_log2e, smem, h, qp, len);
             }
         }
     } else {
-        bertc_attention_simt<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, QT, KT, VEC>(ctx, req, qkv, scale_log2e, smem, h,
-                                                                                 q0, len);
+        bertc_attention_simt<T, BUCKET, D, LD, QO, KO, VO, CLD, NW, QT, KT, VEC, BLD>(ctx, req, qkv, bias, scale_log2e,
+                                                                                      smem, h, q0, len);
     }
 }
 

@@ -23,7 +23,7 @@
 #include "plan_types.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 2
+#define PLAN_FORMAT_VERSION 3
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 

@@ -62,7 +62,7 @@ int kernel_vec_elems(int size, const int *vals, int n) {
 int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 int kernel_kind_arg_count(kernel_kind kind) {
-    static const int nargs[] = {7, 7, 3, 6, 3};
+    static const int nargs[] = {7, 7, 4, 6, 3};
     return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] : 0;
 }
 
@@ -88,9 +88,15 @@ static int kernel_ln_check(const kernel_spec *s, diag *d) {
     if (s->ngathers < 1 || s->ngathers > KERNEL_MAX_GATHERS)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: %d gathers (1..%d)", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < s->ngathers; g++) {
-        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_POSITION)
+        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_PAD_POSITION)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d has an unknown index kind %d", g,
                             (int)s->gather_index[g]);
+        /* RoBERTa's positions reach pad_id + bucket: the table must hold them */
+        if (s->gather_index[g] == KERNEL_INDEX_PAD_POSITION &&
+            (s->pad_id < 0 || (int64_t)s->pad_id + s->bucket >= s->table_rows[g]))
+            return diag_set(d, DIAG_CODE_INPUT,
+                            "kernel embed_ln: gather %d: positions after pad id %d reach %lld, past its %d rows", g,
+                            s->pad_id, (long long)s->pad_id + s->bucket, s->table_rows[g]);
         if (s->table_rows[g] < 1)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d table has %d rows", g,
                             s->table_rows[g]);
@@ -140,6 +146,9 @@ static int kernel_attention_check(const kernel_spec *s, diag *d) {
     if (s->ctx_ld < width || s->ctx_ld % 2)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: ctx_ld %d must be even and >= heads*head_dim %d",
                         s->ctx_ld, width);
+    if (s->bias_ld != 0 && (s->bias_ld < s->bucket || s->bias_ld > KERNEL_MAX_BUCKET))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: bias_ld %d must be 0 or in %d..%d (the bucket up)",
+                        s->bias_ld, s->bucket, KERNEL_MAX_BUCKET);
     return 0;
 }
 
@@ -350,6 +359,8 @@ void kernel_args_of(const kernel_spec *s, kernel_arg *a) {
         hi = hi > s->v_off ? hi : s->v_off;
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->ctx_ld, s->heads * s->head_dim)};
         a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->qkv_ld, hi + s->heads * s->head_dim)};
+        a[3] = s->bias_ld ? kernel_arg_read((uint64_t)s->heads * (uint64_t)s->bias_ld * (uint64_t)s->bias_ld, s)
+                          : (kernel_arg){KERNEL_ARG_UNUSED, 0};
         break;
     }
     case KERNEL_KIND_GEMM:
@@ -359,9 +370,9 @@ void kernel_args_of(const kernel_spec *s, kernel_arg *a) {
         a[4] = s->has_bias ? kernel_arg_read((uint64_t)s->n, s) : unused;
         a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
         break;
-    default:
+    default: /* POOL: cls reads row 0 only */
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, h * (uint64_t)plan_dtype_size(s->dtype)};
-        a[2] = kernel_arg_read(rows * h, s);
+        a[2] = kernel_arg_read(s->pool_mode == PLAN_POOL_CLS ? h : rows * h, s);
         break;
     }
 }

@@ -78,7 +78,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 2, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 3, "update the enum pins below with the format");
 _Static_assert(PLAN_DTYPE_F32 == 0 && PLAN_DTYPE_F16 == 1 && PLAN_DTYPE_BF16 == 2 && PLAN_DTYPE_I32 == 3 &&
                    PLAN_DTYPE_COUNT == 4,
                "plan_dtype values are part of the plan format");
@@ -89,6 +89,7 @@ _Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KI
                    KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
                "kernel_kind values are part of the plan format");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
+                   KERNEL_INDEX_PAD_POSITION == 3 &&
                    KERNEL_MAX_GATHERS == 3,
                "kernel_index values are part of the plan format");
 _Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_COUNT == 2,
@@ -696,12 +697,14 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (s->ngathers < 0 || s->ngathers > KERNEL_MAX_GATHERS)
         return CUR_FAIL(c, "field spec.ngathers: %d is not in 0..%d", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        if (cur_enum(c, "spec.gather_index", "a gather index (0 input_ids, 1 token types, 2 position)",
-                     KERNEL_INDEX_POSITION + 1, &v))
+        if (cur_enum(c, "spec.gather_index",
+                     "a gather index (0 input_ids, 1 token types, 2 position, 3 position after the pad id)",
+                     KERNEL_INDEX_PAD_POSITION + 1, &v))
             return -1;
         s->gather_index[g] = (kernel_index)v;
     }
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) s->table_rows[g] = cur_i32(c);
+    s->pad_id = cur_i32(c);
     if (cur_bool(c, "spec.has_bias", &s->has_bias) || cur_bool(c, "spec.has_residual", &s->has_residual)) return -1;
     s->heads = cur_i32(c);
     s->head_dim = cur_i32(c);
@@ -711,6 +714,7 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     s->k_off = cur_i32(c);
     s->v_off = cur_i32(c);
     s->ctx_ld = cur_i32(c);
+    s->bias_ld = cur_i32(c);
     s->n = cur_i32(c);
     s->k = cur_i32(c);
     s->x_ld = cur_i32(c);

@@ -38,6 +38,10 @@ typedef struct golden_case {
     int32_t *attention_mask;    /* [len], NULL if absent */
     float *last_hidden_state;   /* [len * hidden], row-major */
     float *pooler_output;       /* [hidden], NULL if absent */
+    int nlogits;                /* a task head's logits: [num_labels] or [S * num_labels] */
+    float *logits;              /* NULL if absent */
+    int nsentence;              /* sentence-transformers' embedding */
+    float *sentence_embedding;  /* NULL if absent */
 } golden_case;
 
 /* A text and sentence-transformers' embedding of it (.bsen). */
