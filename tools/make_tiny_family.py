@@ -41,13 +41,13 @@ import make_tiny_bert as mtb  # noqa: E402  (same directory; standard library on
 VARIANTS = {
     "tiny-roberta": dict(
         family="roberta", hidden=72, heads=6, layers=2, intermediate=100,
-        vocab=300, max_pos=40, type_vocab=1, act="gelu", eps=1e-5,
+        vocab=300, max_pos=42, type_vocab=1, act="gelu", eps=1e-5,
         dtype="F32", head="seq", num_labels=3,
         id2label={"0": "negative", "1": "neutral", "2": "positive"},
         architectures=["RobertaForSequenceClassification"]),
     "tiny-xlmr-tokcls": dict(
         family="xlm-roberta", hidden=48, heads=4, layers=2, intermediate=70,
-        vocab=250, max_pos=36, type_vocab=1, act="gelu", eps=1e-5,
+        vocab=250, max_pos=34, type_vocab=1, act="gelu", eps=1e-5,
         dtype="F16", head="tok", num_labels=5,
         id2label={"0": "O", "1": "B-PER", "2": "I-PER", "3": "B-LOC", "4": "I-LOC"},
         architectures=["XLMRobertaForTokenClassification"]),
@@ -69,7 +69,7 @@ VARIANTS = {
         architectures=["MPNetModel"]),
     "tiny-mpnet-seqcls": dict(
         family="mpnet", hidden=40, heads=2, layers=1, intermediate=70,
-        vocab=200, max_pos=30, act="gelu", eps=1e-5, buckets=32,
+        vocab=200, max_pos=34, act="gelu", eps=1e-5, buckets=32,
         dtype="F16", head="seq", num_labels=2, id2label=None,
         architectures=["MPNetForSequenceClassification"]),
     "tiny-cross-encoder": dict(

@@ -89,6 +89,8 @@ typedef struct plan {
     sched_bucket *buckets;           /* ascending seq_len */
     uint64_t arena_bytes;            /* max over buckets */
     plan_tokenizer tokenizer;
+    int nlabels;                     /* class names of the output `logits` (config.json's id2label) */
+    char **labels;
 
     /* reader state */
     void *map;                       /* the file's bytes; NULL on the writer side */

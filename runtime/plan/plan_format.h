@@ -49,6 +49,7 @@
  * from turning into a huge allocation: copies stay within ~30x the file size.
  */
 #define PLAN_MAX_STRING 4095
+#define PLAN_MAX_LABELS 4096         /* class names in the LABELS section */
 
 /* Fixed record sizes, in bytes (docs/plan-format.md gives every field). */
 #define PLAN_SECTION_ENTRY_SIZE 32
@@ -104,10 +105,11 @@ typedef enum plan_section_kind {
     PLAN_SECTION_KERNELS = 3,
     PLAN_SECTION_IMAGES = 4,
     PLAN_SECTION_SCHEDULES = 5,
-    PLAN_SECTION_TOKENIZER = 6,      /* the only optional one */
+    PLAN_SECTION_TOKENIZER = 6,      /* optional (and LABELS) */
     PLAN_SECTION_KERNEL_SOURCES = 7,
     PLAN_SECTION_IMAGE_DATA = 8,
     PLAN_SECTION_WEIGHTS = 9,
+    PLAN_SECTION_LABELS = 10,        /* optional: u32 string indices, the class names of `logits` */
     PLAN_SECTION_KIND_END,
 } plan_section_kind;
 
@@ -115,6 +117,7 @@ static inline const char *plan_section_kind_name(uint32_t kind) {
     static const char *const names[PLAN_SECTION_KIND_END] = {
         "?",         "STRINGS",        "SIGNATURE",  "KERNELS", "IMAGES",
         "SCHEDULES", "TOKENIZER",      "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS",
+        "LABELS",
     };
     return kind >= 1 && kind < PLAN_SECTION_KIND_END ? names[kind] : "?";
 }

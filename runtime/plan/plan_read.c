@@ -144,6 +144,8 @@ void plan_free(plan *p) {
     free(t->pad_token);
     free(t->mask_token);
     free(t->vocab);
+    for (int i = 0; p->labels && i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     if (writer_side && p->owns_weights) free((void *)p->weights);
     if (p->map) {
         if (p->map_heap) free(p->map);
@@ -530,7 +532,7 @@ static int prd_table(prd *r) {
     }
     r->ctx[0] = '\0';
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++)
-        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER)
+        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER && k != PLAN_SECTION_LABELS)
             return PRD_FAIL(r, r->table_off, "required section %s is missing", plan_section_kind_name(k));
 
     /* Regions, sorted by offset: no overlaps, zeros in between. */
@@ -1224,6 +1226,26 @@ static int cur_tristate(prd_cur *c, const char *field, int *out) {
     return 0;
 }
 
+/* LABELS: one string index per class, 1 .. PLAN_MAX_LABELS of them. */
+static int prd_labels(prd *r) {
+    const prd_section *s = &r->sec[PLAN_SECTION_LABELS];
+    plan *p = r->p;
+    if (!s->present) return 0;
+    prd_where_section(r, PLAN_SECTION_LABELS);
+    if (s->size == 0 || s->size % 4 || s->size / 4 > PLAN_MAX_LABELS)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes (expected 4 bytes per label, 1 to %d labels)",
+                        (unsigned long long)s->size, PLAN_MAX_LABELS);
+    int n = (int)(s->size / 4);
+    if (!(p->labels = calloc((size_t)n, sizeof *p->labels))) return prd_oom(r);
+    prd_cur c;
+    if (prd_record(r, &c, s->off, s->size)) return -1;
+    for (; p->nlabels < n; p->nlabels++) {
+        prd_ctx(r, "label %d", p->nlabels);
+        if (cur_str(&c, "name", 0, &p->labels[p->nlabels])) return -1;
+    }
+    return prd_record_done(&c);
+}
+
 static int prd_tokenizer(prd *r) {
     plan_tokenizer *t = &r->p->tokenizer;
     const prd_section *s = &r->sec[PLAN_SECTION_TOKENIZER];
@@ -1277,7 +1299,7 @@ static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *nam
     r.p = p;
     r.where = "header";
     if (prd_header(&r) || prd_table(&r) || prd_strings(&r) || prd_signature(&r) || prd_kernels(&r) ||
-        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r))
+        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r) || prd_labels(&r))
         return -1;
     return 0;
 }
