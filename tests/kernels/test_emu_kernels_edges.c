@@ -7,7 +7,9 @@
  * proves it computes the right numbers.  Specs cover each dtype, awkward
  * sizes (hidden 97/80, head_dim 20, N = 30/65, K = 97/100/388), every GEMM
  * tile shape (64x128 ... 32x32) and k-loops long enough to wrap the
- * shared-memory ring, attention with one and several key tiles, and the
+ * shared-memory ring, attention with one and several key tiles (with and
+ * without MPNet's relative-position score bias), RoBERTa's position ids in
+ * the embedding gather, and the
  * masking cases Hugging Face defines (random zeros; a row whose keys are
  * all masked averages V over k < len; padding keys hold NaN and must not
  * leak).  Outputs start poisoned (NaN), so a padding row that is written,
@@ -154,13 +156,15 @@ static void check_attention(emu_image *im, const kernel_spec *s, const char *ent
     /* padding keys may hold anything: NaN there must not leak */
     for (int k = len; k < S; k++)
         for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
-    void *args[3] = {&ctx, &req, &qkv};
+    /* the score bias: a [heads, bias_ld, bias_ld] table, the bucket its top-left corner */
+    void *bias = s->bias_ld ? tensor(t, (size_t)s->heads * s->bias_ld * s->bias_ld, 2.0, 0) : NULL;
+    void *args[4] = {&ctx, &req, &qkv, &bias};
     launch(im, s, entry, args, sched);
-    double *ref = kref_kernel(s, req, (const void *const[]){qkv});
+    double *ref = kref_kernel(s, req, (const void *const[]){qkv, bias});
     char what[300];
     snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
     compare(what, t, ctx, ref, S, (int)kref_cols(s), s->ctx_ld, len, 0.5);
-    free(qkv), free(ctx), free(req), free(ref);
+    free(qkv), free(ctx), free(req), free(ref), free(bias);
 }
 
 /* ------------------------------------------------------------ gemm */
@@ -214,6 +218,15 @@ static void t_specs_init(void) {
         s->ngathers = 3 - i;
         for (int g = 0; g < 3; g++) s->gather_index[g] = order[g], s->table_rows[g] = rows[g];
     }
+    /* RoBERTa's position ids: a vocabulary of 8 makes the pad id 1 frequent */
+    s = t_add(KERNEL_KIND_EMBED_LN, PLAN_DTYPE_F16, 40);
+    s->hidden = 72;
+    s->eps = 1e-5f;
+    s->ngathers = 3;
+    s->pad_id = 1;
+    static const kernel_index rorder[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_PAD_POSITION, KERNEL_INDEX_TOKEN_TYPES};
+    static const int rrows[3] = {8, 42, 1};
+    for (int g = 0; g < 3; g++) s->gather_index[g] = rorder[g], s->table_rows[g] = rrows[g];
     /* dtype, bucket, heads, head_dim; the sixth has offset columns and a wider ctx */
     static const int att[10][4] = {{0, 32, 2, 16},  {1, 64, 3, 20},  {2, 96, 2, 32},  {1, 160, 2, 64},
                                    {0, 48, 1, 128}, {2, 40, 2, 64},  {1, 32, 2, 16},  {2, 300, 2, 128},
@@ -229,6 +242,9 @@ static void t_specs_init(void) {
         s->k_off = pad + h;
         s->v_off = pad + 2 * h;
         s->ctx_ld = h + (i == 5 ? 2 : 0);
+        /* MPNet's relative-position bias on both paths: SIMT (head_dim 20),
+         * tensor cores (32, 64 over several key tiles), a table longer than the bucket */
+        if (i == 1 || i == 3 || i == 9) s->bias_ld = s->bucket + (i == 3 ? 0 : 24);
     }
     /* dtype, bucket, n, k, bias, residual, act (-1 none) */
     static const int gm[16][7] = {{1, 64, 200, 96, 1, 1, 0},     {2, 32, 200, 96, 1, 0, 1},
