@@ -100,6 +100,13 @@ static void t_specs_init(void) {
     t_embed(F32, 64, 1024, 1);
     t_embed(F16, 256, 2048, 3);  /* a block per row */
     t_embed(BF16, 32, 97, 3);    /* odd: scalar loads */
+    t_embed(F16, 512, 768, 3);   /* RoBERTa: position ids after the pad id */
+    kernel_spec *r = &t_list.s[t_list.n - 1];
+    r->gather_index[1] = KERNEL_INDEX_PAD_POSITION;
+    r->table_rows[0] = 50265;
+    r->table_rows[1] = 514;
+    r->table_rows[2] = 1;
+    r->pad_id = 1;
 
     t_add_ln(F32, 128, 96, 1, 1);
     t_add_ln(F16, 384, 384, 1, 1);
@@ -119,6 +126,10 @@ static void t_specs_init(void) {
     t_attention(F32, 384, 12, 64);
     t_attention(F32, 512, 8, 128);
     t_attention(F16, 512, 8, 128);
+    t_attention(F16, 128, 12, 64); /* MPNet: the relative-position score bias, table for the 512 bucket */
+    t_list.s[t_list.n - 1].bias_ld = 512;
+    t_attention(F32, 64, 12, 64);
+    t_list.s[t_list.n - 1].bias_ld = 64;
 
     t_gemm(F16, 128, 2304, 768, 1, 0, 0, PLAN_ACT_GELU_ERF);   /* QKV */
     t_gemm(F16, 128, 3072, 768, 1, 0, 1, PLAN_ACT_GELU_ERF);   /* FC1 + gelu */
@@ -181,7 +192,7 @@ static void test_kinds(void) {
     CHECK(kernel_arg_count(KERNEL_KIND_POOL) == 3, "pool args");
     CHECK(kernel_arg_count(KERNEL_KIND_EMBED_LN) == 7, "embed_ln args %d", kernel_arg_count(KERNEL_KIND_EMBED_LN));
     CHECK(kernel_arg_count(KERNEL_KIND_ADD_LN) == 7, "add_ln args");
-    CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 3, "attention args");
+    CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 4, "attention args");
     CHECK(kernel_arg_count(KERNEL_KIND_GEMM) == 6, "gemm args");
     /* the entry point takes exactly kernel_arg_count pointers */
     t_specs_init();
@@ -224,6 +235,7 @@ static void test_first_line(void) {
                     snprintf(key, sizeof key, "table_rows%d", g);
                     CHECK(t_has_kv(line, key, s->table_rows[g]), "%s: %s: %s", entry, key, line);
                 }
+                CHECK(t_has_kv(line, "pad_id", s->pad_id), "%s: pad_id: %s", entry, line);
             } else {
                 CHECK(t_has_kv(line, "has_bias", s->has_bias), "%s: has_bias: %s", entry, line);
                 CHECK(t_has_kv(line, "has_residual", s->has_residual), "%s: has_residual: %s", entry, line);
@@ -233,7 +245,8 @@ static void test_first_line(void) {
             CHECK(t_has_kv(line, "heads", s->heads) && t_has_kv(line, "head_dim", s->head_dim) &&
                       t_has_key(line, "scale") && t_has_kv(line, "qkv_ld", s->qkv_ld) &&
                       t_has_kv(line, "q_off", s->q_off) && t_has_kv(line, "k_off", s->k_off) &&
-                      t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld),
+                      t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld) &&
+                      t_has_kv(line, "bias_ld", s->bias_ld),
                   "%s: attention parameters: %s", entry, line);
             break;
         case KERNEL_KIND_GEMM:
@@ -299,7 +312,7 @@ static void test_names(void) {
         switch (s.kind) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
-        case KERNEL_KIND_ATTENTION: s.scale *= 0.5f; break;
+        case KERNEL_KIND_ATTENTION: s.scale *= 0.5f, s.bias_ld = s.bias_ld ? 0 : 512; break;
         case KERNEL_KIND_POOL: s.normalize = !s.normalize; break;
         default: s.has_act = !s.has_act; break;
         }
