@@ -306,11 +306,11 @@ int hf_config_read(const hf_json_file *f, hf_config *c, diag *d) {
     c->model_type = fd->model_type;
     int rc = c->family == HF_FAMILY_DISTILBERT ? hf_config_distilbert(f, c, d) : hf_config_bert_like(f, c, d);
     if (rc || hf_config_task(f, c, fd, d) || (c->task != HF_TASK_NONE && hf_config_labels(f, c, d))) return -1;
-    const char *hk = c->family == HF_FAMILY_DISTILBERT ? "n_heads" : "num_attention_heads";
+    int distil = c->family == HF_FAMILY_DISTILBERT;
+    const char *hk = distil ? "n_heads" : "num_attention_heads", *sk = distil ? "dim" : "hidden_size";
     if (c->hidden % c->heads != 0)
         return hf_json_error(f, json_get(&f->doc.root, hk) ? json_get(&f->doc.root, hk) : v, d,
-                             "the hidden size %lld is not a multiple of %s %lld", (long long)c->hidden, hk,
-                             (long long)c->heads);
+                             "%s %lld is not a multiple of %s %lld", sk, (long long)c->hidden, hk, (long long)c->heads);
     if (c->pad_positions >= 0 && hf_family_max_seq(c) < 1)
         return hf_json_error(f, json_get(&f->doc.root, "max_position_embeddings"), d,
                              "max_position_embeddings %lld leaves no position after the pad id %lld (positions "
@@ -439,8 +439,12 @@ static int hf_check_no_head(const st_file *st, const hf_config *c, diag *d) {
 static int hf_check_head(const st_file *st, const hf_config *c, hf_names *nm, diag *d) {
     char name[512];
     const char *p = nm->prefix;
+    /* a pooler is its weight and its bias; a lone weight (some conversions keep one) is ignored */
     snprintf(name, sizeof name, "%spooler.dense.weight", p);
     int pooler = st_file_find(st, name) != NULL;
+    snprintf(name, sizeof name, "%spooler.dense.bias", p);
+    pooler = pooler && st_file_find(st, name) != NULL;
+    snprintf(name, sizeof name, "%spooler.dense.weight", p);
     nm->has_pooler = pooler && c->task != HF_TASK_TOKEN;
     if (c->task == HF_TASK_SEQUENCE && c->family == HF_FAMILY_BERT && !pooler)
         return diag_set(d, DIAG_CODE_INPUT, "%s: no tensor '%s' (BertForSequenceClassification classifies the "
