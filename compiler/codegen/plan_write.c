@@ -297,7 +297,6 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_i32(b, s->ngathers);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) pw_u32(b, (uint32_t)s->gather_index[g]);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) pw_i32(b, s->table_rows[g]);
-    pw_i32(b, s->pad_id);
     pw_u32(b, (uint32_t)s->has_bias);
     pw_u32(b, (uint32_t)s->has_residual);
     pw_i32(b, s->heads);
@@ -308,7 +307,6 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_i32(b, s->k_off);
     pw_i32(b, s->v_off);
     pw_i32(b, s->ctx_ld);
-    pw_i32(b, s->bias_ld);
     pw_i32(b, s->n);
     pw_i32(b, s->k);
     pw_i32(b, s->x_ld);
@@ -318,6 +316,8 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->act);
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
+    pw_i32(b, s->pad_id); /* format 3 */
+    pw_i32(b, s->bias_ld);
     pw_u32(b, 0);
 }
 

@@ -706,7 +706,6 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
         s->gather_index[g] = (kernel_index)v;
     }
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) s->table_rows[g] = cur_i32(c);
-    s->pad_id = cur_i32(c);
     if (cur_bool(c, "spec.has_bias", &s->has_bias) || cur_bool(c, "spec.has_residual", &s->has_residual)) return -1;
     s->heads = cur_i32(c);
     s->head_dim = cur_i32(c);
@@ -716,7 +715,6 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     s->k_off = cur_i32(c);
     s->v_off = cur_i32(c);
     s->ctx_ld = cur_i32(c);
-    s->bias_ld = cur_i32(c);
     s->n = cur_i32(c);
     s->k = cur_i32(c);
     s->x_ld = cur_i32(c);
@@ -729,6 +727,8 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
         cur_bool(c, "spec.normalize", &s->normalize))
         return -1;
     s->pool_mode = (plan_pool_mode)v;
+    s->pad_id = cur_i32(c);
+    s->bias_ld = cur_i32(c);
     if (cur_zero(c, 4, "reserved")) return -1;
     /* The launch contract (plan_kernels.h): the spec is one the kind can
      * serve, so its geometry and argument extents can be computed. */

@@ -145,9 +145,10 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->eps = rnd_float(1e-12, 1e-3);
     s->ngathers = (int)check_rng_range(1, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        s->gather_index[g] = (kernel_index)check_rng_range(0, 2);
+        s->gather_index[g] = (kernel_index)check_rng_range(0, KERNEL_INDEX_PAD_POSITION);
         s->table_rows[g] = (int)check_rng_range(1, 50000);
     }
+    s->pad_id = (int)check_rng_range(0, 3);
     s->has_bias = (int)check_rng_range(0, 1);
     s->has_residual = (int)check_rng_range(0, 1);
     s->heads = (int)check_rng_range(1, 16);
@@ -168,6 +169,7 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->act = (plan_act)check_rng_range(0, PLAN_ACT_COUNT - 1);
     s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
     s->normalize = (int)check_rng_range(0, 1);
+    s->bias_ld = check_rng_range(0, 1) ? 0 : (int)check_rng_range(s->bucket, s->bucket + 64);
 }
 
 static void rnd_spec(kernel_spec *s, int bucket) {
@@ -401,6 +403,10 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
             t->vocab = rnd_text(small ? 30 : (size_t)check_rng_range(0, 5000));
             t->vocab_len = strlen(t->vocab);
         }
+        /* and a classification head's labels (the optional LABELS section) */
+        p->nlabels = (int)check_rng_range(1, 5);
+        p->labels = calloc((size_t)p->nlabels, sizeof *p->labels);
+        for (int i = 0; i < p->nlabels; i++) p->labels[i] = rnd_ident("label-");
     }
 }
 
@@ -453,6 +459,7 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
          "kernel %d gemm fields", i);
     DIFF(a->has_act != b->has_act || a->act != b->act, "kernel %d act", i);
     DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
+    DIFF(a->pad_id != b->pad_id || a->bias_ld != b->bias_ld, "kernel %d pad_id/bias_ld", i);
     return 0;
 }
 
@@ -546,6 +553,8 @@ static int plan_diff(const plan *a, const plan *b) {
              "tokenizer tokens");
         DIFF(str_differs(s->vocab, t->vocab) || s->vocab_len != t->vocab_len, "tokenizer vocab");
     }
+    DIFF(a->nlabels != b->nlabels, "label count");
+    for (int i = 0; i < a->nlabels && i < b->nlabels; i++) DIFF(str_differs(a->labels[i], b->labels[i]), "label %d", i);
     return 0;
 }
 
@@ -783,15 +792,15 @@ static void test_layout_matches_spec(void) {
         return;
     }
     CHECK(memcmp(b, "BERTCPLN", 8) == 0, "magic");
-    CHECK(ld32(b + 0x08) == 2, "version");
+    CHECK(ld32(b + 0x08) == 3, "version");
     CHECK(b[0x0C] == 4 && b[0x0D] == 3 && b[0x0E] == 2 && b[0x0F] == 1, "endianness probe bytes");
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
     CHECK(ld64(b + 0x20) == 128, "section table right after the header");
-    CHECK(ld32(b + 0x28) == 9, "9 sections with a tokenizer, got %u", ld32(b + 0x28));
+    CHECK(ld32(b + 0x28) == 10, "10 sections with a tokenizer and labels, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 152, 40, 16, 24, 232, 48, 16, 56, 0};
+    static const uint16_t records[12] = {128, 32, 80, 160, 40, 16, 24, 232, 48, 16, 56, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -805,9 +814,9 @@ static void test_layout_matches_spec(void) {
     CHECK(strcmp(str + ld32(b + 0x2C), p.producer) == 0, "producer via the string table");
     /* Table entries in kind order, each naming its section, offsets 256-aligned and ascending. */
     static const char *const names[] = {"STRINGS", "SIGNATURE", "KERNELS", "IMAGES", "SCHEDULES",
-                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS"};
-    uint64_t prev_end = 128 + 9 * 32;
-    for (int i = 0; i < 9; i++) {
+                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS", "LABELS"};
+    uint64_t prev_end = 128 + 10 * 32;
+    for (int i = 0; i < 10; i++) {
         const uint8_t *e = b + 128 + 32 * i;
         CHECK(ld32(e) == (uint32_t)i + 1, "entry %d kind", i);
         CHECK(strcmp(str + ld32(e + 4), names[i]) == 0, "entry %d name", i);
@@ -843,7 +852,8 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(k + 24) == (uint32_t)ks->kind && (int32_t)ld32(k + 32) == ks->bucket && eps == ks->eps, "kernel spec");
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
               ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
-              ld32(k + 144) == (uint32_t)ks->normalize && ld32(k + 148) == 0,
+              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->pad_id &&
+              (int32_t)ld32(k + 152) == ks->bias_ld && ld32(k + 156) == 0,
           "kernel spec tail");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
@@ -955,10 +965,10 @@ static void example_plan(plan *p) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x02, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x71, 0x93, 0x82, 0x08,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x03, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x4f, 0x49, 0xa5, 0xee,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x98, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xa0, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x38, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -968,7 +978,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x98, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5b, 0x86, 0x7a, 0x0f, 0x00, 0x00, 0x00, 0x00,
+    0xa0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5b, 0xa1, 0xce, 0x96, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1150,13 +1160,13 @@ static void test_header_fields(void) {
     EXPECT_FAIL((const uint8_t *)text, sizeof text - 1, "text file", "not a bertc plan");
     memcpy(c, b, len);
 
-    st32(c + 0x08, 3);
+    st32(c + 0x08, 4);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 3", "offset 0x8: header: field format_version: 3 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "version 4", "offset 0x8: header: field format_version: 4 is not supported", "newer bertc",
                 "recompile the model with this bertc");
     st32(c + 0x08, 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 2;",
+    EXPECT_FAIL(c, len, "version 1", "field format_version: 1 is not supported (this reader reads version 3;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1177,7 +1187,7 @@ static void test_header_fields(void) {
     c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 152 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 160 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1215,6 +1225,10 @@ static void test_header_fields(void) {
 static void test_section_table(void) {
     plan p;
     gen_plan(&p, GEN_MEDIUM, 1);
+    for (int i = 0; i < p.nlabels; i++) free(p.labels[i]); /* WEIGHTS last: the "missing" case drops it */
+    free(p.labels);
+    p.labels = NULL;
+    p.nlabels = 0;
     size_t len = 0;
     uint8_t *b = plan_bytes(&p, "tbl.plan", &len);
     plan_free(&p);
@@ -1452,7 +1466,7 @@ static void test_semantic_errors(void) {
     st32(c + t.sig.off + 76, 1);
     FIXED_FAIL("signature reserved", "section SIGNATURE: field reserved: byte 0x01");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 152 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 160 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1483,7 +1497,7 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("pool mode", "section KERNELS: kernel 0: field spec.pool_mode: ", "is not a pooling mode");
     st32(c + t.kern.off + 144, 2);
     FIXED_FAIL("normalize", "section KERNELS: kernel 0: field spec.normalize: 2 is not a flag");
-    st32(c + t.kern.off + 148, 1);
+    st32(c + t.kern.off + 156, 1);
     FIXED_FAIL("kernel reserved", "section KERNELS: kernel 0: field reserved: ");
     {
         float nan = NAN;
