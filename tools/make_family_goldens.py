@@ -44,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import make_tiny_bert as mtb  # noqa: E402
 import make_tiny_family as mtf  # noqa: E402
+from make_goldens import sha256_file  # noqa: E402
 
 MAGIC = b"BGLD"
 VERSION = 1
@@ -227,7 +228,7 @@ def make_golden(name):
         st_model = sentence_model(d, cfg)
         st_model64 = sentence_model(d, cfg).double()
     cases = family_cases(name, cfg) + (text_cases(d, cfg) if cfg.get("cross_encoder") else [])
-    digest = mtb_sha256(os.path.join(d, "model.safetensors"))
+    digest = sha256_file(os.path.join(d, "model.safetensors"))
     lines = [
         "producer: tools/make_family_goldens.py",
         "format: BGLD 1 (+ logits, sentence_embedding flags)",
@@ -276,15 +277,6 @@ def make_golden(name):
         f.write(blob)
     os.replace(tmp, out)
     print("  wrote %s (%d bytes)" % (os.path.relpath(out, ROOT), len(blob)))
-
-
-def mtb_sha256(path):
-    import hashlib
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def main(argv):

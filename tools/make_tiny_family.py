@@ -96,7 +96,7 @@ def _dense(out, base, n_out, n_in, kind):
 
 def _bert_like(cfg, pre):
     """bert/roberta/xlm-roberta/electra encoders (same layer names)."""
-    H, I, P, V = cfg["hidden"], cfg["intermediate"], cfg["max_pos"], cfg["vocab"]
+    H, P, V = cfg["hidden"], cfg["max_pos"], cfg["vocab"]
     E = cfg.get("embedding", H)
     out = []
     e = pre + "embeddings"
@@ -106,57 +106,52 @@ def _bert_like(cfg, pre):
     _ln(out, e + ".LayerNorm", E)
     if E != H:
         _dense(out, pre + "embeddings_project", H, E, "proj")
-    for i in range(cfg["layers"]):
-        L = "%sencoder.layer.%d" % (pre, i)
-        _dense(out, L + ".attention.self.query", H, H, "qk")
-        _dense(out, L + ".attention.self.key", H, H, "qk")
-        _dense(out, L + ".attention.self.value", H, H, "v")
-        _dense(out, L + ".attention.output.dense", H, H, "proj")
-        _ln(out, L + ".attention.output.LayerNorm", H)
-        _dense(out, L + ".intermediate.dense", I, H, "proj")
-        _dense(out, L + ".output.dense", H, I, "proj_down")
-        _ln(out, L + ".output.LayerNorm", H)
+    _layers(out, cfg, pre + "encoder.layer",
+            ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+             "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"))
     return out
 
 
+def _layers(out, cfg, base, names):
+    """Every layer's tensors: names = (q, k, v, o, attn LayerNorm, FFN in, FFN out, out LayerNorm)."""
+    H, I = cfg["hidden"], cfg["intermediate"]
+    q, k, v, o, ln1, fin, fout, ln2 = names
+    for i in range(cfg["layers"]):
+        L = "%s.%d." % (base, i)
+        _dense(out, L + q, H, H, "qk")
+        _dense(out, L + k, H, H, "qk")
+        _dense(out, L + v, H, H, "v")
+        _dense(out, L + o, H, H, "proj")
+        _ln(out, L + ln1, H)
+        _dense(out, L + fin, I, H, "proj")
+        _dense(out, L + fout, H, I, "proj_down")
+        _ln(out, L + ln2, H)
+
+
 def _distilbert(cfg):
-    H, I, P, V = cfg["hidden"], cfg["intermediate"], cfg["max_pos"], cfg["vocab"]
+    H, P, V = cfg["hidden"], cfg["max_pos"], cfg["vocab"]
     out = []
     e = "distilbert.embeddings"
     out.append((e + ".word_embeddings.weight", [V, H], "embedding"))
     if not cfg["sinusoidal"]:
         out.append((e + ".position_embeddings.weight", [P, H], "embedding"))
     _ln(out, e + ".LayerNorm", H)
-    for i in range(cfg["layers"]):
-        L = "distilbert.transformer.layer.%d" % i
-        _dense(out, L + ".attention.q_lin", H, H, "qk")
-        _dense(out, L + ".attention.k_lin", H, H, "qk")
-        _dense(out, L + ".attention.v_lin", H, H, "v")
-        _dense(out, L + ".attention.out_lin", H, H, "proj")
-        _ln(out, L + ".sa_layer_norm", H)
-        _dense(out, L + ".ffn.lin1", I, H, "proj")
-        _dense(out, L + ".ffn.lin2", H, I, "proj_down")
-        _ln(out, L + ".output_layer_norm", H)
+    _layers(out, cfg, "distilbert.transformer.layer",
+            ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+             "ffn.lin1", "ffn.lin2", "output_layer_norm"))
     return out
 
 
 def _mpnet(cfg):
-    H, I, P, V = cfg["hidden"], cfg["intermediate"], cfg["max_pos"], cfg["vocab"]
+    H, P, V = cfg["hidden"], cfg["max_pos"], cfg["vocab"]
     out = []
     e = "mpnet.embeddings"
     out.append((e + ".word_embeddings.weight", [V, H], "embedding"))
     out.append((e + ".position_embeddings.weight", [P, H], "embedding"))
     _ln(out, e + ".LayerNorm", H)
-    for i in range(cfg["layers"]):
-        L = "mpnet.encoder.layer.%d" % i
-        _dense(out, L + ".attention.attn.q", H, H, "qk")
-        _dense(out, L + ".attention.attn.k", H, H, "qk")
-        _dense(out, L + ".attention.attn.v", H, H, "v")
-        _dense(out, L + ".attention.attn.o", H, H, "proj")
-        _ln(out, L + ".attention.LayerNorm", H)
-        _dense(out, L + ".intermediate.dense", I, H, "proj")
-        _dense(out, L + ".output.dense", H, I, "proj_down")
-        _ln(out, L + ".output.LayerNorm", H)
+    _layers(out, cfg, "mpnet.encoder.layer",
+            ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm",
+             "intermediate.dense", "output.dense", "output.LayerNorm"))
     # one relative-position table shared by every layer: [buckets, heads];
     # large values so the bias visibly moves the softmax
     out.append(("mpnet.encoder.relative_attention_bias.weight", [cfg["buckets"], cfg["heads"]], "embedding"))

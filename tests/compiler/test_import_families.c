@@ -345,81 +345,66 @@ static void case_sinusoid_stored(void) {
 
 /* ------------------------------------------------------------ variants that must fail */
 
-static void case_wrong_head_shape(void) {
-    char *dir = fixture_copy("tiny-roberta");
-    change ch[] = {{"classifier.out_proj.weight", CH_ROWS, 4}};
-    rewrite(dir, ch, 1);
-    expect_error(dir, (const char *const[]){"classifier.out_proj.weight", "[4, 72]", "4 labels", "says 3", NULL});
+/* A copy of `fixture` with one tensor changed must fail naming the needles. */
+static void expect_tensor_error(const char *fixture, change ch, const char *const *needles) {
+    char *dir = fixture_copy(fixture);
+    rewrite(dir, &ch, 1);
+    expect_error(dir, needles);
     dir_remove(dir);
 }
 
+static void case_wrong_head_shape(void) {
+    expect_tensor_error("tiny-roberta", (change){"classifier.out_proj.weight", CH_ROWS, 4},
+                        (const char *const[]){"classifier.out_proj.weight", "[4, 72]", "4 labels", "says 3", NULL});
+}
+
 static void case_missing_weight(void) {
-    char *dir = fixture_copy("tiny-distilbert");
-    change ch[] = {{"pre_classifier.bias", CH_DROP, 0}};
-    rewrite(dir, ch, 1);
-    expect_error(dir, (const char *const[]){"model.safetensors", "no tensor 'pre_classifier.bias'", "[80]", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-mpnet");
-    change rb[] = {{"mpnet.encoder.relative_attention_bias.weight", CH_DROP, 0}};
-    rewrite(dir, rb, 1);
-    expect_error(dir, (const char *const[]){"relative_attention_bias.weight", "[32, 5]", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-electra");
-    change pj[] = {{"electra.embeddings_project.bias", CH_DROP, 0}};
-    rewrite(dir, pj, 1);
-    expect_error(dir, (const char *const[]){"electra.embeddings_project.bias", NULL});
+    expect_tensor_error("tiny-distilbert", (change){"pre_classifier.bias", CH_DROP, 0},
+                        (const char *const[]){"model.safetensors", "no tensor 'pre_classifier.bias'", "[80]", NULL});
+    expect_tensor_error("tiny-mpnet", (change){"mpnet.encoder.relative_attention_bias.weight", CH_DROP, 0},
+                        (const char *const[]){"relative_attention_bias.weight", "[32, 5]", NULL});
+    expect_tensor_error("tiny-electra", (change){"electra.embeddings_project.bias", CH_DROP, 0},
+                        (const char *const[]){"electra.embeddings_project.bias", NULL});
+}
+
+/* A copy of `fixture` with config.json edited must fail naming the needles. */
+static void expect_config_error(const char *fixture, const char *old, const char *repl, const char *const *needles) {
+    char *dir = fixture_copy(fixture);
+    config_edit(dir, old, repl);
+    expect_error(dir, needles);
     dir_remove(dir);
 }
 
 static void case_num_labels(void) {
-    char *dir = fixture_copy("tiny-roberta");
-    config_edit(dir, "\"architectures\"", "\"num_labels\": 2,\n  \"architectures\"");
-    expect_error(dir, (const char *const[]){"config.json", "num_labels 2", "id2label's 3 labels", NULL});
-    dir_remove(dir);
+    expect_config_error("tiny-roberta", "\"architectures\"", "\"num_labels\": 2,\n  \"architectures\"",
+                        (const char *const[]){"config.json", "num_labels 2", "id2label's 3 labels", NULL});
     /* num_labels without id2label: the classifier must have that many rows */
-    dir = fixture_copy("tiny-xlmr-tokcls");
-    config_edit(dir, "\"id2label\"", "\"num_labels\": 7,\n  \"x_id2label\"");
-    expect_error(dir, (const char *const[]){"classifier.weight", "5 labels", "says 7", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-roberta");
-    config_edit(dir, "\"0\": \"negative\"", "\"zero\": \"negative\"");
-    expect_error(dir, (const char *const[]){"config.json", "id2label has no entry \"0\"", NULL});
-    dir_remove(dir);
+    expect_config_error("tiny-xlmr-tokcls", "\"id2label\"", "\"num_labels\": 7,\n  \"x_id2label\"",
+                        (const char *const[]){"classifier.weight", "5 labels", "says 7", NULL});
+    expect_config_error("tiny-roberta", "\"0\": \"negative\"", "\"zero\": \"negative\"",
+                        (const char *const[]){"config.json", "id2label has no entry \"0\"", NULL});
 }
 
 /* Classifier tensors under a config that names no head: an error, not a bare encoder. */
 static void case_head_not_silent(void) {
-    char *dir = fixture_copy("tiny-roberta");
-    config_edit(dir, "\"RobertaForSequenceClassification\"", "\"RobertaModel\"");
-    expect_error(dir, (const char *const[]){"classifier.", "belongs to a classification head", "RobertaModel", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-distilbert");
-    config_edit(dir, "\"architectures\": [\n    \"DistilBertForSequenceClassification\"\n  ],", "");
-    expect_error(dir, (const char *const[]){"belongs to a classification head", "(absent)", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-roberta");
-    config_edit(dir, "\"RobertaForSequenceClassification\"", "\"RobertaForQuestionAnswering\"");
-    expect_error(dir, (const char *const[]){"config.json", "RobertaForQuestionAnswering", "is not supported", NULL});
-    dir_remove(dir);
+    expect_config_error("tiny-roberta", "\"RobertaForSequenceClassification\"", "\"RobertaModel\"",
+                        (const char *const[]){"classifier.", "belongs to a classification head", "RobertaModel", NULL});
+    expect_config_error("tiny-distilbert", "\"architectures\": [\n    \"DistilBertForSequenceClassification\"\n  ],", "",
+                        (const char *const[]){"belongs to a classification head", "(absent)", NULL});
+    expect_config_error("tiny-roberta", "\"RobertaForSequenceClassification\"", "\"RobertaForQuestionAnswering\"",
+                        (const char *const[]){"config.json", "RobertaForQuestionAnswering", "is not supported", NULL});
 }
 
 static void case_config_values(void) {
-    char *dir = fixture_copy("tiny-mpnet-seqcls");
-    config_edit(dir, "\"relative_attention_num_buckets\": 32", "\"relative_attention_num_buckets\": 64");
-    expect_error(dir, (const char *const[]){"config.json", "relative_attention_num_buckets 64", "expected 32", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-roberta");
-    config_edit(dir, "\"max_position_embeddings\": 42", "\"max_position_embeddings\": 2");
-    expect_error(dir, (const char *const[]){"config.json", "max_position_embeddings 2", "pad id 1", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-electra");
-    config_edit(dir, "\"embedding_size\": 32", "\"embedding_size\": 48");
-    expect_error(dir, (const char *const[]){"electra.embeddings.word_embeddings.weight", "[350, 48]", NULL});
-    dir_remove(dir);
-    dir = fixture_copy("tiny-distilbert");
-    config_edit(dir, "\"activation\": \"gelu\"", "\"activation\": \"silu\"");
-    expect_error(dir, (const char *const[]){"config.json", "activation 'silu' is not supported", NULL});
-    dir_remove(dir);
+    expect_config_error("tiny-mpnet-seqcls", "\"relative_attention_num_buckets\": 32",
+                        "\"relative_attention_num_buckets\": 64",
+                        (const char *const[]){"config.json", "relative_attention_num_buckets 64", "expected 32", NULL});
+    expect_config_error("tiny-roberta", "\"max_position_embeddings\": 42", "\"max_position_embeddings\": 2",
+                        (const char *const[]){"config.json", "max_position_embeddings 2", "pad id 1", NULL});
+    expect_config_error("tiny-electra", "\"embedding_size\": 32", "\"embedding_size\": 48",
+                        (const char *const[]){"electra.embeddings.word_embeddings.weight", "[350, 48]", NULL});
+    expect_config_error("tiny-distilbert", "\"activation\": \"gelu\"", "\"activation\": \"silu\"",
+                        (const char *const[]){"config.json", "activation 'silu' is not supported", NULL});
 }
 
 static void case_dense_errors(void) {

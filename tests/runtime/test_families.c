@@ -20,8 +20,8 @@
  *
  * Tolerances are test_e2e's (docs/numerics.md): relative to max |want| per
  * output and case, fp32 1e-4, fp16 1.5e-2, bf16 5e-2, and a cosine of at
- * least 0.999 (fp32 0.999999) per row; logits relative to max(max |want|, 1)
- * (compare_floor says why).  A per-token output (last hidden
+ * least 0.999 (fp32 0.999999) per row (golden_compare); logits relative to
+ * max(max |want|, 1) (compare says why).  A per-token output (last hidden
  * state, token-classification logits) is compared row by row; a vector
  * output (sequence logits, embeddings) as one row — for a regression head
  * (one logit) the cosine says only its sign, the relative error the rest.
@@ -37,43 +37,16 @@
 #include "ref.h"
 #include "testreq.h"
 
-typedef struct tol {
-    double rel, cos;
-} tol;
+typedef golden_tol tol;
 
-static tol tolerance(const char *prec) {
-    if (!strcmp(prec, "fp32")) return (tol){1e-4, 0.999999};
-    if (!strcmp(prec, "fp16")) return (tol){1.5e-2, 0.999};
-    return (tol){5e-2, 0.999};
-}
+static tol tolerance(const char *prec) { return golden_tolerance(prec); }
 
-/* Largest relative error and smallest row cosine; a NaN fails both.
- * `floor` bounds the scale from below: logits are judged against
- * max(max |want|, 1), since a logit is an argument of a softmax or a
- * sigmoid where an absolute error of 1e-2 moves a probability by at most
- * 0.25% — and a regression head's single logit near 0 has no scale of its
- * own to be relative to. */
-static void compare_floor(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, tol t,
-                          double floor) {
-    size_t n = (size_t)(rows * cols);
-    double maxw = golden_max_abs(want, n), diff = golden_max_abs_diff(got, want, n);
-    double rel = diff / (maxw > floor ? maxw : floor > 0 ? floor : 1), worst = 1;
-    for (int64_t r = 0; r < rows; r++) {
-        double dot = 0, ng = 0, nw = 0;
-        for (int64_t c = 0; c < cols; c++) {
-            double g = got[r * cols + c], w = want[r * cols + c];
-            dot += g * w, ng += g * g, nw += w * w;
-        }
-        double cs = dot / (sqrt(ng * nw) + 1e-30);
-        if (!(cs >= worst)) worst = cs;
-    }
-    CHECK(rel <= t.rel && worst >= t.cos, "%s: relative error %.3g (limit %.3g), worst row cosine %.7f (limit %.6f)",
-          what, rel, t.rel, worst, t.cos);
-    if (getenv("BERTC_E2E_VERBOSE")) printf("  %-64s rel %.3g  min cos %.7f\n", what, rel, worst);
-}
-
+/* Logits are judged against max(max |want|, 1): a logit is an argument of a
+ * softmax or a sigmoid, where an absolute error of 1e-2 moves a probability
+ * by at most 0.25%, and a regression head's single logit near 0 has no
+ * scale of its own to be relative to. */
 static void compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, tol t) {
-    compare_floor(what, got, want, rows, cols, t, strstr(what, " logits ") ? 1.0 : 0.0);
+    golden_compare(what, got, want, rows, cols, t, strstr(what, " logits ") ? 1.0 : 0.0);
 }
 
 static const char *plan_path(const char *model, const char *prec, const char *ext) {

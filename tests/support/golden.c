@@ -43,6 +43,7 @@
 #include "golden.h"
 
 #include "bincursor.h"
+#include "check.h"
 #include "sha256.h"
 
 #include <errno.h>
@@ -289,4 +290,34 @@ int golden_sha256_file(const char *path, char hex[65], char *err, size_t cap) {
     sha256_final(&x, digest);
     for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     return 0;
+}
+
+/* ---- comparisons with the plan tolerances ------------------------------- */
+
+golden_tol golden_tolerance(const char *prec) {
+    if (!strcmp(prec, "fp32")) return (golden_tol){1e-4, 0.999999};
+    if (!strcmp(prec, "fp16")) return (golden_tol){1.5e-2, 0.999};
+    return (golden_tol){5e-2, 0.999};
+}
+
+int golden_compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, golden_tol t,
+                   double floor) {
+    size_t n = (size_t)(rows * cols);
+    double maxw = golden_max_abs(want, n), diff = golden_max_abs_diff(got, want, n);
+    double scale = maxw > floor ? maxw : floor > 0 ? floor : 1, rel = diff / (scale > 0 ? scale : 1), worst = 1;
+    int64_t worst_row = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        double dot = 0, ng = 0, nw = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            double g = got[r * cols + c], w = want[r * cols + c];
+            dot += g * w, ng += g * g, nw += w * w;
+        }
+        double cs = dot / (sqrt(ng * nw) + 1e-30);
+        if (!(cs >= worst)) worst = cs, worst_row = r;
+    }
+    int ok = rel <= t.rel && worst >= t.cos;
+    CHECK(ok, "%s: relative error %.3g (limit %.3g), worst row cosine %.7f at row %lld (limit %.6f)", what, rel, t.rel,
+          worst, (long long)worst_row, t.cos);
+    if (getenv("BERTC_E2E_VERBOSE")) printf("  %-64s rel %.3g  min cos %.7f\n", what, rel, worst);
+    return ok;
 }
