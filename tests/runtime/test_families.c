@@ -60,10 +60,12 @@ static const char *plan_path(const char *model, const char *prec, const char *ex
     return p;
 }
 
+/* The emulated device, or a GPU when BERTC_TEST_DEVICE=cuda (tools/gpu_validate.sh). */
 static bertc_context *emu_context(bertc_plan *pl) {
     bertc_context_options o;
     bertc_context_options_init(&o);
-    o.device = BERTC_DEVICE_EMULATED;
+    const char *dev = getenv("BERTC_TEST_DEVICE");
+    o.device = dev && !strcmp(dev, "cuda") ? BERTC_DEVICE_CUDA : BERTC_DEVICE_EMULATED;
     o.capture_on_first_use = 1;
     bertc_context *c = NULL;
     char err[1024];
