@@ -5,7 +5,7 @@
 # repository root:  sh tools/gpu_validate.sh
 #
 #   1. builds and runs the whole test suite (emulated device, as in CI);
-#   2. runs the end-to-end tests again on the GPU: test_e2e and test_sentences, with
+#   2. runs the end-to-end tests again on the GPU: test_e2e, test_sentences and test_families, with
 #      BERTC_TEST_DEVICE=cuda (the runtime's device choice is the only
 #      difference) on plans that also carry the GPU's CUBIN;
 #   3. compares bertc (fp32 and fp16 plans) with transformers on the GPU;
@@ -24,6 +24,7 @@ make -j"$(nproc)" test
 make -j"$(nproc)" plans PLAN_ARCH="$arch,emu" -W build/bertc      # -W: rebuild the plans with the GPU arch
 BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_e2e
 BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_sentences
+BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_families
 
 for prec in fp32 fp16; do
     build/bertc compile build/plans/all-MiniLM-L6-v2.yaml -o "build/gpu-minilm-$prec.plan" --precision "$prec" --arch "$arch"

@@ -22,16 +22,22 @@
  * allows anyway (three of ~40 KiB on an A100), which lets ptxas use up to
  * 170 registers — the S tile, the O accumulators (head_dim / 2 per lane)
  * and Q's fragments (head_dim / 4) are all live across the key loop.  At
- * head_dim 128 two blocks (255 registers): O alone is 64 per lane.
+ * head_dim 128 two blocks (255 registers): O alone is 64 per lane.  A score
+ * bias (MPNet) adds a table read per score, whose loads ptxas hoists: two
+ * blocks there too (sm_75's pairs of m16n8k8 spilled at 170 registers with
+ * a 64-row query tile).
  */
 static int kernel_attention_min_blocks(const kernel_spec *s, const kernel_geometry *g) {
-    return g->tc ? (s->head_dim > 64 ? 2 : 3) : kernel_min_blocks(32 * g->nw);
+    return g->tc ? (s->head_dim > 64 || s->bias_ld ? 2 : 3) : kernel_min_blocks(32 * g->nw);
 }
 
 static int kernel_attention_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
-    return kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_t%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
-                               kernel_dtype_tag(s->dtype), s->qtile, s->heads, s->head_dim,
-                               kernel_float_bits(s->scale), s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld);
+    if (kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_t%d_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
+                            kernel_dtype_tag(s->dtype), s->qtile, s->heads, s->head_dim,
+                            kernel_float_bits(s->scale), s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld))
+        return -1;
+    size_t n = strlen(buf);
+    return s->bias_ld ? kernel_entry_printf(buf + n, cap - n, "attention", d, "_b%d", s->bias_ld) : 0;
 }
 
 static int kernel_attention_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
@@ -44,9 +50,9 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
 
     kernel_text_printf(t,
                        "// bertc template=attention dtype=%s bucket=any qtile=%d heads=%d head_dim=%d scale=%.9g "
-                       "qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d\n",
+                       "qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d bias_ld=%d\n",
                        plan_dtype_name(s->dtype), s->qtile, s->heads, s->head_dim, (double)s->scale, s->qkv_ld,
-                       s->q_off, s->k_off, s->v_off, s->ctx_ld);
+                       s->q_off, s->k_off, s->v_off, s->ctx_ld, s->bias_ld);
     if (g.tc)
         kernel_text_printf(t,
                            "// geometry: tensor cores (m16n8k16 sm_80+, m16n8k8 float16 on sm_75, else SIMT), 4 warps "
@@ -62,14 +68,14 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     if (kernel_text_template(t, "attention.cuh", d)) return -1;
     kernel_text_printf(t,
                        "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *ctx, const int *req, "
-                       "const %s *qkv" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
-                       "__int_as_float((int)0x%08xu));\n"
+                       "const %s *qkv, const %s *bias" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
+                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
+                       "bias, __int_as_float((int)0x%08xu));\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",
-                       32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty, s->head_dim, s->qkv_ld,
+                       32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty, ty, s->head_dim, s->qkv_ld,
                        s->q_off, s->k_off, s->v_off, s->ctx_ld, g.tc ? "true" : "false", g.qt, g.tc ? g.wq : 1,
-                       g.tc ? g.stages : 1, g.pt, g.skt, g.vec, ov, scale_log2e, name);
+                       g.tc ? g.stages : 1, g.pt, g.skt, g.vec, ov, s->bias_ld, scale_log2e, name);
     return 0;
 }
 

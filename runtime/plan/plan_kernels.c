@@ -70,6 +70,7 @@
 #define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
 #define KERNEL_POOL_MAX_HIDDEN 16384
 #define KERNEL_MAX_BUCKET 65536
+#define KERNEL_ATTENTION_MAX_BIAS_LD 4096 /* rows of a score-bias table (heads x rows^2 elements) */
 
 int kernel_vec_elems(int size, const int *vals, int n) {
     int v = 16 / size;
@@ -85,7 +86,7 @@ int kernel_vec_elems(int size, const int *vals, int n) {
 int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 int kernel_kind_arg_count(kernel_kind kind) {
-    static const int nargs[] = {7, 7, 3, 6, 3};
+    static const int nargs[] = {7, 7, 4, 6, 3};
     return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] + KERNEL_PREFETCH_ARGS : 0;
 }
 
@@ -111,9 +112,14 @@ static int kernel_ln_check(const kernel_spec *s, diag *d) {
     if (s->ngathers < 1 || s->ngathers > KERNEL_MAX_GATHERS)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: %d gathers (1..%d)", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < s->ngathers; g++) {
-        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_POSITION)
+        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_PAD_POSITION)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d has an unknown index kind %d", g,
                             (int)s->gather_index[g]);
+        /* RoBERTa's positions start at the pad id's row (the launch checks
+         * that the bucket's last one, pad_id + bucket, is a row too) */
+        if (s->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (s->pad_id < 0 || s->pad_id >= s->table_rows[g]))
+            return diag_set(d, DIAG_CODE_INPUT, "kernel embed_ln: gather %d: pad id %d is not a row of its %d", g,
+                            s->pad_id, s->table_rows[g]);
         if (s->table_rows[g] < 1)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d table has %d rows", g,
                             s->table_rows[g]);
@@ -170,6 +176,9 @@ static int kernel_attention_check(const kernel_spec *s, diag *d) {
                         s->ctx_ld, width);
     if (s->qtile != 8 && s->qtile != 16 && s->qtile != 32 && s->qtile != 64)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d (8, 16, 32 or 64)", s->qtile);
+    if (s->bias_ld < 0 || s->bias_ld > KERNEL_ATTENTION_MAX_BIAS_LD)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel attention: score-bias table of %d rows (0 for none, else up to %d)",
+                        s->bias_ld, KERNEL_ATTENTION_MAX_BIAS_LD);
     return 0;
 }
 
@@ -324,6 +333,13 @@ static int kernel_pool_geometry(const kernel_spec *s, kernel_geometry *g, diag *
 
 /* ------------------------------------------------------------ dispatch */
 
+/* An embed_ln gathering RoBERTa's positions (the only reader of pad_id). */
+static int kernel_spec_pad_gather(const kernel_spec *s) {
+    for (int g = 0; s->kind == KERNEL_KIND_EMBED_LN && g < s->ngathers && g < KERNEL_MAX_GATHERS; g++)
+        if (s->gather_index[g] == KERNEL_INDEX_PAD_POSITION) return 1;
+    return 0;
+}
+
 int kernel_spec_check(const kernel_spec *s, diag *d) {
     if ((unsigned)s->kind >= KERNEL_KIND_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
@@ -336,6 +352,12 @@ int kernel_spec_check(const kernel_spec *s, diag *d) {
                         s->bucket);
     if (!kernel_kind_bucket_free(s->kind) && (s->bucket < 1 || s->bucket > KERNEL_MAX_BUCKET))
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d outside 1..%d", name, s->bucket, KERNEL_MAX_BUCKET);
+    if (s->pad_id != 0 && !kernel_spec_pad_gather(s))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: pad id %d without a pad-position gather (expected 0)", name,
+                        s->pad_id);
+    if (s->bias_ld != 0 && s->kind != KERNEL_KIND_ATTENTION)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: score-bias rows %d (only attention has a bias: 0)", name,
+                        s->bias_ld);
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
     case KERNEL_KIND_ADD_LN: return kernel_ln_check(s, d);
@@ -368,6 +390,24 @@ static kernel_spec kernel_spec_at(const kernel_spec *s, int seq_len) {
     return e;
 }
 
+/*
+ * What a bucket-free kernel's spec cannot promise alone, for the launching
+ * bucket e->bucket: RoBERTa's positions reach pad_id + bucket, a row of
+ * the table; the score-bias table covers the bucket's [S, S] corner.
+ */
+static int kernel_launch_check(const kernel_spec *e, diag *d) {
+    for (int g = 0; kernel_spec_pad_gather(e) && g < e->ngathers; g++)
+        if (e->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (int64_t)e->pad_id + e->bucket >= e->table_rows[g])
+            return diag_set(d, DIAG_CODE_INPUT,
+                            "kernel embed_ln: gather %d: positions after pad id %d reach %lld in a bucket of %d, past "
+                            "its %d rows", g, e->pad_id, (long long)e->pad_id + e->bucket, e->bucket, e->table_rows[g]);
+    if (e->kind == KERNEL_KIND_ATTENTION && e->bias_ld != 0 && e->bias_ld < e->bucket)
+        return diag_set(d, DIAG_CODE_INPUT,
+                        "kernel attention: a score-bias table of %d rows cannot serve a bucket of %d (0 or bucket <= "
+                        "rows <= %d)", e->bias_ld, e->bucket, KERNEL_ATTENTION_MAX_BIAS_LD);
+    return 0;
+}
+
 int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
     kernel_geometry g;
     memset(dims, 0, sizeof *dims);
@@ -375,7 +415,7 @@ int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims 
     if (e.bucket < 1 || e.bucket > KERNEL_MAX_BUCKET)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: launched for %d rows (1..%d)",
                         plan_kernel_kind_name(s->kind), e.bucket, KERNEL_MAX_BUCKET);
-    if (kernel_geometry_of(s, &g, d)) return -1;
+    if (kernel_geometry_of(s, &g, d) || kernel_launch_check(&e, d)) return -1;
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
     case KERNEL_KIND_ADD_LN: kernel_ln_dims(&e, &g, dims); break;
@@ -424,6 +464,8 @@ void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
         hi = hi > s->v_off ? hi : s->v_off;
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->ctx_ld, s->heads * s->head_dim)};
         a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->qkv_ld, hi + s->heads * s->head_dim)};
+        a[3] = s->bias_ld ? kernel_arg_read((uint64_t)s->heads * (uint64_t)s->bias_ld * (uint64_t)s->bias_ld, s)
+                          : (kernel_arg){KERNEL_ARG_UNUSED, 0};
         break;
     }
     case KERNEL_KIND_GEMM:
@@ -433,9 +475,9 @@ void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
         a[4] = s->has_bias ? kernel_arg_read((uint64_t)s->n, s) : unused;
         a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
         break;
-    default:
+    default: /* POOL: cls reads row 0 only */
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, h * (uint64_t)plan_dtype_size(s->dtype)};
-        a[2] = kernel_arg_read(rows * h, s);
+        a[2] = kernel_arg_read(s->pool_mode == PLAN_POOL_CLS ? h : rows * h, s);
         break;
     }
     /* the pair's extent is the distance between them (the reader checks it) */

@@ -78,7 +78,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 5, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 6, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -102,6 +102,7 @@ _Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KI
                    KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
                "kernel_kind values are part of the plan format");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
+                   KERNEL_INDEX_PAD_POSITION == 3 &&
                    KERNEL_MAX_GATHERS == 3,
                "kernel_index values are part of the plan format");
 _Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_COUNT == 2,
@@ -151,6 +152,8 @@ void plan_free(plan *p) {
     for (int i = 0; p->buckets && i < p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
     free(p->buckets);
     tokdesc_free(&p->tokenizer);
+    for (int i = 0; p->labels && i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     if (writer_side && p->owns_weights) free((void *)p->weights);
     if (p->map) {
         if (p->map_heap) free(p->map);
@@ -537,7 +540,7 @@ static int prd_table(prd *r) {
     }
     r->ctx[0] = '\0';
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++)
-        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER)
+        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER && k != PLAN_SECTION_LABELS)
             return PRD_FAIL(r, r->table_off, "required section %s is missing", plan_section_kind_name(k));
 
     /* Regions, sorted by offset: no overlaps, zeros in between. */
@@ -704,8 +707,9 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (s->ngathers < 0 || s->ngathers > KERNEL_MAX_GATHERS)
         return CUR_FAIL(c, "field spec.ngathers: %d is not in 0..%d", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        if (cur_enum(c, "spec.gather_index", "a gather index (0 input_ids, 1 token types, 2 position)",
-                     KERNEL_INDEX_POSITION + 1, &v))
+        if (cur_enum(c, "spec.gather_index",
+                     "a gather index (0 input_ids, 1 token types, 2 position, 3 position after the pad id)",
+                     KERNEL_INDEX_PAD_POSITION + 1, &v))
             return -1;
         s->gather_index[g] = (kernel_index)v;
     }
@@ -732,6 +736,7 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
         return -1;
     s->pool_mode = (plan_pool_mode)v;
     s->qtile = cur_i32(c);
+    if (cur_i32_min(c, "spec.pad_id", 0, &s->pad_id) || cur_i32_min(c, "spec.bias_ld", 0, &s->bias_ld)) return -1;
     /* The launch contract (plan_kernels.h): the spec is one the kind can
      * serve, so its geometry and argument extents can be computed. */
     if (k->nargs != kernel_kind_arg_count(s->kind))
@@ -1422,6 +1427,26 @@ static int prd_tok_data(prd *r, uint64_t at, plan_tokenizer *t) {
     return 0;
 }
 
+/* LABELS: one string index per class, 1 .. PLAN_MAX_LABELS of them. */
+static int prd_labels(prd *r) {
+    const prd_section *s = &r->sec[PLAN_SECTION_LABELS];
+    plan *p = r->p;
+    if (!s->present) return 0;
+    prd_where_section(r, PLAN_SECTION_LABELS);
+    if (s->size == 0 || s->size % 4 || s->size / 4 > PLAN_MAX_LABELS)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes (expected 4 bytes per label, 1 to %d labels)",
+                        (unsigned long long)s->size, PLAN_MAX_LABELS);
+    int n = (int)(s->size / 4);
+    if (!(p->labels = calloc((size_t)n, sizeof *p->labels))) return prd_oom(r);
+    prd_cur c;
+    if (prd_record(r, &c, s->off, s->size)) return -1;
+    for (; p->nlabels < n; p->nlabels++) {
+        prd_ctx(r, "label %d", p->nlabels);
+        if (cur_str(&c, "name", 0, &p->labels[p->nlabels])) return -1;
+    }
+    return prd_record_done(&c);
+}
+
 static int prd_tokenizer(prd *r) {
     plan_tokenizer *t = &r->p->tokenizer;
     const prd_section *s = &r->sec[PLAN_SECTION_TOKENIZER];
@@ -1461,7 +1486,7 @@ static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *nam
     r.p = p;
     r.where = "header";
     if (prd_header(&r) || prd_table(&r) || prd_strings(&r) || prd_signature(&r) || prd_kernels(&r) ||
-        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r))
+        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r) || prd_labels(&r))
         return -1;
     return 0;
 }

@@ -150,8 +150,10 @@ typedef enum kernel_kind {
      * out[s, :] = LayerNorm(sum_g table_g[index_g(s), :]) * gamma + beta
      * args: (T *out, const int *req, const T *table0, const T *table1,
      *        const T *table2, const T *gamma, const T *beta)
-     * index_g(s) is input_ids[s], token_type_ids[s] or s (position),
-     * per gather_index[g]; unused tables are NULL.  Ids are clamped to the
+     * index_g(s) is input_ids[s], token_type_ids[s], s (position) or
+     * RoBERTa's position id (pad_id where input_ids[s] == pad_id, else
+     * pad_id + the count of non-pad ids in [0, s]), per gather_index[g];
+     * unused tables are NULL.  Ids are clamped to the
      * table (the runtime validates them before the launch).
      */
     KERNEL_KIND_EMBED_LN,
@@ -167,7 +169,9 @@ typedef enum kernel_kind {
      * with maskbias[k] = float32 min where attention_mask[k] == 0, and keys
      * k >= L excluded.  q, k, v are column blocks of the row-major matrix
      * qkv (leading dimension qkv_ld) at column offsets q_off, k_off, v_off.
-     * args: (T *ctx, const int *req, const T *qkv)
+     * With bias_ld > 0, bias[h][s][k] (a [heads, bias_ld, bias_ld] table,
+     * bias_ld >= bucket) is added to the scaled score of every visible key.
+     * args: (T *ctx, const int *req, const T *qkv, const T *bias)
      */
     KERNEL_KIND_ATTENTION,
     /*
@@ -200,6 +204,7 @@ typedef enum kernel_index {
     KERNEL_INDEX_INPUT_IDS,
     KERNEL_INDEX_TOKEN_TYPES,
     KERNEL_INDEX_POSITION,
+    KERNEL_INDEX_PAD_POSITION,
 } kernel_index;
 
 /* The compile-time constants of one kernel; each kind reads only its own
@@ -215,6 +220,7 @@ typedef struct kernel_spec {
     int ngathers;                /* EMBED_LN: 1..3 */
     kernel_index gather_index[KERNEL_MAX_GATHERS];
     int table_rows[KERNEL_MAX_GATHERS];
+    int pad_id;                  /* EMBED_LN: the pad id of a PAD_POSITION gather, else 0 */
     int has_bias, has_residual;  /* ADD_LN, GEMM */
 
     /* ATTENTION */
@@ -223,6 +229,7 @@ typedef struct kernel_spec {
     int qkv_ld, q_off, k_off, v_off;
     int ctx_ld;
     int qtile;                   /* query rows per block: 8, 16, 32 or 64 (kernel_attention_qtile) */
+    int bias_ld;                 /* 0: no score bias; else rows (and heads' row count) of the bias table */
 
     /* GEMM */
     int n, k;                    /* M is the bucket */

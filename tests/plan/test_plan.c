@@ -146,9 +146,10 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->eps = rnd_float(1e-12, 1e-3);
     s->ngathers = (int)check_rng_range(1, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        s->gather_index[g] = (kernel_index)check_rng_range(0, 2);
+        s->gather_index[g] = (kernel_index)check_rng_range(0, KERNEL_INDEX_PAD_POSITION);
         s->table_rows[g] = (int)check_rng_range(1, 50000);
     }
+    s->pad_id = (int)check_rng_range(0, 3);
     s->has_bias = (int)check_rng_range(0, 1);
     s->has_residual = (int)check_rng_range(0, 1);
     s->heads = (int)check_rng_range(1, 16);
@@ -170,10 +171,17 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
     s->normalize = (int)check_rng_range(0, 1);
     s->qtile = 8 << check_rng_range(0, 3);
+    /* the families' fields, only where the kind reads them (else 0, which the reader demands) */
+    int pad_gather = 0;
+    for (int g = 0; g < s->ngathers; g++) pad_gather |= s->gather_index[g] == KERNEL_INDEX_PAD_POSITION;
+    s->pad_id = s->kind == KERNEL_KIND_EMBED_LN && pad_gather ? (int)check_rng_range(0, 3) : 0;
+    s->bias_ld = s->kind == KERNEL_KIND_ATTENTION && check_rng_range(0, 1) ? (int)check_rng_range(1, 600) : 0;
 }
 
-/* A spec for a bucket of `bucket` rows: its own (a GEMM) or any (0). */
-static void rnd_spec(kernel_spec *s, int bucket) {
+/* A spec for a bucket of `bucket` rows: its own (a GEMM) or any (0) — and
+ * then launchable in the plan's longest bucket too (RoBERTa's positions and
+ * MPNet's score bias are checked against the launching bucket). */
+static void rnd_spec(kernel_spec *s, int bucket, int longest) {
     for (;;) {
         memset(s, 0, sizeof *s);
         s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
@@ -182,7 +190,9 @@ static void rnd_spec(kernel_spec *s, int bucket) {
         kernel_launch_dims dims;
         diag d;
         diag_init(&d);
-        if (!kernel_spec_check(s, &d) && !kernel_launch_dims_of(s, bucket, &dims, &d)) return;
+        if (!kernel_spec_check(s, &d) &&
+            !kernel_launch_dims_of(s, kernel_kind_bucket_free(s->kind) ? longest : bucket, &dims, &d))
+            return;
     }
 }
 
@@ -320,7 +330,8 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         kernel_spec *s = &k->spec;
         k->entry = rnd_ident("bertc_kernel_");
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
-        rnd_spec(s, p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len);
+        rnd_spec(s, p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len,
+                 p->buckets[p->nbuckets - 1].seq_len);
         k->nargs = kernel_kind_arg_count(s->kind);
     }
 
@@ -425,7 +436,13 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         if (b->arena_bytes > p->arena_bytes) p->arena_bytes = b->arena_bytes;
     }
 
-    if (with_tokenizer) gen_tokenizer(&p->tokenizer, small);
+    if (with_tokenizer) {
+        gen_tokenizer(&p->tokenizer, small);
+        /* and a classification head's labels (the optional LABELS section) */
+        p->nlabels = (int)check_rng_range(1, 5);
+        p->labels = calloc((size_t)p->nlabels, sizeof *p->labels);
+        for (int i = 0; i < p->nlabels; i++) p->labels[i] = rnd_ident("label-");
+    }
 }
 
 /* Re-randomise everything the format does not carry. */
@@ -508,6 +525,7 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
          "kernel %d gemm fields", i);
     DIFF(a->has_act != b->has_act || a->act != b->act, "kernel %d act", i);
     DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
+    DIFF(a->pad_id != b->pad_id || a->bias_ld != b->bias_ld, "kernel %d pad_id/bias_ld", i);
     return 0;
 }
 
@@ -590,6 +608,8 @@ static int plan_diff(const plan *a, const plan *b) {
         }
     }
     DIFF(tok_differs(&a->tokenizer, &b->tokenizer), "tokenizer");
+    DIFF(a->nlabels != b->nlabels, "label count");
+    for (int i = 0; i < a->nlabels && i < b->nlabels; i++) DIFF(str_differs(a->labels[i], b->labels[i]), "label %d", i);
     return 0;
 }
 
@@ -832,10 +852,10 @@ static void test_layout_matches_spec(void) {
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
     CHECK(ld64(b + 0x20) == 128, "section table right after the header");
-    CHECK(ld32(b + 0x28) == 9, "9 sections with a tokenizer, got %u", ld32(b + 0x28));
+    CHECK(ld32(b + 0x28) == 10, "10 sections with a tokenizer and labels, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 152, 40, 16, 24, 232, 48, 16, 80, 0};
+    static const uint16_t records[12] = {128, 32, 80, 160, 40, 16, 24, 232, 48, 16, 80, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -849,9 +869,9 @@ static void test_layout_matches_spec(void) {
     CHECK(strcmp(str + ld32(b + 0x2C), p.producer) == 0, "producer via the string table");
     /* Table entries in kind order, each naming its section, offsets 256-aligned and ascending. */
     static const char *const names[] = {"STRINGS", "SIGNATURE", "KERNELS", "IMAGES", "SCHEDULES",
-                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS"};
-    uint64_t prev_end = 128 + 9 * 32;
-    for (int i = 0; i < 9; i++) {
+                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS", "LABELS"};
+    uint64_t prev_end = 128 + 10 * 32;
+    for (int i = 0; i < 10; i++) {
         const uint8_t *e = b + 128 + 32 * i;
         CHECK(ld32(e) == (uint32_t)i + 1, "entry %d kind", i);
         CHECK(strcmp(str + ld32(e + 4), names[i]) == 0, "entry %d name", i);
@@ -887,7 +907,8 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(k + 24) == (uint32_t)ks->kind && (int32_t)ld32(k + 32) == ks->bucket && eps == ks->eps, "kernel spec");
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
               ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
-              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile,
+              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile &&
+              (int32_t)ld32(k + 152) == ks->pad_id && (int32_t)ld32(k + 156) == ks->bias_ld,
           "kernel spec tail");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
@@ -1000,10 +1021,10 @@ static void example_plan(plan *p) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x05, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x7e, 0x63, 0x25, 0x25,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x06, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x87, 0xb7, 0xd1, 0x44,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0x98, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xa0, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1013,7 +1034,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x98, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xef, 0xfb, 0xc4, 0xaa, 0x00, 0x00, 0x00, 0x00,
+    0xa0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x8d, 0x1c, 0x0c, 0xaf, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1197,11 +1218,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 6 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 7 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 4);
+    st32(c + 0x08, 5);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 4", "field format_version: 4 is not supported (this reader reads version 5;",
+    EXPECT_FAIL(c, len, "version 5", "field format_version: 5 is not supported (this reader reads version 6;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1222,7 +1243,7 @@ static void test_header_fields(void) {
     c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 152 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 160 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1260,6 +1281,10 @@ static void test_header_fields(void) {
 static void test_section_table(void) {
     plan p;
     gen_plan(&p, GEN_MEDIUM, 1);
+    for (int i = 0; i < p.nlabels; i++) free(p.labels[i]); /* WEIGHTS last: the "missing" case drops it */
+    free(p.labels);
+    p.labels = NULL;
+    p.nlabels = 0;
     size_t len = 0;
     uint8_t *b = plan_bytes(&p, "tbl.plan", &len);
     plan_free(&p);
@@ -1455,6 +1480,8 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("prefetch in the arena", "is a prefetch bound; it cannot be the arena buffer");
     st32(pf, SCHED_BUF_WEIGHTS);
     st64(pf + 8, 8);
+    st32(pf + 16, SCHED_BUF_NONE); /* whatever the generator drew for the pair */
+    st64(pf + 24, 0);
     FIXED_FAIL("prefetch half NONE", "the prefetch range of kernel", "two weight offsets or two NONE references");
     st32(pf, SCHED_BUF_WEIGHTS);
     st64(pf + 8, 8);
@@ -1521,7 +1548,7 @@ static void test_semantic_errors(void) {
     st32(c + t.sig.off + 76, 1);
     FIXED_FAIL("signature reserved", "section SIGNATURE: field reserved: byte 0x01");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 152 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 160 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1558,6 +1585,20 @@ static void test_semantic_errors(void) {
     if (k0->spec.kind == KERNEL_KIND_ATTENTION) {
         st32(c + t.kern.off + 148, 12);
         FIXED_FAIL("query tile", "section KERNELS: kernel 0: field spec: kernel attention: query tile 12");
+    }
+    st32(c + t.kern.off + 152, 0xFFFFFFFFu);
+    FIXED_FAIL("pad id", "section KERNELS: kernel 0: field spec.pad_id: -1");
+    st32(c + t.kern.off + 156, 0xFFFFFFFFu);
+    FIXED_FAIL("bias rows", "section KERNELS: kernel 0: field spec.bias_ld: -1");
+    if (k0->spec.kind != KERNEL_KIND_ATTENTION) {
+        st32(c + t.kern.off + 156, 64);
+        FIXED_FAIL("bias rows of another kind", "section KERNELS: kernel 0: field spec: kernel ",
+                   "score-bias rows 64 (only attention has a bias: 0)");
+    }
+    if (k0->spec.kind != KERNEL_KIND_EMBED_LN) {
+        st32(c + t.kern.off + 152, 2);
+        FIXED_FAIL("pad id of another kind", "section KERNELS: kernel 0: field spec: kernel ",
+                   "pad id 2 without a pad-position gather (expected 0)");
     }
     {
         float nan = NAN;
