@@ -1480,7 +1480,7 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("prefetch in the arena", "is a prefetch bound; it cannot be the arena buffer");
     st32(pf, SCHED_BUF_WEIGHTS);
     st64(pf + 8, 8);
-    st32(pf + 16, SCHED_BUF_NONE); /* whatever the generator drew for the pair */
+    st32(pf + 16, SCHED_BUF_NONE); /* whatever the compiler put there */
     st64(pf + 24, 0);
     FIXED_FAIL("prefetch half NONE", "the prefetch range of kernel", "two weight offsets or two NONE references");
     st32(pf, SCHED_BUF_WEIGHTS);
