@@ -246,7 +246,7 @@ $(BUILD)/hf/%/model.safetensors: tools/make_tiny_bert.py
 	$(PYTHON) tools/make_tiny_bert.py --variant $* $(BUILD)/hf/$*
 
 $(FAMILY_MODELS:%=$(BUILD)/hf/%/model.safetensors): $(BUILD)/hf/%/model.safetensors: tools/make_tiny_family.py \
-  tools/make_tiny_bert.py
+  tools/make_tiny_bert.py $(wildcard tests/golden/tok-roberta-files/* tests/golden/tok-xlmr/*)
 	$(PYTHON) tools/make_tiny_family.py --variant $* $(BUILD)/hf/$*
 
 $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors: tools/fetch_minilm.sh

@@ -387,11 +387,12 @@ static int run_text_check(const run_text_args *a, bertc_device_kind *kind) {
     return 0;
 }
 
-/* The embedding as --pooling says ("model": the plan's sentence_embedding),
+/* The embedding (E values) as --pooling says ("model": the plan's
+ * sentence_embedding, whose width a Dense module may make E != H),
  * L2-normalised when asked. */
-static void run_text_embedding(const char *pooling, const run_outputs *o, int64_t n, int64_t H, int normalize,
-                               float *emb) {
-    for (int64_t c = 0; c < H; c++) {
+static void run_text_embedding(const char *pooling, const run_outputs *o, int64_t n, int64_t H, int64_t E,
+                               int normalize, float *emb) {
+    for (int64_t c = 0; c < E; c++) {
         if (!strcmp(pooling, "model")) emb[c] = o->data[RUN_OUT_SENTENCE][c];
         else if (!strcmp(pooling, "pooler")) emb[c] = o->data[RUN_OUT_POOLER][c];
         else if (!strcmp(pooling, "cls")) emb[c] = o->data[RUN_OUT_HIDDEN][c];
@@ -403,10 +404,10 @@ static void run_text_embedding(const char *pooling, const run_outputs *o, int64_
     }
     if (!normalize) return;
     double ss = 0;
-    for (int64_t c = 0; c < H; c++) ss += (double)emb[c] * emb[c];
+    for (int64_t c = 0; c < E; c++) ss += (double)emb[c] * emb[c];
     double nrm = sqrt(ss);
     if (nrm < 1e-12) nrm = 1e-12;
-    for (int64_t c = 0; c < H; c++) emb[c] = (float)(emb[c] / nrm);
+    for (int64_t c = 0; c < E; c++) emb[c] = (float)(emb[c] / nrm);
 }
 
 static void run_text_print(const run_text_args *a, const bertc_encoding *e, const char *pname, const float *emb,
@@ -477,11 +478,13 @@ static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind,
                 a->path);
         return DIAG_CODE_INPUT;
     }
-    if (!(*emb = calloc((size_t)H, sizeof **emb))) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
-    run_text_embedding(a->pooling, o, n, H, a->normalize, *emb);
+    const int ks = RUN_OUT_SENTENCE;
+    int64_t E = !strcmp(a->pooling, "model") ? o->shape[ks][o->ndim[ks] - 1] : H;
+    if (!(*emb = calloc((size_t)E, sizeof **emb))) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
+    run_text_embedding(a->pooling, o, n, H, E, a->normalize, *emb);
     diag d;
     diag_init(&d);
-    int64_t eshape[1] = {H};
+    int64_t eshape[1] = {E};
     int k = o->first;
     int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[k], o->ndim[k], o->shape[k]) == 0) &&
              (!a->emb_out || npy_write_f32_to(&f->fa[1], *emb, 1, eshape) == 0);
@@ -489,7 +492,7 @@ static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind,
     if (classify)
         run_text_print_logits(a, pl, e, o);
     else
-        run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, H);
+        run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, E);
     return 0;
 }
 

@@ -155,16 +155,31 @@ def family_cases(name, cfg):
     return cases
 
 
-def text_cases(d, cfg):
-    """The cross-encoder: pairs through its own tokenizer."""
+# Texts through the fixture's own tokenizer (AutoTokenizer), for the
+# fixtures whose tokenizer differs from BERT's: the cross-encoder's pairs,
+# RoBERTa's byte-level BPE, XLM-R's Unigram, MPNet's <s> A </s></s> B </s>.
+TEXTS = {
+    "tiny-cross-encoder": [("text_pair_fox", "the quick brown fox", "a lazy dog"),
+                           ("text_pair_model", "how do i compile a model", "the gpu runs the kernel")],
+    "tiny-roberta": [("text_pair_review", "Hello wörld, the quick brown fox!", " and a second text"),
+                     ("text_single_mask", "It was  <mask> good.", None)],
+    "tiny-xlmr-tokcls": [("text_single_names", "Hello wörld — Zürich and Ελλάδα", None),
+                         ("text_pair_short", "the quick fox", "a lazy dog")],
+    "tiny-mpnet": [("text_pair_fox", "the quick brown fox", "a lazy dog"),
+                   ("text_single_mask", "how do i <mask>x a model", None)],
+}
+
+
+def text_cases(name, d):
+    """TEXTS[name] through the directory's own tokenizer: its ids, its token
+    types when it gives them (else the model's default), the note the tests
+    read the texts from."""
     tok = transformers.AutoTokenizer.from_pretrained(d)
-    pairs = [("text_pair_fox", "the quick brown fox", "a lazy dog"),
-             ("text_pair_model", "how do i compile a model", "the gpu runs the kernel")]
     out = []
-    for cname, a, b in pairs:
-        enc = tok(a, b)
-        out.append(Case(cname, enc["input_ids"], enc["token_type_ids"], enc["attention_mask"],
-                        note="text " + json.dumps([a, b])))
+    for cname, a, b in TEXTS.get(name, []):
+        enc = tok(a, b) if b is not None else tok(a)
+        out.append(Case(cname, enc["input_ids"], enc.get("token_type_ids"), enc["attention_mask"],
+                        note="text " + json.dumps([a, b] if b is not None else [a])))
     return out
 
 
@@ -227,7 +242,7 @@ def make_golden(name):
     if cfg.get("sentence_transformers"):
         st_model = sentence_model(d, cfg)
         st_model64 = sentence_model(d, cfg).double()
-    cases = family_cases(name, cfg) + (text_cases(d, cfg) if cfg.get("cross_encoder") else [])
+    cases = family_cases(name, cfg) + text_cases(name, d)
     digest = sha256_file(os.path.join(d, "model.safetensors"))
     lines = [
         "producer: tools/make_family_goldens.py",

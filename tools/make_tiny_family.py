@@ -25,6 +25,14 @@ the checkpoint (bertc computes it at import; the golden script installs
 transformers' own sinusoid), MPNet's relative-position table, and
 RoBERTa-style position ids (padding_idx 1, so max_position - 2 usable rows).
 
+Tokenizers: the BERT-family fixtures get a vocab.txt written here; the
+RoBERTa one takes the byte-level BPE of tests/golden/tok-roberta-files
+(vocab.json + merges.txt, 3,000 entries) and the XLM-R one the
+SentencePiece Unigram of tests/golden/tok-xlmr (tokenizer.json, 2,502
+entries) — the committed tokenizers tools/make_tokenizer_families.py
+trained — with model_max_length cut to the fixture's positions, so their
+vocabulary sizes are those tokenizers'.
+
 Standard library only: CI runs this with a plain python3.
 """
 
@@ -41,14 +49,14 @@ import make_tiny_bert as mtb  # noqa: E402  (same directory; standard library on
 VARIANTS = {
     "tiny-roberta": dict(
         family="roberta", hidden=72, heads=6, layers=2, intermediate=100,
-        vocab=300, max_pos=42, type_vocab=1, act="gelu", eps=1e-5,
-        dtype="F32", head="seq", num_labels=3,
+        vocab=3000, max_pos=42, type_vocab=1, act="gelu", eps=1e-5,
+        dtype="F32", head="seq", num_labels=3, tokenizer="tok-roberta-files",
         id2label={"0": "negative", "1": "neutral", "2": "positive"},
         architectures=["RobertaForSequenceClassification"]),
     "tiny-xlmr-tokcls": dict(
         family="xlm-roberta", hidden=48, heads=4, layers=2, intermediate=70,
-        vocab=250, max_pos=34, type_vocab=1, act="gelu", eps=1e-5,
-        dtype="F16", head="tok", num_labels=5,
+        vocab=2502, max_pos=34, type_vocab=1, act="gelu", eps=1e-5,
+        dtype="F16", head="tok", num_labels=5, tokenizer="tok-xlmr",
         id2label={"0": "O", "1": "B-PER", "2": "I-PER", "3": "B-LOC", "4": "I-LOC"},
         architectures=["XLMRobertaForTokenClassification"]),
     "tiny-distilbert": dict(
@@ -266,6 +274,22 @@ def tokenizer_config_json(cfg):
     return json.dumps(conf, indent=2, sort_keys=True) + "\n"
 
 
+GOLDEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "golden")
+
+
+def tokenizer_files(cfg):
+    """A committed tokenizer (tests/golden/NAME) with model_max_length cut to the positions."""
+    d = os.path.join(GOLDEN, cfg["tokenizer"])
+    files = {}
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), "rb") as f:
+            files[name] = f.read()
+    conf = json.loads(files["tokenizer_config.json"].decode("utf-8"))
+    conf["model_max_length"] = cfg["max_pos"] - 2
+    files["tokenizer_config.json"] = (json.dumps(conf, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    return files
+
+
 def sentence_files(cfg):
     st = cfg["sentence_transformers"]
     modules = [
@@ -300,6 +324,8 @@ def build(variant, out_dir):
         lines = mpnet_vocab_lines(cfg["vocab"]) if cfg["family"] == "mpnet" else mtb.vocab_lines(cfg["vocab"])
         files["vocab.txt"] = lines.encode("utf-8")
         files["tokenizer_config.json"] = tokenizer_config_json(cfg).encode("utf-8")
+    if cfg.get("tokenizer"):
+        files.update(tokenizer_files(cfg))
     if cfg.get("sentence_transformers"):
         files.update(sentence_files(cfg))
         files["2_Dense/model.safetensors"] = safetensors_for(variant + "/dense", st_dense_tensors(cfg), "F32")

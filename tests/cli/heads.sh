@@ -50,6 +50,35 @@ for k in 6 7; do
     contains "cross-encoder-score-$k-line" "$T/out" "score LABEL_0: "
 done
 
+# Text through each family's own tokenizer, against transformers' ids and
+# outputs (the goldens' text cases, tools/make_family_goldens.py): RoBERTa's
+# byte-level BPE from vocab.json + merges.txt, XLM-R's Unigram from
+# tokenizer.json (a score per token and label), MPNet's WordPiece from
+# vocab.txt with its pair template <s> A </s></s> B </s> (the
+# sentence-transformers embedding of its Dense head).
+for spec in tiny-roberta:7 tiny-roberta:8 tiny-xlmr-tokcls:7 tiny-xlmr-tokcls:8 tiny-mpnet:7 tiny-mpnet:8; do
+    m=${spec%:*}
+    k=${spec#*:}
+    G=tests/golden/$m.bgld
+    python3 tests/cli/npy_golden.py text "$G" "$k" >"$T/text"
+    a=$(sed -n 1p "$T/text")
+    b=$(sed -n 2p "$T/text")
+    if [ -n "$b" ]; then
+        expect "text-$m-$k" 0 "$B" run "$P/$m-fp32.plan" --device emu --text "$a" --text-pair "$b" --json
+    else
+        expect "text-$m-$k" 0 "$B" run "$P/$m-fp32.plan" --device emu --text "$a" --json
+    fi
+    cp "$T/out" "$T/text.json"
+    what=logits
+    [ "$m" = tiny-mpnet ] && what=sentence
+    if python3 tests/cli/npy_golden.py tokens "$G" "$k" "$T/text.json" >"$T/cmp" 2>&1 &&
+        python3 tests/cli/npy_golden.py $what "$G" "$k" "$T/text.json" 1e-4 >>"$T/cmp" 2>&1; then
+        pass "text-$m-$k-matches-transformers"
+    else
+        fail "text-$m-$k-matches-transformers" "$(cat "$T/cmp")"
+    fi
+done
+
 # DistilBERT: both labels by name, the best one marked
 expect distilbert-labels 0 "$B" run "$P/tiny-distilbert-fp16.plan" --device emu --text "the quick brown fox"
 if grep -q '^\* LABEL_[01]: ' "$T/out" && grep -q '^  LABEL_[01]: ' "$T/out"; then pass distilbert-labels-lines; else fail distilbert-labels-lines "$(cat "$T/out")"; fi

@@ -12,6 +12,9 @@
   npy_golden.py logits GOLDEN CASE L.npy|JSON TOL
       exit 0 when a head's logits (an .npy, or the "logits" of bertc's --json
       output) match the case's within TOL * max(max |want|, 1)
+  npy_golden.py sentence GOLDEN CASE JSON TOL
+      exit 0 when the "embedding" of bertc's --json output matches the case's
+      sentence_embedding (sentence-transformers') within TOL * max |want|
 
 It reads both formats independently of bertc's C code, so a bug in the C
 .npy writer or golden reader cannot cancel out.
@@ -153,6 +156,20 @@ def main(argv):
         diff = max(abs(a - b) for a, b in zip(got, want))
         if not diff <= tol * scale:
             raise SystemExit("logits max diff %.3g > %g * %.3g" % (diff, tol, scale))
+        print("ok")
+        return
+    if cmd == "sentence":
+        import json
+        want, tol = case["sentence"], float(argv[5])
+        if want is None:
+            raise SystemExit("the case has no sentence_embedding")
+        got = json.load(open(argv[4]))["embedding"]
+        if len(got) != len(want):
+            raise SystemExit("an embedding of %d values, the golden has %d" % (len(got), len(want)))
+        scale = max(abs(v) for v in want)
+        diff = max(abs(a - b) for a, b in zip(got, want))
+        if not diff <= tol * scale:
+            raise SystemExit("sentence_embedding max diff %.3g > %g * %.3g" % (diff, tol, scale))
         print("ok")
         return
     if cmd in ("ids", "types", "mask"):

@@ -9,7 +9,9 @@
  * shorter max_seq_len they leave), DistilBERT's sinusoid table, ELECTRA's
  * embeddings projection, MPNet's relative-position bias in every layer's
  * scores, the head's `logits` first among the outputs with the labels of
- * id2label, a sentence-transformers Dense module.  Then each fixture is
+ * id2label, a sentence-transformers Dense module, the tokenizer each
+ * family's files give (RoBERTa's vocab.json + merges.txt, XLM-R's
+ * tokenizer.json, MPNet's vocab.txt with its class).  Then each fixture is
  * copied to a temporary directory and changed — the base-model prefix
  * dropped (a bare *Model saved without it), the stored sinusoid table kept,
  * a classifier of the wrong width, a missing tensor, num_labels against
@@ -184,17 +186,38 @@ typedef struct family_expect {
     int per_token;               /* token classification */
     const char *first_label;
     const char *probe;           /* a tensor the graph must read */
+    const char *tok;             /* the tokenizer section: "bpe" vocab_json + merges, "json", "vocab",
+                                  * "mpnet" (vocab with MPNet's class), NULL none */
 } family_expect;
 
 static const family_expect FAMILIES[] = {
-    {"tiny-roberta", 40, 1, 0, 0, 0, 3, 0, "negative", "classifier.out_proj.weight"},
-    {"tiny-xlmr-tokcls", 32, 1, 0, 0, 0, 5, 1, "O", "roberta.encoder.layer.1.attention.self.query.weight"},
-    {"tiny-distilbert", 48, -1, 1, 0, 0, 2, 0, "LABEL_0", "distilbert.transformer.layer.1.ffn.lin2.weight"},
-    {"tiny-electra", 40, -1, 0, 1, 0, 1, 0, "score", "electra.embeddings_project.weight"},
-    {"tiny-mpnet", 64, 1, 0, 0, 1, 0, 0, NULL, "mpnet.encoder.layer.0.attention.attn.o.weight"},
-    {"tiny-mpnet-seqcls", 32, 1, 0, 0, 1, 2, 0, "LABEL_0", "mpnet.encoder.relative_attention_bias.weight"},
-    {"tiny-cross-encoder", 40, -1, 0, 0, 0, 1, 0, "LABEL_0", "bert.pooler.dense.weight"},
+    {"tiny-roberta", 40, 1, 0, 0, 0, 3, 0, "negative", "classifier.out_proj.weight", "bpe"},
+    {"tiny-xlmr-tokcls", 32, 1, 0, 0, 0, 5, 1, "O", "roberta.encoder.layer.1.attention.self.query.weight", "json"},
+    {"tiny-distilbert", 48, -1, 1, 0, 0, 2, 0, "LABEL_0", "distilbert.transformer.layer.1.ffn.lin2.weight", "vocab"},
+    {"tiny-electra", 40, -1, 0, 1, 0, 1, 0, "score", "electra.embeddings_project.weight", NULL},
+    {"tiny-mpnet", 64, 1, 0, 0, 1, 0, 0, NULL, "mpnet.encoder.layer.0.attention.attn.o.weight", "mpnet"},
+    {"tiny-mpnet-seqcls", 32, 1, 0, 0, 1, 2, 0, "LABEL_0", "mpnet.encoder.relative_attention_bias.weight", NULL},
+    {"tiny-cross-encoder", 40, -1, 0, 0, 0, 1, 0, "LABEL_0", "bert.pooler.dense.weight", "vocab"},
 };
+
+/* Every family imports its tokenizer: the files it has, MPNet's class over vocab.txt. */
+static void check_family_tokenizer(const family_expect *e, const ir_graph *g) {
+    const ir_tokenizer *t = &g->tokenizer;
+    if (!e->tok) {
+        CHECK(!g->has_tokenizer, "%s: a tokenizer section without tokenizer files", e->name);
+        return;
+    }
+    int want_bpe = !strcmp(e->tok, "bpe"), want_json = !strcmp(e->tok, "json"), want_mpnet = !strcmp(e->tok, "mpnet");
+    CHECK(g->has_tokenizer, "%s: no tokenizer section", e->name);
+    CHECK(!t->bpe_vocab_path == !want_bpe && !t->bpe_merges_path == !want_bpe && !t->json_path == !want_json &&
+              !t->vocab_path == (want_bpe || want_json),
+          "%s: the tokenizer names the wrong files (json %s, vocab_json %s, vocab %s)", e->name,
+          t->json_path ? t->json_path : "-", t->bpe_vocab_path ? t->bpe_vocab_path : "-",
+          t->vocab_path ? t->vocab_path : "-");
+    CHECK(!want_mpnet || (t->tokenizer_class && !strcmp(t->tokenizer_class, "MPNetTokenizer")),
+          "%s: MPNet's vocab.txt without its class", e->name);
+    CHECK(want_mpnet || !t->vocab_path || !t->tokenizer_class, "%s: a class over BERT's vocab.txt", e->name);
+}
 
 static void check_family(const family_expect *e) {
     char *dir = fixture_copy(e->name);
@@ -232,6 +255,7 @@ static void check_family(const family_expect *e) {
         CHECK(ok, "%s: logits has the wrong shape", e->name);
     }
     CHECK(output_index(g, "last_hidden_state") >= 0, "%s: no last_hidden_state", e->name);
+    check_family_tokenizer(e, g);
     model_free(&m);
     dir_remove(dir);
 }
