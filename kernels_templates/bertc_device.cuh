@@ -59,6 +59,13 @@
 #else
 #define BERTC_HAS_MMA16816 0
 #endif
+/* mma.sync m16n8k8 and ldmatrix exist from sm_75 (Turing): fp16 only there,
+ * bf16 mma needs sm_80. */
+#if defined(BERTC_EMU) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750)
+#define BERTC_HAS_MMA1688 1
+#else
+#define BERTC_HAS_MMA1688 0
+#endif
 
 /* ------------------------------------------------------------ scalar conversions */
 
@@ -405,6 +412,97 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
 #endif
 }
 
+/* mma m16n8k8 */
+/*
+ * D += A * B for one m16n8k8 tile (Turing's tensor-core shape) with float
+ * accumulators; A 16x8 row-major and B 8x8 column-major, 16-bit T packed
+ * two per register, in the PTX ISA's fragment layout (g = lane / 4,
+ * t = lane % 4):
+ *   a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]    b[0] = B[2t..2t+1][g]
+ *   c[0..1] = D[g][2t..2t+1] c[2..3] = D[g+8][2t..2t+1]
+ * So the k16 fragments of bertc_mma_16816 are two of these: {a[0], a[1]}
+ * with b[0] (k 0-7), then {a[2], a[3]} with b[1] (k 8-15).  The GPU body
+ * needs sm_75 for __half and sm_80 for bf16 (Turing has no bf16 mma); the
+ * emulator body gathers the fragments in one warp exchange like
+ * bertc_mma_16816's, the portable body with shuffles.  All 32 lanes call it.
+ */
+/* The emulator's and the portable arithmetic of bertc_mma_1688: the same
+ * fragments gathered (one warp exchange, or shuffles), k summed in order. */
+template <typename T>
+BERTC_INLINE void bertc_mma_1688_exchange(float c[4], const unsigned a[2], const unsigned b[1]) {
+    const int lane = (int)threadIdx.x & 31;
+    const int g = lane >> 2, t = lane & 3;
+    float arow[2][8], bcol[2][8];
+#if defined(BERTC_EMU)
+    /* per lane: a[0], a[1], b[0], low half first */
+    float mine[6];
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const unsigned w = i < 2 ? a[i] : b[0];
+        mine[2 * i] = bertc_type<T>::bits_to_float(w);
+        mine[2 * i + 1] = bertc_type<T>::bits_to_float(w >> 16);
+    }
+    float all[32][6];
+    bertc_emu_warp_allgather(BERTC_FULL_MASK, mine, all, (unsigned)sizeof mine);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const float *la = all[4 * g + s], *l0 = all[4 * (2 * t) + s], *l1 = all[4 * (2 * t + 1) + s];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            arow[0][2 * s + e] = la[e];
+            arow[1][2 * s + e] = la[2 + e];
+            bcol[0][2 * s + e] = l0[4 + e];
+            bcol[1][2 * s + e] = l1[4 + e];
+        }
+    }
+#else
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        const unsigned lo = __shfl_sync(BERTC_FULL_MASK, a[0], 4 * g + s);
+        const unsigned hi = __shfl_sync(BERTC_FULL_MASK, a[1], 4 * g + s);
+        const unsigned c0 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t) + s);
+        const unsigned c1 = __shfl_sync(BERTC_FULL_MASK, b[0], 4 * (2 * t + 1) + s);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            arow[0][2 * s + e] = bertc_type<T>::bits_to_float(lo >> (16 * e));
+            arow[1][2 * s + e] = bertc_type<T>::bits_to_float(hi >> (16 * e));
+            bcol[0][2 * s + e] = bertc_type<T>::bits_to_float(c0 >> (16 * e));
+            bcol[1][2 * s + e] = bertc_type<T>::bits_to_float(c1 >> (16 * e));
+        }
+    }
+#endif
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int cc = 0; cc < 2; ++cc) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) sum += arow[r][k] * bcol[cc][k];
+            c[2 * r + cc] += sum;
+        }
+    }
+}
+
+template <typename T> BERTC_INLINE void bertc_mma_1688(float c[4], const unsigned a[2], const unsigned b[1]) {
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    if constexpr (bertc_type<T>::IS_HALF) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+    } else {
+#if __CUDA_ARCH__ >= 800
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+#else
+        bertc_mma_1688_exchange<T>(c, a, b);
+#endif
+    }
+#else
+    bertc_mma_1688_exchange<T>(c, a, b);
+#endif
+}
+
 /*
  * ldmatrix .x4 of 16-bit elements: lane i passes the shared-memory address
  * of row i % 8 of matrix i / 8 (16 bytes, 16-byte aligned); r[j] receives
@@ -415,7 +513,7 @@ BERTC_INLINE void bertc_mma_16816(float *d, const unsigned *a, const unsigned *b
  * memory there).  All 32 lanes call it.
  */
 BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -447,7 +545,7 @@ BERTC_INLINE void bertc_ldmatrix_x4(unsigned *r, const void *row) {
  * mma whose k runs down the rows of a row-major tile (V in P . V).
  */
 BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
     const unsigned s = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -597,6 +695,22 @@ template <int ACT> BERTC_INLINE float bertc_activate(float x) {
     } else {
         return x;
     }
+}
+
+/* overlap helpers: stubs until the overlap work lands */
+/*
+ * The programmatic-dependent-launch and prefetch helpers every kernel
+ * calls (docs: /work/briefs/kernels-shared.md, interface 1).  The rule:
+ * before bertc_grid_dependency_wait() a kernel reads only the request block
+ * and weights and writes nothing; after its last read of an activation an
+ * earlier step produced it may call bertc_trigger_dependents().  Until the
+ * overlap work lands they do nothing.
+ */
+BERTC_INLINE void bertc_grid_dependency_wait() {}
+BERTC_INLINE void bertc_trigger_dependents() {}
+BERTC_INLINE void bertc_prefetch_l2(const void *p, unsigned bytes) {
+    (void)p;
+    (void)bytes;
 }
 
 #endif /* BERTC_DEVICE_CUH */

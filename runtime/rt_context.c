@@ -3,7 +3,11 @@
  * the request path itself.
  *
  * At create, once: a stream; the activation arena (sized for the largest
- * bucket: buckets run one at a time, so they share it); the device request
+ * bucket: buckets run one at a time, so they share it); the arrival
+ * counters of the split-K kernels (zeroed here, once: every launch that
+ * counts on them leaves them zero, so no graph needs a memset node and
+ * the emulated device's poison fill of new memory cannot leak into a
+ * count); the device request
  * block and its page-locked staging twin; a page-locked output area; the
  * cuBLASLt handle, workspace, and for every GEMM step of every bucket its
  * operation and matrix descriptors with the algorithm the heuristic chose
@@ -52,7 +56,7 @@ struct bertc_context {
     device_table *t;
     bertc_context_options opt;
     CUstream stream;
-    CUdeviceptr arena, request, workspace;
+    CUdeviceptr arena, request, workspace, counters;
     int32_t *staging;            /* page-locked, the request block of the largest bucket */
     uint8_t *outputs;            /* page-locked, every output of the largest bucket */
     size_t *output_offset;       /* [noutputs] into `outputs` */
@@ -81,6 +85,7 @@ static CUdeviceptr rt_resolve(const bertc_context *c, sched_ref r) {
     case SCHED_BUF_WEIGHTS: return c->dev->weights + r.offset;
     case SCHED_BUF_ARENA: return c->arena + r.offset;
     case SCHED_BUF_REQUEST: return c->request + r.offset;
+    case SCHED_BUF_COUNTERS: return c->counters + r.offset;
     default: return 0;
     }
 }
@@ -204,8 +209,8 @@ static bertc_status rt_enqueue_step(bertc_context *c, const sched_step *st, cons
         return BERTC_STATUS_OK;
     }
     const sched_launch *l = &st->launch;
-    CUdeviceptr vals[8];
-    void *params[8];
+    CUdeviceptr vals[KERNEL_MAX_ARGS];
+    void *params[KERNEL_MAX_ARGS];
     for (int i = 0; i < l->nargs; i++) {
         vals[i] = rt_resolve(c, l->args[i]);
         params[i] = &vals[i];
@@ -279,6 +284,7 @@ void bertc_context_destroy(bertc_context *c) {
         if (c->ev_stop) t->cuEventDestroy(c->ev_stop);
         if (c->workspace) t->cuMemFree(c->workspace);
         if (c->request) t->cuMemFree(c->request);
+        if (c->counters) t->cuMemFree(c->counters);
         if (c->arena) t->cuMemFree(c->arena);
         if (c->staging) t->cuMemFreeHost(c->staging);
         if (c->outputs) t->cuMemFreeHost(c->outputs);
@@ -291,6 +297,25 @@ void bertc_context_destroy(bertc_context *c) {
     free(c->output_offset);
     bertc_plan_close(c->plan);
     free(c);
+}
+
+/* The COUNTERS buffer, zeroed once (a synchronous copy of zeros: before
+ * any capture, so it is no graph node). */
+static bertc_status rt_counters_create(bertc_context *c) {
+    const device_table *t = c->t;
+    size_t n = (size_t)c->plan->p.counter_bytes;
+    if (!n) return BERTC_STATUS_OK;
+    CUresult r = t->cuMemAlloc(&c->counters, n);
+    if (r != CUDA_SUCCESS) {
+        c->counters = 0;
+        return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemAlloc(arrival counters, %zu bytes)", n);
+    }
+    void *zeros = rt_calloc(n, 1);
+    if (!zeros) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
+    r = t->cuMemcpyHtoD(c->counters, zeros, n);
+    free(zeros);
+    if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemcpyHtoD(zero the arrival counters)");
+    return BERTC_STATUS_OK;
 }
 
 static bertc_status rt_context_build(bertc_context *c) {
@@ -308,6 +333,8 @@ static bertc_status rt_context_build(bertc_context *c) {
         c->arena = 0;
         return rt_cu_error(t, r, err, cap, "cuMemAlloc(arena, %llu bytes)", (unsigned long long)p->arena_bytes);
     }
+    bertc_status cs = rt_counters_create(c);
+    if (cs != BERTC_STATUS_OK) return cs;
     if ((r = t->cuMemAlloc(&c->request, (size_t)kernel_request_bytes(maxb))) != CUDA_SUCCESS) {
         c->request = 0;
         return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", (size_t)kernel_request_bytes(maxb));

@@ -242,9 +242,9 @@ static int pw_check(const plan *p, const char *path, diag *d) {
         for (int j = 0; j < b->nsteps; j++) {
             const sched_step *st = &b->steps[j];
             if (!st->name) return pw_fail(d, path, "bucket %d step %d has no name", i, j);
-            if (st->kind == SCHED_STEP_KERNEL && (st->launch.nargs < 0 || st->launch.nargs > 8))
-                return pw_fail(d, path, "bucket %d step %d (%s): %d launch arguments (at most 8)", i, j, st->name,
-                               st->launch.nargs);
+            if (st->kind == SCHED_STEP_KERNEL && (st->launch.nargs < 0 || st->launch.nargs > KERNEL_MAX_ARGS))
+                return pw_fail(d, path, "bucket %d step %d (%s): %d launch arguments (at most %d)", i, j, st->name,
+                               st->launch.nargs, KERNEL_MAX_ARGS);
         }
         for (int j = 0; j < b->noutputs; j++)
             if (!b->outputs[j].name) return pw_fail(d, path, "bucket %d output %d has no name", i, j);
@@ -280,7 +280,7 @@ static void pw_signature(pw_buf *b, pw_strtab *st, const plan *p) {
     pw_u32(b, (uint32_t)p->nkernels);
     pw_u32(b, (uint32_t)p->nimages);
     pw_u32(b, (uint32_t)p->nbuckets);
-    pw_u32(b, 0);
+    pw_u32(b, (uint32_t)p->fusion);
 }
 
 static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t src_off, uint64_t src_len) {
@@ -316,7 +316,9 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->act);
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
-    pw_u32(b, 0);
+    pw_i32(b, s->tile_m);
+    pw_i32(b, s->tile_n);
+    pw_i32(b, s->splits);
 }
 
 static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
@@ -361,11 +363,11 @@ static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
         pw_u32(b, l->dims.shared_bytes);
         pw_u32(b, (uint32_t)l->nargs);
         pw_u32(b, 0);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
             if (i < l->nargs) pw_ref(b, l->args[i]);
             else pw_zero(b, PLAN_REF_SIZE);
         }
-        pw_zero(b, PLAN_STEP_PAYLOAD_SIZE - 40 - 8 * PLAN_REF_SIZE);
+        pw_zero(b, PLAN_STEP_PAYLOAD_SIZE - 40 - KERNEL_MAX_ARGS * PLAN_REF_SIZE);
     }
 }
 
@@ -496,7 +498,7 @@ static int pw_encode(pw_state *w, const plan *p) {
         pw_u32(sb, (uint32_t)b->seq_len);
         pw_u32(sb, (uint32_t)b->nsteps);
         pw_u32(sb, (uint32_t)b->noutputs);
-        pw_u32(sb, 0);
+        pw_u32(sb, b->counter_bytes);
         pw_u64(sb, b->arena_bytes);
     }
     for (int i = 0; i < p->nbuckets; i++) {

@@ -40,6 +40,8 @@
 
 typedef struct lower_options {
     plan_dtype precision;        /* storage of weights and activations: F32, F16 or BF16 */
+    plan_fusion fusion;          /* BASELINE: cuBLASLt + the GEMM kind as before; DEFAULT: GEMM_LN,
+                                    GEMM_SPLITK (lower_gemm.c) */
     const int *buckets;          /* ascending sequence lengths, each <= the graph's max_seq_len */
     int nbuckets;
 } lower_options;

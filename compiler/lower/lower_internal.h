@@ -58,6 +58,7 @@ typedef struct lower_ctx {
     const ir_graph *g;
     const lower_weights *w;
     plan_dtype prec;
+    plan_fusion fusion;          /* which kernels the dense layers may use (lower_gemm.c) */
     size_t es;                   /* bytes per element in the plan precision */
     int bucket;
     plan *p;                     /* its kernel table collects the kernels */
@@ -71,5 +72,12 @@ typedef struct lower_ctx {
 
 /* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
 int lower_node(lower_ctx *c, int i);
+
+/* ---- bertc's own GEMMs (lower_gemm.c) */
+
+/* The cheapest tile_m, tile_n and splits of a GEMM_SPLITK or GEMM_LN spec
+ * that the launch contract accepts (written into s), and its modelled µs;
+ * -1 with d set when no tiling is accepted (the caller falls back). */
+int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d);
 
 #endif

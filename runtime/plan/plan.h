@@ -23,7 +23,7 @@
 #include "plan_types.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 2
+#define PLAN_FORMAT_VERSION 3
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -31,7 +31,7 @@ typedef struct plan_kernel {
     char *entry;                     /* extern "C" name */
     char *source;                    /* the generated text (starts with its template comment) */
     kernel_spec spec;
-    int nargs;                       /* pointer arguments of the entry point, 1..8: the compiler
+    int nargs;                       /* pointer arguments of the entry point, 1..10: the compiler
                                         sets it from the kernel kind; every launch of the
                                         kernel passes exactly this many */
 } plan_kernel;
@@ -88,6 +88,8 @@ typedef struct plan {
     int nbuckets;
     sched_bucket *buckets;           /* ascending seq_len */
     uint64_t arena_bytes;            /* max over buckets */
+    uint64_t counter_bytes;          /* COUNTERS buffer: max over buckets (not in the file) */
+    plan_fusion fusion;              /* which fusion built it (bertc compile --fusion) */
     plan_tokenizer tokenizer;
 
     /* reader state */

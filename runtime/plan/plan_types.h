@@ -48,6 +48,11 @@
  *   SCHED_BUF_ARENA     the activation arena (offsets from buffer liveness;
  *                       one arena per context, sized for the largest bucket)
  *   SCHED_BUF_REQUEST   the request block above
+ *   SCHED_BUF_COUNTERS  int32 arrival counters of the split-K kernels: one
+ *                       buffer per context, zeroed when the context is
+ *                       created; every launch that counts on them leaves
+ *                       them zero again (the last block to arrive resets
+ *                       its counter), so steps and buckets share them
  *   SCHED_BUF_NONE      a NULL pointer (an absent optional operand)
  *
  * GEMMs use cuBLASLt's column-major convention.  A row-major activation
@@ -85,6 +90,22 @@ typedef enum plan_act {
 } plan_act;
 
 /* How a POOL kernel turns [S, H] into [H] (sentence-transformers' Pooling modes). */
+/* Which fusion built a plan (bertc compile --fusion): BASELINE keeps the
+ * seven launches per encoder layer of TensorRT's structure (cuBLASLt for
+ * the dense layers, separate add + LayerNorm kernels); DEFAULT fuses the
+ * residual + LayerNorm into the output projection and FC2 (GEMM_LN) and
+ * runs FC1 + GELU and the pooler on GEMM_SPLITK: five per layer. */
+typedef enum plan_fusion {
+    PLAN_FUSION_BASELINE,
+    PLAN_FUSION_DEFAULT,
+    PLAN_FUSION_COUNT,
+} plan_fusion;
+
+static inline const char *plan_fusion_name(plan_fusion f) {
+    static const char *const names[] = {"baseline", "default"};
+    return (unsigned)f < PLAN_FUSION_COUNT ? names[f] : "?";
+}
+
 typedef enum plan_pool_mode {
     PLAN_POOL_CLS,        /* row 0, the [CLS] token; the mask is not read */
     PLAN_POOL_MEAN,       /* mean over the rows the attention mask keeps */
@@ -116,7 +137,7 @@ static inline const char *plan_pool_mode_name(plan_pool_mode m) {
 
 #define KERNEL_REQ_HEADER_WORDS 4
 #define KERNEL_MAX_GATHERS 3
-#define KERNEL_MAX_ARGS 8
+#define KERNEL_MAX_ARGS 10
 
 /* Bytes of the request block of a bucket of `bucket` rows. */
 static inline uint64_t kernel_request_bytes(int64_t bucket) {
@@ -165,12 +186,37 @@ typedef enum kernel_kind {
      * args: (T *out, const int *req, const T *x)
      */
     KERNEL_KIND_POOL,
+    /*
+     * bertc's GEMM with an explicit tile and split-K (gemm_splitk.cuh):
+     *   out[m, n] = act(sum_k x[m, k] * w[n, k] (+ bias[n]) (+ residual[m, n]))
+     * for m < L, like GEMM, on a tile_m x tile_n tile per block and the
+     * k-tiles split over `splits` blocks.  With splits > 1 each block writes
+     * a float partial to `workspace` and the last block of a tile to arrive
+     * (an arrival counter per tile in `counters`, returned to zero) sums the
+     * partials in split order, so the result never depends on timing.
+     * args: (T *out, const int *req, const T *x, const T *w, const T *bias,
+     *        const T *residual, float *workspace, int *counters); the last
+     *        two NULL when splits == 1.
+     */
+    KERNEL_KIND_GEMM_SPLITK,
+    /*
+     * The same GEMM with a LayerNorm epilogue over whole rows of n = hidden:
+     *   out[m, :] = LayerNorm(x[m, :] . w^T (+ bias) (+ residual[m, :])) * gamma + beta
+     * (eps from the spec).  Partials are reduced as in GEMM_SPLITK; the
+     * pre-LayerNorm sums (float) go to the workspace and the last tile of a
+     * row block to finish (a second counter per row block) normalises it.
+     * args: (T *out, const int *req, const T *x, const T *w, const T *bias,
+     *        const T *residual, const T *gamma, const T *beta,
+     *        float *workspace, int *counters)
+     */
+    KERNEL_KIND_GEMM_LN,
     KERNEL_KIND_COUNT,
 } kernel_kind;
 
-/* The template's file stem: "embed_ln", "add_ln", "attention", "gemm", "pool". */
+/* The kind's name: "embed_ln", "add_ln", "attention", "gemm", "pool",
+ * "gemm_splitk", "gemm_ln". */
 static inline const char *plan_kernel_kind_name(kernel_kind k) {
-    static const char *const names[] = {"embed_ln", "add_ln", "attention", "gemm", "pool"};
+    static const char *const names[] = {"embed_ln", "add_ln", "attention", "gemm", "pool", "gemm_splitk", "gemm_ln"};
     return (unsigned)k < KERNEL_KIND_COUNT ? names[k] : "unknown";
 }
 
@@ -210,6 +256,13 @@ typedef struct kernel_spec {
     /* POOL */
     plan_pool_mode pool_mode;
     int normalize;
+
+    /* GEMM_SPLITK, GEMM_LN (with n, k, the leading dimensions, has_bias,
+     * has_residual, has_act / act (GEMM_SPLITK), eps (GEMM_LN)): the block
+     * tile and the number of blocks the k-tiles are split over, chosen by
+     * the compiler (compiler/lower/lower_gemm.c), checked by the contract */
+    int tile_m, tile_n;
+    int splits;
 } kernel_spec;
 
 typedef struct kernel_launch_dims {
@@ -225,6 +278,7 @@ typedef enum sched_buf {
     SCHED_BUF_WEIGHTS,
     SCHED_BUF_ARENA,
     SCHED_BUF_REQUEST,
+    SCHED_BUF_COUNTERS,          /* int32 arrival counters, zero between launches */
     SCHED_BUF_COUNT,
 } sched_buf;
 
@@ -293,6 +347,7 @@ typedef struct sched_bucket {
     int noutputs;
     sched_output *outputs;
     uint64_t arena_bytes;        /* arena this bucket needs */
+    uint32_t counter_bytes;      /* COUNTERS this bucket's launches use (from offset 0) */
 } sched_bucket;
 
 #endif

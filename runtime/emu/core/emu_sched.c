@@ -732,23 +732,59 @@ static void emu_run_free(emu_run *r) {
     free(r);
 }
 
-/* Runs the blocks one after another, x fastest, until one fails; *blocks
- * counts those started.  In an image built with BERTC_EMU_SANITIZE,
- * __shared__ is plain static rather than thread_local, so launches of its
- * kernels must not overlap: they are serialised per image. */
-static emu_status emu_run_grid(emu_run *r, uint64_t *blocks) {
+static uint64_t emu_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/*
+ * The order the n blocks of a grid run in, as the bijection i -> (a i + c)
+ * mod n: ascending (x fastest) under round-robin and warp-greedy,
+ * descending under the reverse warp-greedy schedule, and a seeded
+ * permutation under the random one.  A GPU promises no block order, so a
+ * correct kernel computes the same under each; a kernel whose result
+ * depends on which block runs (or arrives) last — a split-K reduction in
+ * arrival order, say — shows it here.
+ */
+static void emu_block_order(const emu_run *r, uint64_t n, uint64_t seed, uint64_t *a, uint64_t *c) {
+    *a = 1;
+    *c = 0;
+    if (n < 2) return;
+    if (r->sched == EMU_SCHEDULE_WARP_GREEDY_REVERSE) {
+        *a = n - 1;
+        *c = n - 1;
+    } else if (r->sched == EMU_SCHEDULE_RANDOM) {
+        uint64_t s = seed ^ 0xb10c0bdeb10c0bdeull;
+        *a = emu_rng_next(&s) % n;
+        while (*a == 0 || emu_gcd(*a, n) != 1) *a = (*a + 1) % n;
+        *c = emu_rng_next(&s) % n;
+    }
+}
+
+/* Runs the blocks one after another, in emu_block_order's order, until one
+ * fails; *blocks counts those started.  In an image built with
+ * BERTC_EMU_SANITIZE, __shared__ is plain static rather than thread_local,
+ * so launches of its kernels must not overlap: they are serialised per
+ * image. */
+static emu_status emu_run_grid(emu_run *r, uint64_t seed, uint64_t *blocks) {
     const bertc_emu_u3 *grid = &r->launch.grid_dim;
     int serial = (r->kernel->desc->flags & BERTC_EMU_KERNEL_SANITIZED) != 0;
     if (serial) pthread_mutex_lock(&r->kernel->image->launch_lock);
     emu_status st = EMU_STATUS_OK;
+    uint64_t n = (uint64_t)grid->x * grid->y * grid->z, a, c;
+    emu_block_order(r, n, seed, &a, &c);
     *blocks = 0;
-    for (unsigned z = 0; z < grid->z && st == EMU_STATUS_OK; z++)
-        for (unsigned y = 0; y < grid->y && st == EMU_STATUS_OK; y++)
-            for (unsigned x = 0; x < grid->x && st == EMU_STATUS_OK; x++) {
-                r->launch.block_idx = (bertc_emu_u3){x, y, z};
-                st = emu_run_block(r);
-                (*blocks)++;
-            }
+    for (uint64_t i = 0; i < n && st == EMU_STATUS_OK; i++) {
+        uint64_t b = (uint64_t)(((unsigned __int128)a * i + c) % n);
+        r->launch.block_idx = (bertc_emu_u3){(unsigned)(b % grid->x), (unsigned)(b / grid->x % grid->y),
+                                             (unsigned)(b / grid->x / grid->y)};
+        st = emu_run_block(r);
+        (*blocks)++;
+    }
     if (serial) pthread_mutex_unlock(&r->kernel->image->launch_lock);
     return st;
 }
@@ -774,7 +810,7 @@ emu_status emu_kernel_launch(emu_kernel *k, const unsigned grid[3], const unsign
         return EMU_STATUS_NO_MEMORY;
     }
     uint64_t blocks;
-    st = emu_run_grid(r, &blocks);
+    st = emu_run_grid(r, seed, &blocks);
     if (st != EMU_STATUS_OK) emu_run_report(r, st, d);
     emu_stats_last.blocks = blocks;
     emu_stats_last.threads = r->nthreads;
