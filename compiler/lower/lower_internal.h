@@ -73,11 +73,5 @@ typedef struct lower_ctx {
 /* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
 int lower_node(lower_ctx *c, int i);
 
-/* ---- bertc's own GEMMs (lower_gemm.c) */
-
-/* The cheapest tile_m, tile_n and splits of a GEMM_SPLITK or GEMM_LN spec
- * that the launch contract accepts (written into s), and its modelled µs;
- * -1 with d set when no tiling is accepted (the caller falls back). */
-int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d);
 
 #endif

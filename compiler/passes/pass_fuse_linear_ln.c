@@ -15,8 +15,8 @@
  * (x + c) and then the residual in float — so with the bias on either
  * side the fused node computes the chain's values bit for bit in the
  * reference executor (compiler/ir/ref.c).  With both biases present the
- * chain adds two vectors in sequence, which one bias cannot say: left
- * unfused.
+ * chain adds two vectors in sequence, which one bias cannot say, and an
+ * add_ln bias computed at run time is no GEMM bias: both left unfused.
  *
  * Why a pass of its own after fuse_add_ln, not a wider fuse_linear:
  * fuse_linear deliberately leaves the residual add that feeds a
@@ -38,7 +38,9 @@ static void pass_linear_ln_fuse_one(ir_graph *g, pass_uses *u, int ln) {
     int ln_bias = -1, res = -1, at = 3;
     if (n->has_residual) res = n->src[at++];
     if (n->has_bias) ln_bias = n->src[at++];
-    if (l->has_bias && ln_bias >= 0) return;
+    /* two biases in a row, or a bias computed at run time (the GEMM's
+     * epilogue reads compile-time biases only), stay unfused */
+    if ((l->has_bias && ln_bias >= 0) || (ln_bias >= 0 && !u->is_static[ln_bias])) return;
     int bias = l->has_bias ? l->src[2] : ln_bias;
     int src[6] = {l->src[0], l->src[1], n->src[1], n->src[2]}, nsrc = 4;
     if (bias >= 0) src[nsrc++] = bias;
