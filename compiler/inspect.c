@@ -35,6 +35,8 @@ static void inspect_bucket_sums(const sched_bucket *bk, double *flops, double *b
     }
 }
 
+static unsigned inspect_ctas(const kernel_launch_dims *d) { return d->grid[0] * d->grid[1] * d->grid[2]; }
+
 static void inspect_step_describe(const plan *p, const sched_step *s, char *buf, size_t cap) {
     if (s->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &s->gemm;
@@ -44,23 +46,43 @@ static void inspect_step_describe(const plan *p, const sched_step *s, char *buf,
                  (long long)g->k, ep, g->beta != 0 ? " +residual" : "");
     } else {
         const sched_launch *l = &s->launch;
-        snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry, l->dims.grid[0],
-                 l->dims.grid[1], l->dims.grid[2], l->dims.block[0] * l->dims.block[1] * l->dims.block[2],
-                 l->dims.shared_bytes);
+        const kernel_spec *ks = &p->kernels[l->kernel].spec;
+        int n = snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry,
+                         l->dims.grid[0], l->dims.grid[1], l->dims.grid[2],
+                         l->dims.block[0] * l->dims.block[1] * l->dims.block[2], l->dims.shared_bytes);
+        if (n > 0 && (size_t)n < cap && (ks->kind == KERNEL_KIND_GEMM_SPLITK || ks->kind == KERNEL_KIND_GEMM_LN))
+            snprintf(buf + n, cap - (size_t)n, " [%s: %dx%d tiles, %d split%s, %u CTAs]", kernel_kind_name(ks->kind),
+                     ks->tile_m, ks->tile_n, ks->splits, ks->splits == 1 ? "" : "s", inspect_ctas(&l->dims));
     }
 }
 
 /* ------------------------------------------------------------ text */
 
+/*
+ * The compute path a GEMM-family kernel takes on a CUBIN arch ("sm_75"):
+ * tensor cores for 16-bit storage from sm_80, and on sm_75 for fp16 only
+ * in bertc's own GEMMs (m16n8k8; Turing has no bf16 mma); SIMT otherwise.
+ * "" for the other kinds.
+ */
+static const char *inspect_gemm_path(const kernel_spec *s, const char *arch) {
+    int sm = 0;
+    if (sscanf(arch, "sm_%d", &sm) != 1) return "";
+    int own = s->kind == KERNEL_KIND_GEMM_SPLITK || s->kind == KERNEL_KIND_GEMM_LN;
+    if (!own && s->kind != KERNEL_KIND_GEMM) return "";
+    if (s->dtype == PLAN_DTYPE_F32) return " simt";
+    return sm >= 80 || (own && sm >= 75 && s->dtype == PLAN_DTYPE_F16) ? " tc" : " simt";
+}
+
 static void inspect_text_kernels(FILE *f, const plan *p) {
-    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch):\n");
+    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch; GEMMs: tc = tensor cores, simt):\n");
     for (int kx = 0; kx < p->nkernels; kx++) {
         fprintf(f, "  [%d] %s\n      ", kx, p->kernels[kx].entry);
         for (int i = 0; i < p->nimages; i++) {
             const plan_image *im = &p->images[i];
             if (im->kind != PLAN_IMAGE_CUBIN) continue;
             const plan_kernel_stats *st = &im->stats[kx];
-            fprintf(f, " %s %d/%d/%d", im->arch, st->registers, st->spill_stores + st->spill_loads, st->shared_static);
+            fprintf(f, " %s %d/%d/%d%s", im->arch, st->registers, st->spill_stores + st->spill_loads, st->shared_static,
+                    inspect_gemm_path(&p->kernels[kx].spec, im->arch));
         }
         fprintf(f, "\n");
     }
@@ -75,6 +97,7 @@ static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) 
             "traffic, arena %llu bytes\n",
             bk->seq_len, bk->nsteps, bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
             (unsigned long long)bk->arena_bytes);
+    if (bk->counter_bytes) fprintf(f, "  arrival counters %u bytes\n", bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
         char desc[256];
         inspect_step_describe(p, &bk->steps[s], desc, sizeof desc);
@@ -88,9 +111,9 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
     plan_sha256(p, sha);
     fprintf(f, "plan %s: format %d, %s\n", path, PLAN_FORMAT_VERSION, p->producer);
     fprintf(f, "sha256 %s\n", sha);
-    fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld\n", p->model_name,
+    fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld, fusion %s\n", p->model_name,
             inspect_precision_name(p->precision), (long long)p->hidden, (long long)p->max_seq_len,
-            (long long)p->vocab_size);
+            (long long)p->vocab_size, plan_fusion_name(p->fusion));
     fprintf(f, "weights %llu bytes, arena %llu bytes (largest bucket)\n", (unsigned long long)p->weights_size,
             (unsigned long long)p->arena_bytes);
     fprintf(f, "\nimages:\n");
@@ -133,17 +156,22 @@ static void inspect_json_bucket(FILE *f, const plan *p, const sched_bucket *bk, 
     inspect_bucket_sums(bk, &flops, &bytes, &gemms);
     fprintf(f,
             "%s\n  {\"seq_len\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
-            "\"arena_bytes\": %llu, \"steps\": [",
-            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes);
+            "\"arena_bytes\": %llu, \"counter_bytes\": %u, \"steps\": [",
+            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes,
+            bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
         const sched_step *st = &bk->steps[s];
         fprintf(f, "%s\n   {\"name\": ", s ? "," : "");
         inspect_json_str(f, st->name);
         fprintf(f, ", \"kind\": \"%s\", ", st->kind == SCHED_STEP_GEMM ? "gemm" : "kernel");
         if (st->kind == SCHED_STEP_KERNEL) {
+            const kernel_spec *ks = &p->kernels[st->launch.kernel].spec;
             fprintf(f, "\"kernel\": ");
             inspect_json_str(f, p->kernels[st->launch.kernel].entry);
-            fprintf(f, ", ");
+            fprintf(f, ", \"template\": \"%s\", \"ctas\": %u, ", kernel_kind_name(ks->kind),
+                    inspect_ctas(&st->launch.dims));
+            if (ks->kind == KERNEL_KIND_GEMM_SPLITK || ks->kind == KERNEL_KIND_GEMM_LN)
+                fprintf(f, "\"tile\": [%d, %d], \"splits\": %d, ", ks->tile_m, ks->tile_n, ks->splits);
         }
         fprintf(f, "\"flops\": %.0f, \"min_hbm_bytes\": %llu}", st->flops, (unsigned long long)st->min_hbm_bytes);
     }
@@ -157,8 +185,9 @@ void inspect_write_json(FILE *f, const plan *p) {
     inspect_json_str(f, p->producer);
     fprintf(f, ", \"model\": ");
     inspect_json_str(f, p->model_name);
-    fprintf(f, ", \"precision\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
-            inspect_precision_name(p->precision), (long long)p->max_seq_len, (long long)p->hidden);
+    fprintf(f, ", \"precision\": \"%s\", \"fusion\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
+            inspect_precision_name(p->precision), plan_fusion_name(p->fusion), (long long)p->max_seq_len,
+            (long long)p->hidden);
     inspect_json_images(f, p);
     fprintf(f, "],\n \"weights_bytes\": %llu, \"arena_bytes\": %llu,\n \"kernels\": [",
             (unsigned long long)p->weights_size, (unsigned long long)p->arena_bytes);
