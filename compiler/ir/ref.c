@@ -698,8 +698,22 @@ static int ref_op_attention(ref_ctx *c, int i) {
     return 0;
 }
 
-/* ((x + bias) + residual) in float, as bias_add and add store it, then the
- * LayerNorm row. */
+/* Row by row: ((x + bias) + residual) in float into t, as bias_add and add
+ * store it, then the LayerNorm row into out (which may be x). */
+static void ref_add_ln_rows(const float *x, const float *bias, const float *res, const float *gamma,
+                            const float *beta, float eps, int64_t rows, int64_t cols, float *t, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < cols; k++) {
+            float v = x[r * cols + k];
+            if (bias) v = v + bias[k];
+            if (res) v = v + res[r * cols + k];
+            t[k] = v;
+        }
+        ref_ln_row(t, cols, gamma, beta, eps, out + r * cols);
+    }
+}
+
+/* ((x + bias) + residual) then the LayerNorm row (ref_add_ln_rows). */
 static int ref_op_add_ln(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const float *x = ref_src_f32(c, n, 0);
@@ -712,15 +726,7 @@ static int ref_op_add_ln(ref_ctx *c, int i) {
     if (!out) return -1;
     float *t = malloc((size_t)(cols ? cols : 1) * sizeof *t);
     if (!t) return ref_fail_oom(c, n, cols * (int64_t)sizeof *t);
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t k = 0; k < cols; k++) {
-            float v = x[r * cols + k];
-            if (bias) v = v + bias[k];
-            if (res) v = v + res[r * cols + k];
-            t[k] = v;
-        }
-        ref_ln_row(t, cols, gamma, beta, n->eps, out + r * cols);
-    }
+    ref_add_ln_rows(x, bias, res, gamma, beta, n->eps, rows, cols, t, out);
     free(t);
     return 0;
 }
@@ -740,15 +746,7 @@ static int ref_op_linear_ln(ref_ctx *c, int i) {
     float *t = malloc((size_t)(N ? N : 1) * sizeof *t);
     if (!t) return ref_fail_oom(c, n, N * (int64_t)sizeof *t);
     ref_gemm_nt(ref_src_f32(c, n, 0), ref_src_f32(c, n, 1), out, M, N, K);
-    for (int64_t r = 0; r < M; r++) {
-        for (int64_t k = 0; k < N; k++) {
-            float v = out[r * N + k];
-            if (bias) v = v + bias[k];
-            if (res) v = v + res[r * N + k];
-            t[k] = v;
-        }
-        ref_ln_row(t, N, gamma, beta, n->eps, out + r * N);
-    }
+    ref_add_ln_rows(out, bias, res, gamma, beta, n->eps, M, N, t, out);
     free(t);
     return 0;
 }

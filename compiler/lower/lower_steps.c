@@ -89,6 +89,16 @@ static sched_ref weight_ref(lower_ctx *c, int node) {
 
 static const sched_ref REF_NONE = {SCHED_BUF_NONE, 0};
 
+/* A spec of `kind` for this bucket in the plan precision, every other field zero. */
+static kernel_spec spec_new(const lower_ctx *c, kernel_kind kind) {
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    s.dtype = c->prec;
+    s.bucket = c->bucket;
+    return s;
+}
+
 /* The source view of a node operand, which must be an activation. */
 static const lower_view *act_view(lower_ctx *c, const ir_node *n, int k) {
     const lower_view *v = &c->v[n->src[k]];
@@ -170,11 +180,7 @@ static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index 
 
 static int lower_embed_ln(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_EMBED_LN;
-    s.dtype = c->prec;
-    s.bucket = c->bucket;
+    kernel_spec s = spec_new(c, KERNEL_KIND_EMBED_LN);
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -207,11 +213,7 @@ static int require_contiguous(lower_ctx *c, const ir_node *n, const lower_view *
  * the LayerNorm weights of nodes gamma and beta; bias -1 when absent. */
 static int emit_add_ln(lower_ctx *c, const ir_node *n, const lower_view *x, int bias, const lower_view *res, int gamma,
                        int beta, sched_ref out) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = c->prec;
-    s.bucket = c->bucket;
+    kernel_spec s = spec_new(c, KERNEL_KIND_ADD_LN);
     s.hidden = (int)x->cols;
     s.eps = n->eps;
     s.has_bias = bias >= 0;
@@ -251,11 +253,7 @@ static int lower_attention(lower_ctx *c, int i) {
             return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
     }
     const lower_view *root = &c->v[q->root];
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = c->prec;
-    s.bucket = c->bucket;
+    kernel_spec s = spec_new(c, KERNEL_KIND_ATTENTION);
     s.heads = n->heads;
     s.head_dim = n->head_dim;
     s.scale = n->scale;
@@ -287,11 +285,7 @@ static int lower_pool(lower_ctx *c, int i) {
         if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
             return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
     }
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_POOL;
-    s.dtype = c->prec;
-    s.bucket = c->bucket;
+    kernel_spec s = spec_new(c, KERNEL_KIND_POOL);
     s.hidden = (int)x->cols;
     s.pool_mode = lower_pool_mode(n->pool_mode);
     s.normalize = n->normalize ? 1 : 0;
@@ -360,10 +354,7 @@ static int emit_own_gemm(lower_ctx *c, const ir_node *n, const kernel_spec *s, s
 /* The GEMM fields of a spec for o = x w^T (+ bias) (+ res). */
 static kernel_spec gemm_spec_of(lower_ctx *c, kernel_kind kind, const lower_view *x, int w, int bias,
                                 const lower_view *res, const lower_view *o) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = kind;
-    s.dtype = c->prec;
+    kernel_spec s = spec_new(c, kind);
     s.bucket = (int)x->rows;
     s.n = (int)c->g->nodes[w].shape[0];
     s.k = (int)c->g->nodes[w].shape[1];

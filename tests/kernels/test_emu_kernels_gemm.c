@@ -57,18 +57,11 @@ static kernel_spec *gspec(kernel_kind kind, plan_dtype dt, int bucket, int n, in
     kimage_case *c = &cases[ncases++];
     memset(c, 0, sizeof *c);
     kernel_spec *s = &c->spec;
-    *s = kimage_spec(kind, dt, bucket);
-    s->n = n;
-    s->k = k;
-    s->x_ld = k;
-    s->out_ld = n;
-    s->has_bias = 1;
-    s->has_residual = kind == KERNEL_KIND_GEMM_LN;
-    s->res_ld = n;
+    *s = kimage_gemm_spec(kind, dt, bucket, n, k);
+    s->res_ld = n; /* also read when a case turns the residual on */
     s->tile_m = tm;
     s->tile_n = tn;
     s->splits = splits;
-    s->eps = 1e-12f;
     return s;
 }
 

@@ -87,16 +87,9 @@ static void t_gemm(plan_dtype dt, int bucket, int n, int k, int bias, int res, i
 /* A gemm_splitk / gemm_ln spec tiled as the compiler tiles it (lower_gemm_tiling). */
 static void t_gsk(kernel_kind kind, plan_dtype dt, int bucket, int n, int k, int has_act, plan_act act) {
     kernel_spec *s = t_new(kind, dt, bucket);
-    s->n = n;
-    s->k = k;
-    s->x_ld = k;
-    s->out_ld = n;
-    s->has_bias = 1;
-    s->has_residual = kind == KERNEL_KIND_GEMM_LN;
-    s->res_ld = s->has_residual ? n : 0;
+    *s = kimage_gemm_spec(kind, dt, bucket, n, k);
     s->has_act = has_act;
     s->act = act;
-    s->eps = 1e-12f;
     diag d;
     diag_init(&d);
     CHECK(lower_gemm_tiling(s, NULL, &d) == 0, "no tiling of %s n %d k %d: %s", kernel_kind_name(kind), n, k, d.text);
