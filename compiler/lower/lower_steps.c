@@ -422,9 +422,10 @@ static int lower_linear(lower_ctx *c, int i) {
 
 /*
  * LINEAR_LN: one GEMM_LN launch (bias, residual and LayerNorm in the
- * epilogue) when the contract serves the shape; otherwise the chain it
- * came from, a cuBLASLt GEMM (bias epilogue) into a temporary and an
- * ADD_LN, so no graph is refused for want of a fused kernel.
+ * epilogue) at the default fusion level when the contract serves the
+ * shape; otherwise the chain it came from, a cuBLASLt GEMM (bias epilogue)
+ * into a temporary and an ADD_LN, so no graph is refused for want of a
+ * fused kernel and the baseline level never uses bertc's own GEMMs.
  */
 static int lower_linear_ln(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
@@ -440,7 +441,7 @@ static int lower_linear_ln(lower_ctx *c, int i) {
     s.eps = n->eps;
     diag quiet;
     diag_init(&quiet);
-    if (lower_gemm_tiling(&s, NULL, &quiet) == 0) {
+    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(&s, NULL, &quiet) == 0) {
         sched_ref args[KERNEL_MAX_ARGS] = {o->ref,           {SCHED_BUF_REQUEST, 0}, x->ref,
                                            weight_ref(c, w), bias >= 0 ? weight_ref(c, bias) : REF_NONE,
                                            res ? res->ref : REF_NONE, weight_ref(c, gamma), weight_ref(c, beta)};
