@@ -32,6 +32,14 @@
  * the activation and rounds once; columns go out in pairs when the sizes
  * allow.  Defining BERTC_GEMM_FORCE_SIMT selects the SIMT path everywhere
  * (the emulator uses it to check that path too).
+ *
+ * The main loop (bertc_gemm_mainloop) is shared with gemm_splitk.cuh, the
+ * GEMM family with an explicit tile, split-K and fused epilogues: there the
+ * warp grid is WM x (4 / WM) (1 x 4 for 16-row tiles, 4 x 1 for 128), the
+ * loop runs over one split's range of k-tiles, and the tensor-core k-step
+ * (bertc_mma_k16) is also available on sm_75 for fp16, as two m16n8k8.
+ * The `gemm` kind here keeps its 2 x 2 warps, whole K and sm_80+ tensor
+ * cores: it is what the baseline fusion level generates.
  */
 #ifndef BERTC_GEMM_CUH
 #define BERTC_GEMM_CUH

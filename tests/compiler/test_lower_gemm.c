@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kimage.h"
 #include "lower.h"
 #include "plan_kernels.h"
 #include "tgraph.h"
@@ -24,19 +25,7 @@
 /* ------------------------------------------------------------ tiling */
 
 static kernel_spec tl_spec(kernel_kind kind, plan_dtype dt, int m, int n, int k) {
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = kind;
-    s.dtype = dt;
-    s.bucket = m;
-    s.n = n;
-    s.k = k;
-    s.x_ld = k;
-    s.out_ld = n;
-    s.res_ld = n;
-    s.has_bias = 1;
-    s.has_residual = kind == KERNEL_KIND_GEMM_LN;
-    s.eps = 1e-12f;
+    kernel_spec s = kimage_gemm_spec(kind, dt, m, n, k);
     if (kind == KERNEL_KIND_GEMM_SPLITK) s.has_act = 1, s.act = PLAN_ACT_GELU_ERF;
     return s;
 }
