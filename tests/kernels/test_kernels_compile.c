@@ -770,19 +770,28 @@ static void test_tensor_core_path(void) {
     }
 }
 
-/* PTX of one spec for one arch: which tensor-core instructions it holds. */
+/* PTX of one spec for one arch (sm_NN): which tensor-core instructions
+ * the arch's own front-end target (compute_NN, kbuild's all_ptx; a plan
+ * carries compute_80 only) holds. */
 static void t_ptx_insns(const kernel_spec *s, const char *arch, int *mma16816, int *mma1688, int *ldm, int *cp) {
     char *text, *entry;
     *mma16816 = *mma1688 = *ldm = *cp = -1;
     if (kimage_source(s, 0, &text, &entry) != 0) return;
     kbuild_unit u = {text, entry};
     const char *archs[1] = {arch};
+    char target[16];
+    snprintf(target, sizeof target, "compute_%s", arch + 3);
+    kbuild_options o = {.all_ptx = 1};
     kbuild_result r;
     diag d;
-    if (kbuild_compile(&u, 1, archs, 1, NULL, &r, &d) != 0) {
+    if (kbuild_compile(&u, 1, archs, 1, &o, &r, &d) != 0) {
         CHECK(0, "%s %s: %s", entry, arch, d.text);
     } else {
-        const char *ptx = (const char *)r.images[1].data;
+        const char *ptx = NULL;
+        for (int k = 0; k < r.nimages; k++)
+            if (r.images[k].is_ptx && !strcmp(r.images[k].arch, target)) ptx = (const char *)r.images[k].data;
+        CHECK(ptx != NULL, "%s %s: no %s PTX", entry, arch, target);
+        if (!ptx) ptx = "";
         *mma16816 = strstr(ptx, "mma.sync.aligned.m16n8k16") != NULL;
         *mma1688 = strstr(ptx, "mma.sync.aligned.m16n8k8") != NULL;
         *ldm = strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4") != NULL;
