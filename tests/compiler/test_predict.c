@@ -147,21 +147,28 @@ static void test_predictions_consistent(void) {
     plan_free(&p);
 }
 
+/* A plan of `make plans` predicted on g with the fitted constants; on
+ * failure (reported) nothing is left open. */
+static int t_predict(plan *p, const char *name, const predict_gpu *g, predict_constants *k, predict_result *r) {
+    if (t_open(p, name)) return -1;
+    predict_constants_default(k);
+    diag d;
+    diag_init(&d);
+    if (predict_plan(p, g, k, r, &d)) {
+        CHECK(0, "%s", d.text);
+        plan_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 /* One kernel step recomputed from the model's formulas, by hand. */
 static void test_step_from_formulas(void) {
     plan p;
-    if (t_open(&p, "tiny-bert-fp16-baseline")) return; /* the default fusion has no add_ln */
     const predict_gpu *g = predict_gpu_find("a10"); /* runs the sm_86 CUBIN: its own ptxas numbers */
     predict_constants k;
-    predict_constants_default(&k);
     predict_result r;
-    diag d;
-    diag_init(&d);
-    if (predict_plan(&p, g, &k, &r, &d)) {
-        CHECK(0, "%s", d.text);
-        plan_free(&p);
-        return;
-    }
+    if (t_predict(&p, "tiny-bert-fp16-baseline", g, &k, &r)) return; /* the default fusion has no add_ln */
     const sched_bucket *b = &p.buckets[p.nbuckets - 1];
     int checked = 0;
     for (int s = 0; s < b->nsteps && !checked; s++) {
@@ -199,18 +206,10 @@ static void test_step_from_formulas(void) {
  */
 static void test_gemm_family_from_formulas(void) {
     plan p;
-    if (t_open(&p, "tiny-bert-fp16")) return;
     const predict_gpu *g = predict_gpu_find("a100");
     predict_constants k;
-    predict_constants_default(&k);
     predict_result r;
-    diag d;
-    diag_init(&d);
-    if (predict_plan(&p, g, &k, &r, &d)) {
-        CHECK(0, "%s", d.text);
-        plan_free(&p);
-        return;
-    }
+    if (t_predict(&p, "tiny-bert-fp16", g, &k, &r)) return;
     int b = p.nbuckets - 1, checked = 0;
     for (int s = 0; s < p.buckets[b].nsteps; s++) {
         const sched_step *st = &p.buckets[b].steps[s];
