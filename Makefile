@@ -265,24 +265,29 @@ PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
                 tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16 \
-                $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16)
+                tiny-bert-fp32-baseline tiny-bert-fp16-baseline tiny-bert-bf16-baseline tiny-bert-tanh-fp32-baseline \
+                all-MiniLM-L6-v2-fp16-baseline $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16)
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
 	@mkdir -p $(PLAN_DIR)
 	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
 
+# A name ending in -baseline is the same plan compiled with --fusion baseline
+# (the 7-launch structure), so the tests cover both fusion levels.
 $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
   $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
-	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); \
+	@n=$*; f=default; case $$n in *-baseline) f=baseline; n=$${n%-baseline} ;; esac; \
+	m=$$(echo $$n | sed 's/-[a-z0-9]*$$//'); p=$$(echo $$n | sed 's/.*-//'); \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
 	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
 	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
-	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
-	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
+	a=$(PLAN_ARCH); [ "$$n" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
+	echo "bertc compile $$m ($$p, buckets $$b, arch $$a, fusion $$f)"; \
+	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b \
+	  --arch $$a --fusion $$f -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 # all-mpnet-base-v2 (MPNet, 110 M parameters, 438 MB from five PyPI wheels):
 # not part of `make test` — the download and the emulated device's pace

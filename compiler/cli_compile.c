@@ -13,7 +13,8 @@
 
 static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
-    "                     [--precision fp16|bf16|fp32] [-j N] [--no-cache] [-v]\n"
+    "                     [--precision fp16|bf16|fp32] [--fusion baseline|default]\n"
+    "                     [-j N] [--no-cache] [-v]\n"
     "\n"
     "Fuses the graph, lowers it per sequence-length bucket to generated\n"
     "kernels and cuBLASLt GEMMs, compiles the kernels (NVRTC once per PTX\n"
@@ -31,6 +32,9 @@ static const char USAGE_COMPILE[] =
     "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
     "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
     "  --precision P     storage precision of weights and activations (default fp16)\n"
+    "  --fusion F        default: residual + LayerNorm in the output projection's and\n"
+    "                    FC2's GEMM (5 launches per encoder layer); baseline: the\n"
+    "                    7-launch structure (cuBLASLt GEMMs, separate add + LayerNorm)\n"
     "  -j N              compile threads (default: the number of cores)\n"
     "  --no-cache        neither read nor write the compile cache\n"
     "  -v                print what each fusion pass did\n";
@@ -126,7 +130,7 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
 
 /* The options' raw values, checked after the whole line is read. */
 typedef struct cli_compile_args {
-    const char *out, *archs, *buckets, *precision;
+    const char *out, *archs, *buckets, *precision, *fusion;
     int jobs, verbose, no_cache;
 } cli_compile_args;
 
@@ -142,6 +146,7 @@ static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compi
         else if (!strcmp(arg, "--arch")) slot = &a->archs;
         else if (!strcmp(arg, "--buckets")) slot = &a->buckets;
         else if (!strcmp(arg, "--precision")) slot = &a->precision;
+        else if (!strcmp(arg, "--fusion")) slot = &a->fusion;
         else if (!strcmp(arg, "-v")) { a->verbose = 1; continue; }
         else if (!strcmp(arg, "--no-cache")) { a->no_cache = 1; continue; }
         else if (!strcmp(arg, "-j")) {
@@ -164,13 +169,16 @@ static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compi
 int cmd_compile(int argc, char **argv) {
     compile_options o;
     compile_options_init(&o);
-    cli_compile_args a = {.precision = "fp16"};
+    cli_compile_args a = {.precision = "fp16", .fusion = "default"};
     int rc = cli_compile_read(argc, argv, &o, &a);
     if (rc) return rc < 0 ? 0 : rc;
     if (!o.model_path) return cli_usage_error(USAGE_COMPILE, "compile: missing MODEL.yaml%s", "");
     if (!(o.out_path = a.out)) return cli_usage_error(USAGE_COMPILE, "compile: missing -o PLAN%s", "");
     if (cli_parse_precision(a.precision, &o.precision))
         return cli_usage_error(USAGE_COMPILE, "--precision: '%s' is not one of fp16, bf16, fp32", a.precision);
+    if (!strcmp(a.fusion, "baseline")) o.fusion = PLAN_FUSION_BASELINE;
+    else if (strcmp(a.fusion, "default"))
+        return cli_usage_error(USAGE_COMPILE, "--fusion: '%s' is not one of baseline, default", a.fusion);
     if (a.archs && (rc = cli_parse_archs(a.archs, &o.targets))) return rc;
     if (a.buckets && (rc = cli_parse_buckets(a.buckets, &o))) return rc;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -27,6 +27,7 @@
 void compile_options_init(compile_options *o) {
     memset(o, 0, sizeof *o);
     o->precision = PLAN_DTYPE_F16;
+    o->fusion = PLAN_FUSION_DEFAULT;
     arch_list_default(&o->targets);
     o->jobs = 1;
 }
@@ -127,7 +128,8 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     plan_init(&p);
     int buckets[COMPILE_MAX_BUCKETS], rc = -1;
     double t = compile_now();
-    lower_options lo = {.precision = o->precision, .buckets = buckets};
+    lower_options lo = {.precision = o->precision, .fusion = o->fusion, .buckets = buckets};
+    passes_level level = o->fusion == PLAN_FUSION_BASELINE ? PASSES_LEVEL_BASELINE : PASSES_LEVEL_DEFAULT;
 
     /* The output first: a path that cannot be written fails before the work. */
     if (file_atomic_open(&out, o->out_path, d)) return -1;
@@ -135,7 +137,7 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
         compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d))
         goto done;
     compile_stage_done(o, r, COMPILE_STAGE_LOAD, &t);
-    if (passes_run(&m.graph, &m.weights, &r->passes, d)) goto done;
+    if (passes_run_level(&m.graph, &m.weights, level, &r->passes, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_FUSE, &t);
     if (lower_model(&m.graph, &m.weights, &lo, &p, d)) goto done;
     r->nbuckets = p.nbuckets;

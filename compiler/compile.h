@@ -52,6 +52,7 @@ typedef struct compile_options {
     const char *model_path;          /* the graph description (YAML) */
     const char *out_path;            /* the plan */
     plan_dtype precision;            /* F32, F16 or BF16 */
+    plan_fusion fusion;              /* BASELINE (7 launches per encoder layer) or DEFAULT (5) */
     int buckets[COMPILE_MAX_BUCKETS];/* ascending multiples of 8; nbuckets 0: the defaults */
     int nbuckets;
     arch_list targets;               /* GPU architectures and/or the emulated device */
@@ -62,7 +63,7 @@ typedef struct compile_options {
     void *user;
 } compile_options;
 
-/* Defaults: fp16, the default buckets and architectures, one job. */
+/* Defaults: fp16, default fusion, the default buckets and architectures, one job. */
 void compile_options_init(compile_options *o);
 
 int compile_model(const compile_options *o, compile_report *r, diag *d);

@@ -36,6 +36,8 @@ static void inspect_bucket_sums(const sched_bucket *bk, double *flops, double *b
     }
 }
 
+static unsigned inspect_ctas(const kernel_launch_dims *d) { return d->grid[0] * d->grid[1] * d->grid[2]; }
+
 static void inspect_step_describe(const plan *p, const sched_step *s, char *buf, size_t cap) {
     if (s->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &s->gemm;
@@ -45,9 +47,13 @@ static void inspect_step_describe(const plan *p, const sched_step *s, char *buf,
                  (long long)g->k, ep, g->beta != 0 ? " +residual" : "");
     } else {
         const sched_launch *l = &s->launch;
-        snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry, l->dims.grid[0],
-                 l->dims.grid[1], l->dims.grid[2], l->dims.block[0] * l->dims.block[1] * l->dims.block[2],
-                 l->dims.shared_bytes);
+        const kernel_spec *ks = &p->kernels[l->kernel].spec;
+        int n = snprintf(buf, cap, "kernel %s grid=(%u,%u,%u) block=%u smem=%u", p->kernels[l->kernel].entry,
+                         l->dims.grid[0], l->dims.grid[1], l->dims.grid[2],
+                         l->dims.block[0] * l->dims.block[1] * l->dims.block[2], l->dims.shared_bytes);
+        if (n > 0 && (size_t)n < cap && (ks->kind == KERNEL_KIND_GEMM_SPLITK || ks->kind == KERNEL_KIND_GEMM_LN))
+            snprintf(buf + n, cap - (size_t)n, " [%s: %dx%d tiles, %d split%s, %u CTAs]", kernel_kind_name(ks->kind),
+                     ks->tile_m, ks->tile_n, ks->splits, ks->splits == 1 ? "" : "s", inspect_ctas(&l->dims));
     }
 }
 
@@ -105,6 +111,7 @@ static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) 
             "traffic, arena %llu bytes\n",
             bk->seq_len, bk->nsteps, bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
             (unsigned long long)bk->arena_bytes);
+    if (bk->counter_bytes) fprintf(f, "  arrival counters %u bytes\n", bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
         char desc[256];
         inspect_step_describe(p, &bk->steps[s], desc, sizeof desc);
@@ -118,9 +125,9 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
     plan_sha256(p, sha);
     fprintf(f, "plan %s: format %d, %s\n", path, PLAN_FORMAT_VERSION, p->producer);
     fprintf(f, "sha256 %s\n", sha);
-    fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld\n", p->model_name,
+    fprintf(f, "model %s: precision %s, hidden %lld, max_seq_len %lld, vocab %lld, fusion %s\n", p->model_name,
             inspect_precision_name(p->precision), (long long)p->hidden, (long long)p->max_seq_len,
-            (long long)p->vocab_size);
+            (long long)p->vocab_size, plan_fusion_name(p->fusion));
     fprintf(f, "weights %llu bytes, arena %llu bytes (largest bucket)\n", (unsigned long long)p->weights_size,
             (unsigned long long)p->arena_bytes);
     if (p->nlabels) {
@@ -188,17 +195,22 @@ static void inspect_json_bucket(FILE *f, const plan *p, const sched_bucket *bk, 
     inspect_bucket_sums(bk, &flops, &bytes, &gemms);
     fprintf(f,
             "%s\n  {\"seq_len\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
-            "\"arena_bytes\": %llu, \"steps\": [",
-            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes);
+            "\"arena_bytes\": %llu, \"counter_bytes\": %u, \"steps\": [",
+            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes,
+            bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
         const sched_step *st = &bk->steps[s];
         fprintf(f, "%s\n   {\"name\": ", s ? "," : "");
         inspect_json_str(f, st->name);
         fprintf(f, ", \"kind\": \"%s\", ", st->kind == SCHED_STEP_GEMM ? "gemm" : "kernel");
         if (st->kind == SCHED_STEP_KERNEL) {
+            const kernel_spec *ks = &p->kernels[st->launch.kernel].spec;
             fprintf(f, "\"kernel\": ");
             inspect_json_str(f, p->kernels[st->launch.kernel].entry);
-            fprintf(f, ", ");
+            fprintf(f, ", \"template\": \"%s\", \"ctas\": %u, ", kernel_kind_name(ks->kind),
+                    inspect_ctas(&st->launch.dims));
+            if (ks->kind == KERNEL_KIND_GEMM_SPLITK || ks->kind == KERNEL_KIND_GEMM_LN)
+                fprintf(f, "\"tile\": [%d, %d], \"splits\": %d, ", ks->tile_m, ks->tile_n, ks->splits);
         }
         fprintf(f, "\"flops\": %.0f, \"min_hbm_bytes\": %llu}", st->flops, (unsigned long long)st->min_hbm_bytes);
     }
@@ -212,8 +224,9 @@ void inspect_write_json(FILE *f, const plan *p) {
     inspect_json_str(f, p->producer);
     fprintf(f, ", \"model\": ");
     inspect_json_str(f, p->model_name);
-    fprintf(f, ", \"precision\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
-            inspect_precision_name(p->precision), (long long)p->max_seq_len, (long long)p->hidden);
+    fprintf(f, ", \"precision\": \"%s\", \"fusion\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
+            inspect_precision_name(p->precision), plan_fusion_name(p->fusion), (long long)p->max_seq_len,
+            (long long)p->hidden);
     fprintf(f, " \"labels\": [");
     for (int i = 0; i < p->nlabels; i++) {
         fprintf(f, "%s", i ? ", " : "");

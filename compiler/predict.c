@@ -30,6 +30,10 @@
 /* Fitted by tools/fit_perf_model.py (docs/performance-model.md). */
 #define PREDICT_LAUNCH_CYCLES 4600.0
 #define PREDICT_EFFICIENCY 0.34
+/* Not fitted: the bytes per clock one SM draws from the L2, the A100's
+ * published L2 read bandwidth (5120 bytes per clock, Ampere GA100
+ * whitepaper) shared by its 108 SMs; used for the serial tail of a step. */
+#define PREDICT_L2_BYTES_PER_CLK_SM (5120.0 / 108.0)
 
 void predict_constants_default(predict_constants *k) {
     k->launch_cycles = PREDICT_LAUNCH_CYCLES;
@@ -145,6 +149,7 @@ static int predict_time(const predict_ctx *c, const predict_work *w, predict_ste
     *out = (predict_step){.launch_us = w->launches * c->k->launch_cycles / g->clock_mhz,
                           .math_us = math * 1e6,
                           .memory_us = memory * 1e6,
+                          .serial_us = w->serial_bytes / (PREDICT_L2_BYTES_PER_CLK_SM * g->clock_mhz),
                           .launches = w->launches,
                           .ctas = w->ctas,
                           .threads = w->threads,
@@ -160,7 +165,7 @@ static int predict_time(const predict_ctx *c, const predict_work *w, predict_ste
                           .tile_n = w->tile_n,
                           .split_k = w->split_k};
     if (out->occupancy > 1.0) out->occupancy = 1.0;
-    out->us = out->launch_us + (out->math_us > out->memory_us ? out->math_us : out->memory_us);
+    out->us = out->launch_us + (out->math_us > out->memory_us ? out->math_us : out->memory_us) + out->serial_us;
     return 0;
 }
 

@@ -13,12 +13,16 @@
  *     waves   = ceil(C / (S * R'))          R' = min(R, ceil(C / S))
  *     math    = waves * R' * (F / C) / (peak_per_SM * eta * min(1, R' * w / 4))
  *     memory  = B_dram / (bandwidth * min(1, C / S))
- *     step    = K / f + max(math, memory)
+ *     serial  = B_serial / (L2_per_SM * f)
+ *     step    = K / f + max(math, memory) + serial
  *
  * F is the step's FLOPs on the unit it uses (tensor cores, the warp-level
  * mma.sync rate, or the CUDA cores), B_dram the bytes it must take from
  * DRAM: its weights, less the share the L2 can keep across requests, and
  * its activations only when the bucket's arena does not fit in the L2.
+ * B_serial is what one CTA moves alone after the parallel phase (the
+ * last-arriver reduction of a split-K kernel, a LayerNorm tail over whole
+ * rows), at one SM's share of the L2 bandwidth.
  * K (cycles per dependent launch: the launch gap, the first loads and the
  * tail) and eta (the share of the peak a full tile reaches) are the two
  * fitted constants.  cuBLASLt picks its algorithm at run time, so a
@@ -76,8 +80,9 @@ typedef enum predict_unit {
 } predict_unit;
 
 typedef struct predict_step {
-    double us;                   /* launch_us + max(math_us, memory_us) */
+    double us;                   /* launch_us + max(math_us, memory_us) + serial_us */
     double launch_us, math_us, memory_us;
+    double serial_us;            /* work one CTA does alone after the parallel phase (0 for most kinds) */
     int launches;                /* dependent launches (a split-K reduction adds one) */
     long ctas;
     int threads;
@@ -87,7 +92,7 @@ typedef struct predict_step {
     predict_unit unit;
     double flops, dram_bytes, weight_bytes;
     int registers;               /* per thread (-1: no report for this GPU's image) */
-    int tile_m, tile_n, split_k; /* cuBLASLt: the tile modelled; kernels: 0 */
+    int tile_m, tile_n, split_k; /* cuBLASLt: the tile modelled; bertc's GEMM family: its own; others 0 */
 } predict_step;
 
 typedef struct predict_bucket {

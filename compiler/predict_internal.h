@@ -17,6 +17,8 @@ typedef struct predict_work {
     double weight_bytes;         /* of the step's minimum bytes, those in the weight blob */
     double act_bytes;            /* the rest: activations, the request block */
     double extra_bytes;          /* DRAM traffic beyond the minimum (split-K partial sums) */
+    double serial_bytes;         /* bytes one CTA moves after the parallel phase, alone (a split-K
+                                    reduction by the last CTA to arrive, a LayerNorm tail) */
     long ctas;
     int threads;                 /* per CTA */
     int registers;               /* per thread; -1: unknown (no limit from registers) */
@@ -34,7 +36,9 @@ typedef struct predict_work {
  *           only for 16-bit storage;
  *   adjust  (may be NULL) work the step record does not show: per-CTA
  *           FLOPs with a tile's padding, partial-sum traffic of a split-K
- *           reduction, a second dependent phase.
+ *           reduction, a second dependent phase, serial work after the
+ *           parallel phase (serial_bytes: a last-arriver reduction, a
+ *           LayerNorm tail).
  *
  * Everything else is generic and comes from the plan: CTAs, block size and
  * dynamic shared memory from the launch, registers and static shared

@@ -7,8 +7,11 @@
  * template makes: the LayerNorm family and pooling run on the CUDA cores;
  * attention and the GEMM template use mma.sync for 16-bit storage from
  * sm_80 on (attention also on sm_75 for float16, m16n8k8; the GEMM's SIMT
- * path there, and for float32 — kernels_templates/gemm.cuh, attention.cuh); a GEMM CTA computes its whole BM x BN tile
- * over K, padding included.  A kind added to kernel_kind without a row
+ * path there, and for float32 — kernels_templates/gemm.cuh, attention.cuh);
+ * a GEMM CTA computes its whole BM x BN tile over K, padding included.
+ * bertc's split-K GEMM family (gemm_splitk.cuh) also uses m16n8k8 on sm_75
+ * for float16; its row adds the split's share of K, the partials and the
+ * serial tail (a last-arriver reduction, gemm_ln's LayerNorm).  A kind added to kernel_kind without a row
  * here makes `--predict` refuse the plan (test_predict checks every kind
  * has one), so the model never silently guesses.
  *
@@ -56,9 +59,42 @@ static void predict_adjust_gemm(const kernel_spec *s, const kernel_geometry *g, 
     w->tile_n = g->bn;
 }
 
+/* kernels_templates/gemm_splitk.cuh (bertc_gsk_path): mma.sync for 16-bit
+ * storage from sm_80 on, m16n8k8 for float16 on sm_75, else SIMT. */
+static predict_unit predict_unit_gsk(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
+    (void)g;
+    int tc = s->dtype == PLAN_DTYPE_F16 ? image_sm >= 75 : s->dtype == PLAN_DTYPE_BF16 && image_sm >= 80;
+    return tc ? PREDICT_UNIT_WARP_MMA : PREDICT_UNIT_SIMT;
+}
+
+/*
+ * gemm_splitk, gemm_ln: CTAs = ceil(n / tile_n) * ceil(rows / tile_m) *
+ * splits (the launch); a CTA computes its tile over its split's k-tiles,
+ * padding included (the step's FLOPs are 2MNK).  With splits > 1 every
+ * split writes a float partial tile and the last CTA of a tile reads them
+ * all back; gemm_ln also writes and reads its pre-LayerNorm sums.  Those
+ * bytes live in the arena, so they count as activations (DRAM only where
+ * the arena outgrows the L2).  What runs alone after the parallel phase
+ * is serial: the last arriver's reduction of one tile (splits partials
+ * read, the tile written) and gemm_ln's LayerNorm of one row block (tile_m
+ * whole rows of float read, written in the storage type).
+ */
+static void predict_adjust_gsk(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
+    double es = plan_dtype_size(s->dtype), tile = (double)g->bm * g->bn * 4.0;
+    double tiles = (double)g->rowblocks * g->ntiles, ln = s->kind == KERNEL_KIND_GEMM_LN;
+    w->cta_flops = 2.0 * g->bm * g->bn * (double)g->kts * (64.0 / es);
+    w->tile_m = g->bm;
+    w->tile_n = g->bn;
+    w->split_k = g->splits;
+    w->act_bytes += 2.0 * tiles * tile * ((g->splits > 1 ? g->splits : 0) + ln);
+    w->serial_bytes = (g->splits > 1 ? g->splits * tile + g->bm * g->bn * es : 0.0) +
+                      ln * g->bm * (double)s->n * (4.0 + es);
+}
+
 static const predict_kind predict_kind_simt = {predict_unit_simt, NULL};
 static const predict_kind predict_kind_attention = {predict_unit_attention, predict_adjust_attention};
 static const predict_kind predict_kind_gemm = {predict_unit_gemm, predict_adjust_gemm};
+static const predict_kind predict_kind_gsk = {predict_unit_gsk, predict_adjust_gsk};
 
 /* One row per kind: a new kind adds one line (and, if its template has a
  * rule of its own, its functions above). */
@@ -68,6 +104,8 @@ static const predict_kind *const predict_kinds[KERNEL_KIND_COUNT] = {
     [KERNEL_KIND_ATTENTION] = &predict_kind_attention,
     [KERNEL_KIND_GEMM] = &predict_kind_gemm,
     [KERNEL_KIND_POOL] = &predict_kind_simt,
+    [KERNEL_KIND_GEMM_SPLITK] = &predict_kind_gsk,
+    [KERNEL_KIND_GEMM_LN] = &predict_kind_gsk,
 };
 
 const predict_kind *predict_kind_of(kernel_kind kind) {

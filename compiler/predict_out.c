@@ -20,10 +20,11 @@ static void predict_json_step(FILE *f, const plan *p, const sched_step *st, cons
     inspect_json_str(f, st->name);
     fprintf(f,
             ", \"template\": \"%s\", \"predicted_us\": %.4f, \"launch_us\": %.4f, \"math_us\": %.4f, "
-            "\"memory_us\": %.4f, \"bound\": \"%s\", \"unit\": \"%s\", \"launches\": %d, \"ctas\": %ld, "
+            "\"memory_us\": %.4f, \"serial_us\": %.4f, \"bound\": \"%s\", \"unit\": \"%s\", \"launches\": %d, "
+            "\"ctas\": %ld, "
             "\"threads\": %d, \"ctas_per_sm\": %d, \"waves\": %d, \"occupancy\": %.4f, \"registers\": %d, "
             "\"flops\": %.0f, \"dram_bytes\": %.0f, \"weight_bytes\": %.0f",
-            predict_step_template(p, st), s->us, s->launch_us, s->math_us, s->memory_us, predict_bound(s),
+            predict_step_template(p, st), s->us, s->launch_us, s->math_us, s->memory_us, s->serial_us, predict_bound(s),
             predict_unit_name(s->unit), s->launches, s->ctas, s->threads, s->ctas_per_sm, s->waves, s->occupancy,
             s->registers, s->flops, s->dram_bytes, s->weight_bytes);
     if (s->tile_m) fprintf(f, ", \"tile\": \"%dx%d\"", s->tile_m, s->tile_n);
@@ -77,17 +78,17 @@ static void predict_text_bucket(FILE *f, const plan *p, const predict_bucket *b,
             "math-bound %.1f us; memory floor %.1f us (L2 keeps %.0f%% of the weights)\n",
             b->seq_len, b->us, b->launches, b->launch_us, b->memory_bound_us, b->math_bound_us, b->floor_us,
             100.0 * b->l2_weight_share);
-    fprintf(f, "  %3s %-24s %-10s %8s %8s %8s %8s %-6s %-8s %6s %4s %5s %4s %s\n", "#", "step", "template", "us",
-            "launch", "math", "memory", "bound", "unit", "CTAs", "/SM", "waves", "regs", "tile");
+    fprintf(f, "  %3s %-24s %-11s %8s %8s %8s %8s %7s %-6s %-8s %6s %4s %5s %4s %s\n", "#", "step", "template", "us",
+            "launch", "math", "memory", "serial", "bound", "unit", "CTAs", "/SM", "waves", "regs", "tile");
     for (int i = 0; i < b->nsteps; i++) {
         const predict_step *s = &b->steps[i];
         char tile[32] = "";
         if (s->tile_m) snprintf(tile, sizeof tile, "%dx%d", s->tile_m, s->tile_n);
         if (s->split_k > 1) snprintf(tile + strlen(tile), sizeof tile - strlen(tile), " split-k %d", s->split_k);
-        fprintf(f, "  %3d %-24.24s %-10s %8.2f %8.2f %8.2f %8.2f %-6s %-8s %6ld %4d %5d %4d %s\n", i,
+        fprintf(f, "  %3d %-24.24s %-11s %8.2f %8.2f %8.2f %8.2f %7.2f %-6s %-8s %6ld %4d %5d %4d %s\n", i,
                 sb->steps[i].name, predict_step_template(p, &sb->steps[i]), s->us, s->launch_us, s->math_us,
-                s->memory_us, predict_bound(s), predict_unit_name(s->unit), s->ctas, s->ctas_per_sm, s->waves,
-                s->registers, tile);
+                s->memory_us, s->serial_us, predict_bound(s), predict_unit_name(s->unit), s->ctas, s->ctas_per_sm,
+                s->waves, s->registers, tile);
     }
 }
 

@@ -32,6 +32,14 @@
  * the activation and rounds once; columns go out in pairs when the sizes
  * allow.  Defining BERTC_GEMM_FORCE_SIMT selects the SIMT path everywhere
  * (the emulator uses it to check that path too).
+ *
+ * The main loop (bertc_gemm_mainloop) is shared with gemm_splitk.cuh, the
+ * GEMM family with an explicit tile, split-K and fused epilogues: there the
+ * warp grid is WM x (4 / WM) (1 x 4 for 16-row tiles, 4 x 1 for 128), the
+ * loop runs over one split's range of k-tiles, and the tensor-core k-step
+ * (bertc_mma_k16) is also available on sm_75 for fp16, as two m16n8k8.
+ * The `gemm` kind here keeps its 2 x 2 warps, whole K and sm_80+ tensor
+ * cores: it is what the baseline fusion level generates.
  */
 #ifndef BERTC_GEMM_CUH
 #define BERTC_GEMM_CUH
@@ -111,74 +119,63 @@ BERTC_INLINE void bertc_gemm_store1(T *__restrict__ out, const T *__restrict__ b
     }
 }
 
-template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM,
-          int BN, int VEC, int STAGES>
-BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
-                             const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res) {
+/* The thread and warp layout of a BM x BN tile over the four warps: WM x WN
+ * warps of mma tiles, or TR x TC threads of TM x TN SIMT outputs; ACC is
+ * each thread's accumulator count. */
+template <int BM, int BN, int WM, bool MMA> struct bertc_gemm_shape {
+    static constexpr int WN = 4 / WM, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+    static constexpr int TN = BN >= 128 ? 8 : 4, TC = BN / TN, TR = BERTC_GEMM_THREADS / TC, TM = BM / TR;
+    static constexpr int ACC = MMA ? MI * NI * 4 : TM * TN;
+};
+
+/*
+ * The main loop: acc (zeroed here) += x[m0.., k] . w[n0.., k] over the
+ * k-tiles [kt0, kt1), rows of x at or past mvalid and rows of w at or past
+ * nvalid read as zeros.  As / Bs are the STAGES-deep rings in shared memory.
+ */
+template <typename T, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool MMA>
+BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restrict__ x, const T *__restrict__ w,
+                                      int m0, int mvalid, int n0, int nvalid, int kt0, int kt1, int tid) {
+    typedef bertc_gemm_shape<BM, BN, WM, MMA> S;
     constexpr int BK = 64 / (int)sizeof(T);
     constexpr int BKP = BK + 16 / (int)sizeof(T);
-    constexpr int KTILES = (K + BK - 1) / BK;
-#ifdef BERTC_GEMM_FORCE_SIMT
-    constexpr bool MMA = false;
-#else
-    constexpr bool MMA = BERTC_HAS_MMA16816 && sizeof(T) == 2;
-#endif
     constexpr bool ASYNC = BERTC_HAS_MMA16816 && VEC * sizeof(T) == 16;
-    constexpr bool PAIR = N % 2 == 0 && OLD % 2 == 0 && (!RES || RLD % 2 == 0);
-    static_assert(BM % 32 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0 && STAGES >= 2, "gemm geometry");
-
-    BERTC_DYNAMIC_SMEM(unsigned char, smem);
-    T *As = reinterpret_cast<T *>(smem); /* [STAGES][BM][BKP] */
-    T *Bs = As + STAGES * BM * BKP;      /* [STAGES][BN][BKP] */
-
-    const int len = bertc_req_len<BUCKET>(req);
-    const int n0 = (int)blockIdx.x * BN, m0 = (int)blockIdx.y * BM;
-    if (m0 >= len) return;
-    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    /* Before the wait only weights may be read: this block's rows of w go
-     * on their way into L2 while the previous kernel finishes (sm_90). */
-    for (int r = tid; r < BN && n0 + r < N; r += BERTC_GEMM_THREADS)
-        bertc_prefetch_l2(w + (size_t)(n0 + r) * K, (unsigned)(K * sizeof(T)));
-    bertc_grid_dependency_wait(); /* x and the residual come from earlier steps */
-
-    /* tensor-core geometry: 2 x 2 warps */
-    constexpr int WTM = BM / 2, WTN = BN / 2, MI = WTM / 16, NI = WTN / 8;
-    const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
-    static_assert(!MMA || NI % 2 == 0, "B fragments load two n8 tiles at a time");
-    /* SIMT geometry: TR x TC threads, TM x TN outputs each */
-    constexpr int TN = BN >= 128 ? 8 : 4, TC = BN / TN, TR = BERTC_GEMM_THREADS / TC, TM = BM / TR;
-    const int tr = tid / TC, tc = tid - (tid / TC) * TC;
-
-    float acc[MMA ? MI * NI * 4 : TM * TN];
+    static_assert(BM % 16 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0 && STAGES >= 2, "gemm geometry");
+    static_assert(!MMA || (S::MI >= 1 && S::NI % 2 == 0), "B fragments load two n8 tiles at a time");
+    static_assert(MMA || S::TM >= 1, "SIMT layout");
 #pragma unroll
-    for (int i = 0; i < (MMA ? MI * NI * 4 : TM * TN); ++i) acc[i] = 0.0f;
+    for (int i = 0; i < S::ACC; ++i) acc[i] = 0.0f;
 
-    /* prologue: tiles 0 .. STAGES-2 in flight (one commit group each, empty
-     * ones included, so the wait below counts the same in every iteration) */
+    /* prologue: tiles kt0 .. kt0+STAGES-2 in flight (one commit group each,
+     * empty ones included, so the wait below counts the same in every
+     * iteration) */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KTILES) {
-            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + s * BM * BKP, x, m0, len, s * BK, tid);
-            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + s * BN * BKP, w, n0, N, s * BK, tid);
+        if (kt0 + s < kt1) {
+            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + s * BM * BKP, x, m0, mvalid, (kt0 + s) * BK, tid);
+            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + s * BN * BKP, w, n0, nvalid, (kt0 + s) * BK, tid);
         }
         bertc_cp_async_commit();
     }
 
     int st = 0;              /* stage holding tile kt */
     int pf = STAGES - 1;     /* stage receiving tile kt + STAGES - 1 */
-    for (int kt = 0; kt < KTILES; ++kt) {
+    for (int kt = kt0; kt < kt1; ++kt) {
         bertc_cp_async_wait<STAGES - 2>(); /* this thread's copies of tile kt landed */
         __syncthreads();                   /* everyone's did; everyone finished tile kt - 1 */
-        if (kt + STAGES - 1 < KTILES) {
+        if (kt + STAGES - 1 < kt1) {
             const int k0 = (kt + STAGES - 1) * BK;
-            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + pf * BM * BKP, x, m0, len, k0, tid);
-            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + pf * BN * BKP, w, n0, N, k0, tid);
+            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + pf * BM * BKP, x, m0, mvalid, k0, tid);
+            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + pf * BN * BKP, w, n0, nvalid, k0, tid);
         }
         bertc_cp_async_commit();
         pf = pf + 1 == STAGES ? 0 : pf + 1;
         const T *A = As + st * BM * BKP;
         const T *B = Bs + st * BN * BKP;
         if constexpr (MMA) {
+            constexpr int MI = S::MI, NI = S::NI, WTM = S::WTM, WTN = S::WTN;
+            const int lane = tid & 31, warp = tid >> 5;
+            const int wm = warp / S::WN, wn = warp - (warp / S::WN) * S::WN;
 #pragma unroll
             for (int ks = 0; ks < BK / 16; ++ks) {
                 /* A fragment: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
@@ -201,10 +198,12 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
 #pragma unroll
                 for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-                    for (int ni = 0; ni < NI; ++ni) bertc_mma_16816<T>(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
+                    for (int ni = 0; ni < NI; ++ni) bertc_mma_k16<T>(acc + (mi * NI + ni) * 4, a[mi], b[ni]);
                 }
             }
         } else {
+            constexpr int TM = S::TM, TN = S::TN, TR = S::TR, TC = S::TC;
+            const int tr = tid / TC, tc = tid - (tid / TC) * TC;
 #pragma unroll 4
             for (int kk = 0; kk < BK; kk += 2) {
                 /* one column of w at a time keeps TM + 1 pairs live, not TM + TN */
@@ -224,9 +223,45 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
         }
         st = st + 1 == STAGES ? 0 : st + 1;
     }
+}
+
+template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM,
+          int BN, int VEC, int STAGES>
+BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
+                             const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res) {
+#ifdef BERTC_GEMM_FORCE_SIMT
+    constexpr bool MMA = false;
+#else
+    constexpr bool MMA = BERTC_HAS_MMA16816 && sizeof(T) == 2;
+#endif
+    constexpr int BKP = 64 / (int)sizeof(T) + 16 / (int)sizeof(T);
+    constexpr int KTILES = (K + 64 / (int)sizeof(T) - 1) / (64 / (int)sizeof(T));
+    constexpr bool PAIR = N % 2 == 0 && OLD % 2 == 0 && (!RES || RLD % 2 == 0);
+    typedef bertc_gemm_shape<BM, BN, 2, MMA> S;
+    static_assert(BM % 32 == 0, "gemm geometry");
+
+    BERTC_DYNAMIC_SMEM(unsigned char, smem);
+    T *As = reinterpret_cast<T *>(smem); /* [STAGES][BM][BKP] */
+    T *Bs = As + STAGES * BM * BKP;      /* [STAGES][BN][BKP] */
+
+    const int len = bertc_req_len<BUCKET>(req);
+    const int n0 = (int)blockIdx.x * BN, m0 = (int)blockIdx.y * BM;
+    if (m0 >= len) return;
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    /* Before the wait only weights may be read: this block's rows of w go
+     * on their way into L2 while the previous kernel finishes (sm_90). */
+    for (int r = tid; r < BN && n0 + r < N; r += BERTC_GEMM_THREADS)
+        bertc_prefetch_l2(w + (size_t)(n0 + r) * K, (unsigned)(K * sizeof(T)));
+    bertc_grid_dependency_wait(); /* x and the residual come from earlier steps */
+    const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+    const int tr = tid / S::TC, tc = tid - (tid / S::TC) * S::TC;
+
+    float acc[S::ACC];
+    bertc_gemm_mainloop<T, K, XLD, BM, BN, 2, VEC, STAGES, MMA>(acc, As, Bs, x, w, m0, len, n0, N, 0, KTILES, tid);
     if constexpr (!RES) bertc_trigger_dependents(); /* x is read; a residual is read by the stores */
 
     if constexpr (MMA) {
+        constexpr int MI = S::MI, NI = S::NI, WTM = S::WTM, WTN = S::WTN;
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -243,6 +278,7 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
             }
         }
     } else {
+        constexpr int TM = S::TM, TN = S::TN, TR = S::TR, TC = S::TC;
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const int row = m0 + tr + i * TR;

@@ -98,6 +98,7 @@ struct bertc_context {
     bertc_context_options opt;
     CUstream stream;
     CUdeviceptr arena, request, workspace;
+    CUdeviceptr counters;        /* the split-K arrival counters (plan.counter_bytes; 0 if none) */
     int32_t *staging;            /* page-locked, the request block of the largest bucket */
     uint8_t *outputs;            /* page-locked, every output copied back, largest bucket */
     size_t *output_offset;       /* [noutputs] into `outputs` */
@@ -118,6 +119,7 @@ static inline CUdeviceptr rt_resolve(const bertc_context *c, sched_ref r) {
     case SCHED_BUF_WEIGHTS: return c->dev->weights + r.offset;
     case SCHED_BUF_ARENA: return c->arena + r.offset;
     case SCHED_BUF_REQUEST: return c->request + r.offset;
+    case SCHED_BUF_COUNTERS: return c->counters + r.offset;
     default: return 0;
     }
 }

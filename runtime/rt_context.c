@@ -3,16 +3,19 @@
  * the request path itself.
  *
  * At create, once: a stream; the activation arena (sized for the largest
- * bucket: buckets run one at a time, so they share it); the device request
- * block and its page-locked staging twin; a page-locked area for the
- * outputs the caller reads (options.outputs: all by default); two events;
- * the cuBLASLt handle, workspace, and for every GEMM step of every bucket
- * its descriptors and algorithm (rt_gemm.c: timed among cuBLASLt's
- * candidates unless options.time_algorithms is 0); whether bertc's kernels
- * follow each other by programmatic dependent launch (the GPU is 9.0 or
- * newer and the image was built for sm_90 or newer, unless options.pdl is
- * 0); and, unless capture is deferred, one CUDA Graph per bucket
- * (rt_graph.c).
+ * bucket: buckets run one at a time, so they share it); the arrival
+ * counters of the split-K kernels (zeroed here, once: every launch that
+ * counts on them leaves them zero, so no graph needs a memset node and
+ * the emulated device's poison fill of new memory cannot leak into a
+ * count); the device request block and its page-locked staging twin; a
+ * page-locked area for the outputs the caller reads (options.outputs: all
+ * by default); two events; the cuBLASLt handle, workspace, and for every
+ * GEMM step of every bucket its descriptors and algorithm (rt_gemm.c:
+ * timed among cuBLASLt's candidates unless options.time_algorithms is 0);
+ * whether bertc's kernels follow each other by programmatic dependent
+ * launch (the GPU is 9.0 or newer and the image was built for sm_90 or
+ * newer, unless options.pdl is 0); and, unless capture is deferred, one
+ * CUDA Graph per bucket (rt_graph.c).
  *
  * A request costs the host: check the ids, write them into staging, resize
  * the graph's per-token output copies if the length differs from the
@@ -67,6 +70,7 @@ void bertc_context_destroy(bertc_context *c) {
         if (c->ev_stop) t->cuEventDestroy(c->ev_stop);
         if (c->workspace) t->cuMemFree(c->workspace);
         if (c->request) t->cuMemFree(c->request);
+        if (c->counters) t->cuMemFree(c->counters);
         if (c->arena) t->cuMemFree(c->arena);
         if (c->staging) t->cuMemFreeHost(c->staging);
         if (c->outputs) t->cuMemFreeHost(c->outputs);
@@ -80,6 +84,25 @@ void bertc_context_destroy(bertc_context *c) {
     free(c->copied);
     bertc_plan_close(c->plan);
     free(c);
+}
+
+/* The COUNTERS buffer, zeroed once (a synchronous copy of zeros: before
+ * any capture, so it is no graph node). */
+static bertc_status rt_counters_create(bertc_context *c) {
+    const device_table *t = c->t;
+    size_t n = (size_t)c->plan->p.counter_bytes;
+    if (!n) return BERTC_STATUS_OK;
+    CUresult r = t->cuMemAlloc(&c->counters, n);
+    if (r != CUDA_SUCCESS) {
+        c->counters = 0;
+        return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemAlloc(arrival counters, %zu bytes)", n);
+    }
+    void *zeros = rt_calloc(n, 1);
+    if (!zeros) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
+    r = t->cuMemcpyHtoD(c->counters, zeros, n);
+    free(zeros);
+    if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemcpyHtoD(zero the arrival counters)");
+    return BERTC_STATUS_OK;
 }
 
 /* options.outputs into c->copied: every output, or the names listed. */
@@ -169,6 +192,8 @@ static bertc_status rt_context_device(bertc_context *c) {
         c->arena = 0;
         return rt_cu_error(t, r, err, cap, "cuMemAlloc(arena, %llu bytes)", (unsigned long long)p->arena_bytes);
     }
+    bertc_status cs = rt_counters_create(c);
+    if (cs != BERTC_STATUS_OK) return cs;
     if ((r = t->cuMemAlloc(&c->request, (size_t)kernel_request_bytes(maxb))) != CUDA_SUCCESS) {
         c->request = 0;
         return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", (size_t)kernel_request_bytes(maxb));

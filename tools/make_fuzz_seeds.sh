@@ -4,8 +4,8 @@
 #     sh tools/make_fuzz_seeds.sh [BUILD]
 #
 # Seeds are small valid inputs the fuzzers mutate from: the micro-bert
-# fixture's JSON files, graph description, weights and vocabulary, a plan
-# of it shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
+# fixture's JSON files, graph description, weights and vocabulary, plans
+# of it at both fusion levels shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
 # sources), and a few hand-picked edge cases.  Run by hand when an input
 # format changes; the results are committed (all of them a few KiB).  The
 # tokenizer.json seeds of fuzz_tokenizer and fuzz_json (a small byte-level
@@ -29,6 +29,11 @@ sed -e "s|^weights: .*|weights: model.safetensors|" -e "s|^  vocab: .*|  vocab: 
 "$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro.plan" --arch sm_80 --buckets 8,16 -j 1 2>/dev/null
 "$BUILD/tools/seed_plan" "$T/micro.plan" $C/fuzz_plan/micro.plan
 cp $C/fuzz_plan/micro.plan $C/fuzz_plan_sealed/micro.plan
+# the baseline fusion level too: cuBLASLt steps and the LayerNorm kernels
+# (the default plan carries GEMM_LN / GEMM_SPLITK, their workspace and counters)
+"$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro-baseline.plan" --fusion baseline --arch sm_80 --buckets 8,16 -j 1 2>/dev/null
+"$BUILD/tools/seed_plan" "$T/micro-baseline.plan" $C/fuzz_plan/micro-baseline.plan
+cp $C/fuzz_plan/micro-baseline.plan $C/fuzz_plan_sealed/micro-baseline.plan
 printf '\000Hello, world! ##ing [CLS] cafe\314\201 \344\270\255\346\226\207\000a pair' >$C/fuzz_tokenizer/text.bin
 printf '\001[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n\000hello world hellolo' >$C/fuzz_tokenizer/vocab.bin
 { cat "$M/config.json"; printf '\000'; cat "$M/tokenizer_config.json"; } >$C/fuzz_import/micro.bin

@@ -3,7 +3,8 @@
  * of a kind.
  *
  * Each kind lives in a file of its own (kernel_ln.c for the two LayerNorm
- * kinds, kernel_attention.c, kernel_gemm.c, kernel_pool.c) that knows one
+ * kinds, kernel_attention.c, kernel_gemm.c, kernel_pool.c,
+ * kernel_gemm_splitk.c for gemm_splitk and gemm_ln) that knows one
  * template: which spec fields matter, the launch geometry derived from
  * them, the entry name and the instantiation it emits.  It exports one
  * `kernel_kind_desc`; kernels.c lists the descriptors in a table and owns
@@ -83,6 +84,8 @@ extern const kernel_kind_desc kernel_add_ln_desc;
 extern const kernel_kind_desc kernel_attention_desc;
 extern const kernel_kind_desc kernel_gemm_desc;
 extern const kernel_kind_desc kernel_pool_desc;
+extern const kernel_kind_desc kernel_gemm_splitk_desc;
+extern const kernel_kind_desc kernel_gemm_ln_desc;
 
 /*
  * The trailing prefetch pair every kernel takes (runtime/plan/plan_types.h:

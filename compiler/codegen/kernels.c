@@ -44,6 +44,8 @@ static const kernel_kind_desc *const kernel_kinds[KERNEL_KIND_COUNT] = {
     [KERNEL_KIND_ATTENTION] = &kernel_attention_desc,
     [KERNEL_KIND_GEMM] = &kernel_gemm_desc,
     [KERNEL_KIND_POOL] = &kernel_pool_desc,
+    [KERNEL_KIND_GEMM_SPLITK] = &kernel_gemm_splitk_desc,
+    [KERNEL_KIND_GEMM_LN] = &kernel_gemm_ln_desc,
 };
 
 /* The kind of a spec that passes the launch contract's checks, or NULL. */

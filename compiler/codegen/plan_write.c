@@ -294,7 +294,7 @@ static void pw_signature(pw_buf *b, pw_strtab *st, const plan *p) {
     pw_u32(b, (uint32_t)p->nkernels);
     pw_u32(b, (uint32_t)p->nimages);
     pw_u32(b, (uint32_t)p->nbuckets);
-    pw_u32(b, 0);
+    pw_u32(b, (uint32_t)p->fusion);
 }
 
 static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t src_off, uint64_t src_len) {
@@ -331,8 +331,13 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
     pw_i32(b, s->qtile);
-    pw_i32(b, s->pad_id); /* format 6 */
+    pw_i32(b, s->pad_id); /* format 6 (the families) */
     pw_i32(b, s->bias_ld);
+    /* format 7: the GEMM family's tile and split, then padding */
+    pw_i32(b, s->tile_m);
+    pw_i32(b, s->tile_n);
+    pw_i32(b, s->splits);
+    pw_u32(b, 0);
 }
 
 static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
@@ -368,6 +373,7 @@ static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
         pw_ref(b, g->c);
         pw_ref(b, g->d);
         pw_ref(b, g->bias);
+        pw_zero(b, PLAN_STEP_PAYLOAD_SIZE - PLAN_GEMM_PAYLOAD_USED);
     } else {
         /* Any other kind value is written as a launch; the read-back rejects it. */
         const sched_launch *l = &s->launch;
@@ -552,7 +558,7 @@ static int pw_encode(pw_state *w, const plan *p) {
         pw_u32(sb, (uint32_t)b->seq_len);
         pw_u32(sb, (uint32_t)b->nsteps);
         pw_u32(sb, (uint32_t)b->noutputs);
-        pw_u32(sb, 0);
+        pw_u32(sb, b->counter_bytes);
         pw_u64(sb, b->arena_bytes);
     }
     for (int i = 0; i < p->nbuckets; i++) {

@@ -222,6 +222,7 @@ const char *ir_op_name(ir_op op) {
         [IR_OP_ATTENTION] = "attention",
         [IR_OP_ADD_LN] = "add_ln",
         [IR_OP_EMBED_LN] = "embed_ln",
+        [IR_OP_LINEAR_LN] = "linear_ln",
     };
     return (unsigned)op < IR_OP_COUNT ? names[op] : "?";
 }
@@ -342,6 +343,10 @@ void ir_graph_dump(const ir_graph *g, void *file) {
                     n->has_residual ? "yes" : "no");
             break;
         case IR_OP_EMBED_LN: fprintf(f, " eps=%g gathers=%d", (double)n->eps, n->ngathers); break;
+        case IR_OP_LINEAR_LN:
+            fprintf(f, " eps=%g bias=%s residual=%s", (double)n->eps, n->has_bias ? "yes" : "no",
+                    n->has_residual ? "yes" : "no");
+            break;
         case IR_OP_POOL:
             fprintf(f, " mode=%s%s", ir_pool_mode_name(n->pool_mode), n->normalize ? " normalize" : "");
             break;
@@ -415,6 +420,11 @@ static const char *ir_operand_key(const ir_node *n, int i) {
         if (i < 3) return ir_operand_key_of_op(IR_OP_LAYER_NORM, i);
         if (i == 3 && n->has_residual) return "residual";
         return "bias";
+    case IR_OP_LINEAR_LN: {
+        static const char *const keys[4] = {"x", "weight", "gamma", "beta"};
+        if (i >= 0 && i < 4) return keys[i];
+        return i == 4 && n->has_bias ? "bias" : "residual";
+    }
     case IR_OP_EMBED_LN:
         if (i == 0) return "gamma";
         if (i == 1) return "beta";
@@ -435,6 +445,7 @@ static int ir_node_arity(const ir_node *n) {
     case IR_OP_LINEAR: return 2 + !!n->has_bias + !!n->has_residual;
     case IR_OP_ATTENTION: return 3 + ir_attention_has_mask(n) + !!n->has_bias;
     case IR_OP_ADD_LN: return 3 + !!n->has_residual + !!n->has_bias;
+    case IR_OP_LINEAR_LN: return 4 + !!n->has_bias + !!n->has_residual;
     case IR_OP_EMBED_LN:
         return n->ngathers >= 1 && n->ngathers <= IR_MAX_GATHERS ? 2 + 2 * n->ngathers : -2;
     case IR_OP_INPUT:
@@ -906,6 +917,22 @@ static int ir_infer_add_ln(const ir_infer_ctx *c, ir_node *n) {
     return 0;
 }
 
+/* matmul's rules for x and the weight, LayerNorm's for gamma, beta and eps
+ * over the product's N columns, LINEAR's for the bias and the residual. */
+static int ir_infer_linear_ln(const ir_infer_ctx *c, ir_node *n) {
+    if (ir_infer_matmul(c, n)) return -1;
+    int64_t N = n->shape[1];
+    int at = 2;
+    for (; at < 4 + !!n->has_bias; at++)
+        if (ir_check_float(c, n, at) || ir_check_dims(c, n, at, &N, 1)) return -1;
+    if (n->has_residual && (ir_check_float(c, n, at) || ir_check_dims(c, n, at, n->shape, 2))) return -1;
+    if (n->has_act) return IR_INFER_FAIL(c, n, IR_NODE_FMT "an activation before the LayerNorm", IR_NODE_ARGS(n));
+    if (!(n->eps > 0.0f) || !isfinite(n->eps))
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "eps is %g (expected a positive number)", IR_NODE_ARGS(n),
+                             (double)n->eps);
+    return 0;
+}
+
 static int ir_infer_embed_ln(const ir_infer_ctx *c, ir_node *n) {
     char b[96];
     if (ir_check_float(c, n, 0) || ir_check_float(c, n, 1)) return -1;
@@ -1053,6 +1080,7 @@ static int ir_infer_node(const ir_infer_ctx *c, ir_node *n) {
     case IR_OP_ATTENTION: return ir_infer_attention(c, n);
     case IR_OP_ADD_LN: return ir_infer_add_ln(c, n);
     case IR_OP_EMBED_LN: return ir_infer_embed_ln(c, n);
+    case IR_OP_LINEAR_LN: return ir_infer_linear_ln(c, n);
     default:
         return IR_INFER_FAIL(c, n, "node '%s': unknown op %d", n->name, (int)n->op);
     }

@@ -91,6 +91,9 @@ typedef enum ir_op {
                            * src2 beta, then residual if has_residual, then bias if has_bias */
     IR_OP_EMBED_LN,       /* LayerNorm(sum_g gather(table_g, index_g))·gamma + beta: src0 gamma,
                            * src1 beta, then ngathers (table, index) pairs */
+    IR_OP_LINEAR_LN,      /* LayerNorm(((x · wᵀ) + bias) + residual)·gamma + beta: src0 x [M, K],
+                           * src1 w [N, K], src2 gamma [N], src3 beta [N], then bias [N] if
+                           * has_bias, then residual [M, N] if has_residual; eps */
     IR_OP_COUNT,
 } ir_op;
 
@@ -136,9 +139,9 @@ typedef struct ir_node {
     int buckets, max_distance;   /* REL_POS_BIAS */
 
     /* Parameters of the fused ops.  CONCAT reuses `axis`, LINEAR `act`,
-     * ATTENTION `scale`, ADD_LN and EMBED_LN `eps`. */
+     * ATTENTION `scale`, ADD_LN, EMBED_LN and LINEAR_LN `eps`. */
     float *data;                 /* CONST: row-major float32 values, owned by the node */
-    int has_bias, has_residual;  /* LINEAR, ADD_LN, ATTENTION (bias): which optional sources are present */
+    int has_bias, has_residual;  /* LINEAR, ADD_LN, LINEAR_LN, ATTENTION (bias): which optional sources are present */
     int has_act;                 /* LINEAR: apply `act` last */
     int heads, head_dim;         /* ATTENTION */
     int q_off, k_off, v_off;     /* ATTENTION: first column of q, k, v in src0, src1, src2 */

@@ -28,7 +28,7 @@
  * ids are checked by the gather that uses them, where the error can name
  * the tensor, the position, the value and the table's size.
  *
- * The fused ops (LINEAR, ATTENTION, ADD_LN, EMBED_LN, CONCAT, CONST) are
+ * The fused ops (LINEAR, ATTENTION, ADD_LN, EMBED_LN, LINEAR_LN, CONCAT, CONST) are
  * here too, and each is written as the unfused chain it replaces run in one
  * place: the same row helpers (dot products, LayerNorm, softmax, the mask
  * addition), the same double accumulators, and a float32 rounding exactly
@@ -777,8 +777,22 @@ static int ref_op_attention(ref_ctx *c, int i) {
     return 0;
 }
 
-/* ((x + bias) + residual) in float, as bias_add and add store it, then the
- * LayerNorm row. */
+/* Row by row: ((x + bias) + residual) in float into t, as bias_add and add
+ * store it, then the LayerNorm row into out (which may be x). */
+static void ref_add_ln_rows(const float *x, const float *bias, const float *res, const float *gamma,
+                            const float *beta, float eps, int64_t rows, int64_t cols, float *t, float *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t k = 0; k < cols; k++) {
+            float v = x[r * cols + k];
+            if (bias) v = v + bias[k];
+            if (res) v = v + res[r * cols + k];
+            t[k] = v;
+        }
+        ref_ln_row(t, cols, gamma, beta, eps, out + r * cols);
+    }
+}
+
+/* ((x + bias) + residual) then the LayerNorm row (ref_add_ln_rows). */
 static int ref_op_add_ln(ref_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const float *x = ref_src_f32(c, n, 0);
@@ -791,15 +805,27 @@ static int ref_op_add_ln(ref_ctx *c, int i) {
     if (!out) return -1;
     float *t = malloc((size_t)(cols ? cols : 1) * sizeof *t);
     if (!t) return ref_fail_oom(c, n, cols * (int64_t)sizeof *t);
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t k = 0; k < cols; k++) {
-            float v = x[r * cols + k];
-            if (bias) v = v + bias[k];
-            if (res) v = v + res[r * cols + k];
-            t[k] = v;
-        }
-        ref_ln_row(t, cols, gamma, beta, n->eps, out + r * cols);
-    }
+    ref_add_ln_rows(x, bias, res, gamma, beta, n->eps, rows, cols, t, out);
+    free(t);
+    return 0;
+}
+
+/* LINEAR then ADD_LN with their roundings: the product rounded to float,
+ * then ((product + bias) + residual) in float, then the LayerNorm row. */
+static int ref_op_linear_ln(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const ir_node *x = &c->g->nodes[n->src[0]], *w = &c->g->nodes[n->src[1]];
+    int64_t M = ir_dim_bind(x->shape[0], c->seq), K = ir_dim_bind(x->shape[1], c->seq);
+    int64_t N = ir_dim_bind(w->shape[0], c->seq);
+    const float *gamma = ref_src_f32(c, n, 2), *beta = ref_src_f32(c, n, 3);
+    const float *bias = n->has_bias ? ref_src_f32(c, n, 4) : NULL;
+    const float *res = n->has_residual ? ref_src_f32(c, n, 4 + !!n->has_bias) : NULL;
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    float *t = malloc((size_t)(N ? N : 1) * sizeof *t);
+    if (!t) return ref_fail_oom(c, n, N * (int64_t)sizeof *t);
+    ref_gemm_nt(ref_src_f32(c, n, 0), ref_src_f32(c, n, 1), out, M, N, K);
+    ref_add_ln_rows(out, bias, res, gamma, beta, n->eps, M, N, t, out);
     free(t);
     return 0;
 }
@@ -936,6 +962,7 @@ static int ref_run_node(ref_ctx *c, int i) {
     case IR_OP_ATTENTION: return ref_op_attention(c, i);
     case IR_OP_ADD_LN: return ref_op_add_ln(c, i);
     case IR_OP_EMBED_LN: return ref_op_embed_ln(c, i);
+    case IR_OP_LINEAR_LN: return ref_op_linear_ln(c, i);
     default:
         return ref_fail_node(c, n, "node '%s': the reference executor does not know op %d",
                              n->name, (int)n->op);

@@ -131,6 +131,7 @@ static int lower_bucket(lower_ctx *c) {
 
 int lower_model(const ir_graph *g, const weights *w, const lower_options *o, plan *p, diag *d) {
     p->precision = o->precision;
+    p->fusion = o->fusion;
     p->max_seq_len = g->max_seq_len;
     if (lower_signature(g, p, d)) return -1;
     lower_weights lw;
@@ -146,7 +147,14 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     lw.blob = NULL;
     p->buckets = calloc((size_t)o->nbuckets + 1, sizeof *p->buckets);
     int rc = p->buckets ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    lower_ctx c = {.g = g, .w = &lw, .longest = longest, .prec = o->precision, .es = (size_t)plan_dtype_size(o->precision), .p = p, .d = d};
+    lower_ctx c = {.g = g,
+                   .w = &lw,
+                   .longest = longest,
+                   .prec = o->precision,
+                   .fusion = o->fusion,
+                   .es = (size_t)plan_dtype_size(o->precision),
+                   .p = p,
+                   .d = d};
     for (int b = 0; !rc && b < o->nbuckets; b++) {
         sched_bucket *out = &p->buckets[p->nbuckets++];
         out->seq_len = o->buckets[b];
@@ -155,6 +163,7 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
         c.cap_steps = 0;
         rc = lower_bucket(&c);
         if (out->arena_bytes > p->arena_bytes) p->arena_bytes = out->arena_bytes;
+        if (out->counter_bytes > p->counter_bytes) p->counter_bytes = out->counter_bytes;
     }
     lower_weights_free(&lw);
     return rc;

@@ -40,6 +40,8 @@
 
 typedef struct lower_options {
     plan_dtype precision;        /* storage of weights and activations: F32, F16 or BF16 */
+    plan_fusion fusion;          /* BASELINE: cuBLASLt + the GEMM kind as before; DEFAULT: GEMM_LN,
+                                    GEMM_SPLITK (lower_gemm.c) */
     const int *buckets;          /* ascending sequence lengths, each <= the graph's max_seq_len */
     int nbuckets;
 } lower_options;
@@ -52,5 +54,14 @@ typedef struct lower_options {
  * releases that.
  */
 int lower_model(const ir_graph *g, const weights *w, const lower_options *o, plan *p, diag *d);
+
+/*
+ * The compiler's tiling of bertc's own GEMMs (lower_gemm.c, the one cost
+ * function the performance model is meant to replace): the cheapest
+ * tile_m, tile_n and splits of a GEMM_SPLITK or GEMM_LN spec (every other
+ * field set) that the launch contract accepts, written into s, and its
+ * modelled µs; -1 with d set when none is accepted (the caller falls back).
+ */
+int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d);
 
 #endif

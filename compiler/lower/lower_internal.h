@@ -62,6 +62,7 @@ typedef struct lower_ctx {
     const lower_weights *w;
     int longest;                 /* the longest bucket: rows of a score-bias table */
     plan_dtype prec;
+    plan_fusion fusion;          /* which kernels the dense layers may use (lower_gemm.c) */
     size_t es;                   /* bytes per element in the plan precision */
     int bucket;
     plan *p;                     /* its kernel table collects the kernels */
@@ -78,5 +79,6 @@ int lower_node(lower_ctx *c, int i);
 /* Once a bucket's steps are all there: each kernel step's prefetch pair
  * (plan_types.h) set to the next step's largest weight operand. */
 void lower_prefetch(lower_ctx *c);
+
 
 #endif

@@ -89,6 +89,18 @@ static sched_ref weight_ref(lower_ctx *c, int node) {
 
 static const sched_ref REF_NONE = {SCHED_BUF_NONE, 0};
 
+/* A spec of `kind` in the plan precision, every other field zero: rows 0
+ * for a kind that serves every bucket, this bucket's for the GEMMs (whose
+ * callers set their own rows). */
+static kernel_spec spec_new(const lower_ctx *c, kernel_kind kind) {
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    s.dtype = c->prec;
+    s.bucket = kernel_kind_bucket_free(kind) ? 0 : c->bucket;
+    return s;
+}
+
 /* The source view of a node operand, which must be an activation. */
 static const lower_view *act_view(lower_ctx *c, const ir_node *n, int k) {
     const lower_view *v = &c->v[n->src[k]];
@@ -181,10 +193,7 @@ static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index 
 
 static int lower_embed_ln(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_EMBED_LN;
-    s.dtype = c->prec;
+    kernel_spec s = spec_new(c, KERNEL_KIND_EMBED_LN);
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -215,6 +224,22 @@ static int require_contiguous(lower_ctx *c, const ir_node *n, const lower_view *
     return 0;
 }
 
+/* An ADD_LN launch writing `out`: LayerNorm((x (+ bias)) (+ res)) with
+ * the LayerNorm weights of nodes gamma and beta; bias -1 when absent. */
+static int emit_add_ln(lower_ctx *c, const ir_node *n, const lower_view *x, int bias, const lower_view *res, int gamma,
+                       int beta, sched_ref out) {
+    kernel_spec s = spec_new(c, KERNEL_KIND_ADD_LN);
+    s.hidden = (int)x->cols;
+    s.eps = n->eps;
+    s.has_bias = bias >= 0;
+    s.has_residual = res != NULL;
+    sched_ref args[] = {out, {SCHED_BUF_REQUEST, 0}, x->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE,
+                        res ? res->ref : REF_NONE, weight_ref(c, gamma), weight_ref(c, beta)};
+    double rows = (double)x->rows, h = (double)s.hidden;
+    return emit_kernel_step(c, n, &s, args, 7, 8.0 * rows * h,
+                            (double)c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
+}
+
 static int lower_add_ln(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const lower_view *x = act_view(c, n, 0);
@@ -227,20 +252,8 @@ static int lower_add_ln(lower_ctx *c, int i) {
         if (require_contiguous(c, n, res, "residual")) return -1;
     }
     if (n->has_bias) bias = n->src[pos++];
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ADD_LN;
-    s.dtype = c->prec;
-    s.hidden = (int)x->cols;
-    s.eps = n->eps;
-    s.has_bias = n->has_bias;
-    s.has_residual = n->has_residual;
     make_output(c, i);
-    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE,
-                        res ? res->ref : REF_NONE, weight_ref(c, n->src[1]), weight_ref(c, n->src[2])};
-    double rows = (double)x->rows, h = (double)s.hidden;
-    return emit_kernel_step(c, n, &s, args, 7, 8.0 * rows * h,
-                            (double)c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
+    return emit_add_ln(c, n, x, bias, res, n->src[1], n->src[2], c->v[i].ref);
 }
 
 static int lower_attention(lower_ctx *c, int i) {
@@ -258,10 +271,7 @@ static int lower_attention(lower_ctx *c, int i) {
     if (bias >= 0 && (c->g->nodes[bias].op != IR_OP_REL_POS_BIAS || c->w->offset[bias] < 0))
         return fail_node(c, n, "the score bias must be a rel_pos_bias, not '%s'", c->g->nodes[bias].name);
     const lower_view *root = &c->v[q->root];
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_ATTENTION;
-    s.dtype = c->prec;
+    kernel_spec s = spec_new(c, KERNEL_KIND_ATTENTION);
     s.heads = n->heads;
     s.head_dim = n->head_dim;
     s.scale = n->scale;
@@ -299,10 +309,7 @@ static int lower_pool(lower_ctx *c, int i) {
         if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
             return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
     }
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_POOL;
-    s.dtype = c->prec;
+    kernel_spec s = spec_new(c, KERNEL_KIND_POOL);
     s.hidden = (int)x->cols;
     s.pool_mode = lone ? PLAN_POOL_CLS : lower_pool_mode(n->pool_mode);
     s.normalize = lone || n->normalize ? 1 : 0;
@@ -315,75 +322,165 @@ static int lower_pool(lower_ctx *c, int i) {
     return emit_kernel_step(c, n, &s, args, 3, flops, bytes);
 }
 
-static int lower_linear(lower_ctx *c, int i) {
-    const ir_node *n = &c->g->nodes[i];
-    const lower_view *x = act_view(c, n, 0);
-    if (!x) return fail_node(c, n, "operand %s is not an activation", "x");
-    int w = n->src[1];
-    if (c->w->offset[w] < 0) return fail_node(c, n, "weight '%s' is not a constant", c->g->nodes[w].name);
-    int pos = 2, bias = -1;
-    const lower_view *res = NULL;
-    if (n->has_bias) bias = n->src[pos++];
-    if (n->has_residual) {
-        res = act_view(c, n, pos++);
-        if (!res) return fail_node(c, n, "operand %s is not an activation", "residual");
-    }
-    if (bias >= 0 && c->w->offset[bias] < 0) return fail_node(c, n, "bias '%s' is not a constant", c->g->nodes[bias].name);
-    if (!x->seq_rows && x->rows != 1)
-        return fail_node(c, n, "x must have S rows or exactly one row, not %s", "a fixed count");
-    int64_t N = c->g->nodes[w].shape[0], K = c->g->nodes[w].shape[1], M = x->rows;
-    make_output(c, i);
-    const lower_view *o = &c->v[i];
-    double flops = 2.0 * (double)M * (double)N * (double)K;
-    double bytes = (double)c->es * ((double)M * K + (double)N * K + (double)M * N + (bias >= 0 ? N : 0) +
-                                    (res ? (double)M * N : 0));
-    int cublas_ok = !n->has_act || n->act == IR_ACT_RELU;
-    if (cublas_ok) {
-        sched_step *st = step_new(c, n, SCHED_STEP_GEMM);
-        if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-        sched_gemm *gm = &st->gemm;
-        gm->transa = 1;
-        gm->transb = 0;
-        gm->m = N;
-        gm->n = M;
-        gm->k = K;
-        gm->lda = K;
-        gm->ldb = x->ld;
-        gm->ldd = o->ld;
-        gm->ldc = res ? res->ld : o->ld;
-        gm->batch_count = 1;
-        gm->ab_type = gm->cd_type = gm->bias_type = c->prec;
-        gm->alpha = 1.0f;
-        gm->beta = res ? 1.0f : 0.0f;
-        int relu = n->has_act && n->act == IR_ACT_RELU;
-        gm->epilogue = bias >= 0 ? (relu ? SCHED_EPILOGUE_RELU_BIAS : SCHED_EPILOGUE_BIAS)
-                                 : (relu ? SCHED_EPILOGUE_RELU : SCHED_EPILOGUE_DEFAULT);
-        gm->a = weight_ref(c, w);
-        gm->b = x->ref;
-        gm->c = res ? res->ref : o->ref;
-        gm->d = o->ref;
-        gm->bias = bias >= 0 ? weight_ref(c, bias) : REF_NONE;
-        st->flops = flops;
-        st->min_hbm_bytes = (uint64_t)bytes;
-        return 0;
-    }
-    kernel_spec s;
-    memset(&s, 0, sizeof s);
-    s.kind = KERNEL_KIND_GEMM;
-    s.dtype = c->prec;
-    s.bucket = (int)M;
-    s.n = (int)N;
-    s.k = (int)K;
+/* A cuBLASLt GEMM step: o = x w^T (+ bias) (+ res), relu applied when
+ * asked (the epilogues cuBLASLt documents); bias -1 when absent. */
+static int emit_cublas(lower_ctx *c, const ir_node *n, const lower_view *x, int w, int bias, const lower_view *res,
+                       const lower_view *o, int relu, double flops, double bytes) {
+    sched_step *st = step_new(c, n, SCHED_STEP_GEMM);
+    if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
+    sched_gemm *gm = &st->gemm;
+    gm->transa = 1;
+    gm->transb = 0;
+    gm->m = c->g->nodes[w].shape[0];
+    gm->n = x->rows;
+    gm->k = c->g->nodes[w].shape[1];
+    gm->lda = gm->k;
+    gm->ldb = x->ld;
+    gm->ldd = o->ld;
+    gm->ldc = res ? res->ld : o->ld;
+    gm->batch_count = 1;
+    gm->ab_type = gm->cd_type = gm->bias_type = c->prec;
+    gm->alpha = 1.0f;
+    gm->beta = res ? 1.0f : 0.0f;
+    gm->epilogue = bias >= 0 ? (relu ? SCHED_EPILOGUE_RELU_BIAS : SCHED_EPILOGUE_BIAS)
+                             : (relu ? SCHED_EPILOGUE_RELU : SCHED_EPILOGUE_DEFAULT);
+    gm->a = weight_ref(c, w);
+    gm->b = x->ref;
+    gm->c = res ? res->ref : o->ref;
+    gm->d = o->ref;
+    gm->bias = bias >= 0 ? weight_ref(c, bias) : REF_NONE;
+    st->flops = flops;
+    st->min_hbm_bytes = (uint64_t)bytes;
+    return 0;
+}
+
+/*
+ * A GEMM_SPLITK or GEMM_LN launch (args: its argument list up to the
+ * workspace): the workspace comes from the arena for the step alone, the
+ * arrival counters from the bucket's COUNTERS buffer, which every such
+ * launch finds zero and leaves zero, so all of them start at offset 0.
+ */
+static int emit_own_gemm(lower_ctx *c, const ir_node *n, const kernel_spec *s, sched_ref *args, double flops,
+                         double bytes) {
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(s, c->bucket, a);
+    /* the kind's own arguments end with the workspace and the counters;
+     * the prefetch pair after them is emit_kernel_step's */
+    int nargs = kernel_arg_count(s->kind) - KERNEL_PREFETCH_ARGS, wi = nargs - 2;
+    uint64_t ws = a[wi].use == KERNEL_ARG_WRITE ? a[wi].bytes : 0;
+    args[wi] = ws ? (sched_ref){SCHED_BUF_ARENA, lower_arena_alloc(&c->arena, ws)} : REF_NONE;
+    args[wi + 1] = a[wi + 1].use == KERNEL_ARG_COUNTERS ? (sched_ref){SCHED_BUF_COUNTERS, 0} : REF_NONE;
+    if (a[wi + 1].use == KERNEL_ARG_COUNTERS && a[wi + 1].bytes > c->out->counter_bytes)
+        c->out->counter_bytes = (uint32_t)a[wi + 1].bytes;
+    int rc = emit_kernel_step(c, n, s, args, nargs, flops, bytes);
+    if (ws) lower_arena_release(&c->arena, args[wi].offset, ws);
+    return rc;
+}
+
+/* The GEMM fields of a spec for o = x w^T (+ bias) (+ res). */
+static kernel_spec gemm_spec_of(lower_ctx *c, kernel_kind kind, const lower_view *x, int w, int bias,
+                                const lower_view *res, const lower_view *o) {
+    kernel_spec s = spec_new(c, kind);
+    s.bucket = (int)x->rows;
+    s.n = (int)c->g->nodes[w].shape[0];
+    s.k = (int)c->g->nodes[w].shape[1];
     s.x_ld = (int)x->ld;
     s.out_ld = (int)o->ld;
     s.res_ld = res ? (int)res->ld : 0;
     s.has_bias = bias >= 0;
     s.has_residual = res != NULL;
-    s.has_act = n->has_act;
+    return s;
+}
+
+/* The operands of a LINEAR or LINEAR_LN: x, w (and the bias, the residual)
+ * from source position `pos` on; fails naming what is not as expected. */
+static int linear_operands(lower_ctx *c, const ir_node *n, int pos, const lower_view **x, int *bias,
+                           const lower_view **res) {
+    *x = act_view(c, n, 0);
+    *bias = -1;
+    *res = NULL;
+    if (!*x) return fail_node(c, n, "operand %s is not an activation", "x");
+    int w = n->src[1];
+    if (c->w->offset[w] < 0) return fail_node(c, n, "weight '%s' is not a constant", c->g->nodes[w].name);
+    if (n->has_bias) *bias = n->src[pos++];
+    if (n->has_residual && !(*res = act_view(c, n, pos++)))
+        return fail_node(c, n, "operand %s is not an activation", "residual");
+    if (*bias >= 0 && c->w->offset[*bias] < 0)
+        return fail_node(c, n, "bias '%s' is not a constant", c->g->nodes[*bias].name);
+    if (!(*x)->seq_rows && (*x)->rows != 1)
+        return fail_node(c, n, "x must have S rows or exactly one row, not %s", "a fixed count");
+    return 0;
+}
+
+/* FLOPs and minimum bytes of o = x w^T (+ bias) (+ res) with `extra` more
+ * vectors of N read (LayerNorm weights). */
+static void linear_cost(lower_ctx *c, const lower_view *x, int w, int bias, const lower_view *res, int extra,
+                        double *flops, double *bytes) {
+    double M = (double)x->rows, N = (double)c->g->nodes[w].shape[0], K = (double)c->g->nodes[w].shape[1];
+    *flops = 2.0 * M * N * K;
+    *bytes = (double)c->es * (M * K + N * K + M * N + (bias >= 0 ? N : 0) + (res ? M * N : 0) + extra * N);
+}
+
+static int lower_linear(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *x, *res;
+    int bias, w = n->src[1];
+    if (linear_operands(c, n, 2, &x, &bias, &res)) return -1;
+    make_output(c, i);
+    const lower_view *o = &c->v[i];
+    double flops, bytes;
+    linear_cost(c, x, w, bias, res, 0, &flops, &bytes);
+    if (!n->has_act || n->act == IR_ACT_RELU)
+        return emit_cublas(c, n, x, w, bias, res, o, n->has_act, flops, bytes);
+    sched_ref args[KERNEL_MAX_ARGS] = {o->ref, {SCHED_BUF_REQUEST, 0}, x->ref, weight_ref(c, w),
+                                       bias >= 0 ? weight_ref(c, bias) : REF_NONE, res ? res->ref : REF_NONE};
+    kernel_spec s = gemm_spec_of(c, KERNEL_KIND_GEMM_SPLITK, x, w, bias, res, o);
+    s.has_act = 1;
     s.act = lower_act(n->act);
-    sched_ref args[] = {o->ref, {SCHED_BUF_REQUEST, 0}, x->ref, weight_ref(c, w),
-                        bias >= 0 ? weight_ref(c, bias) : REF_NONE, res ? res->ref : REF_NONE};
+    diag quiet;
+    diag_init(&quiet);
+    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(&s, NULL, &quiet) == 0)
+        return emit_own_gemm(c, n, &s, args, flops, bytes);
+    s.kind = KERNEL_KIND_GEMM;
+    s.tile_m = s.tile_n = s.splits = 0;
     return emit_kernel_step(c, n, &s, args, 6, flops, bytes);
+}
+
+/*
+ * LINEAR_LN: one GEMM_LN launch (bias, residual and LayerNorm in the
+ * epilogue) at the default fusion level when the contract serves the
+ * shape; otherwise the chain it came from, a cuBLASLt GEMM (bias epilogue)
+ * into a temporary and an ADD_LN, so no graph is refused for want of a
+ * fused kernel and the baseline level never uses bertc's own GEMMs.
+ */
+static int lower_linear_ln(lower_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const lower_view *x, *res;
+    int bias, w = n->src[1], gamma = n->src[2], beta = n->src[3];
+    if (linear_operands(c, n, 4, &x, &bias, &res)) return -1;
+    if (res && res->ld != res->cols) return fail_node(c, n, "operand %s must have contiguous rows", "residual");
+    make_output(c, i);
+    const lower_view *o = &c->v[i];
+    double flops, bytes;
+    linear_cost(c, x, w, bias, res, 2, &flops, &bytes);
+    kernel_spec s = gemm_spec_of(c, KERNEL_KIND_GEMM_LN, x, w, bias, res, o);
+    s.eps = n->eps;
+    diag quiet;
+    diag_init(&quiet);
+    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(&s, NULL, &quiet) == 0) {
+        sched_ref args[KERNEL_MAX_ARGS] = {o->ref,           {SCHED_BUF_REQUEST, 0}, x->ref,
+                                           weight_ref(c, w), bias >= 0 ? weight_ref(c, bias) : REF_NONE,
+                                           res ? res->ref : REF_NONE, weight_ref(c, gamma), weight_ref(c, beta)};
+        return emit_own_gemm(c, n, &s, args, flops + 8.0 * (double)x->rows * s.n, bytes);
+    }
+    lower_view t = *o;
+    uint64_t tbytes = (uint64_t)(t.rows * t.cols) * c->es;
+    t.ref.offset = lower_arena_alloc(&c->arena, tbytes);
+    double b2 = (double)c->es * (double)(t.rows * t.cols);
+    int rc = emit_cublas(c, n, x, w, bias, NULL, &t, 0, flops, bytes - b2 * (res != NULL) - 2.0 * c->es * s.n);
+    if (!rc) rc = emit_add_ln(c, n, &t, -1, res, gamma, beta, o->ref);
+    lower_arena_release(&c->arena, t.ref.offset, tbytes);
+    return rc;
 }
 
 static int lower_reshape_slice(lower_ctx *c, int i) {
@@ -437,6 +534,7 @@ int lower_node(lower_ctx *c, int i) {
     case IR_OP_ADD_LN: return lower_add_ln(c, i);
     case IR_OP_ATTENTION: return lower_attention(c, i);
     case IR_OP_LINEAR: return lower_linear(c, i);
+    case IR_OP_LINEAR_LN: return lower_linear_ln(c, i);
     case IR_OP_POOL:
     case IR_OP_L2_NORMALIZE: return lower_pool(c, i);
     case IR_OP_SLICE:

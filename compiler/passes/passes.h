@@ -15,16 +15,18 @@
  * pass is safe on every graph; what is left unfused is the lowering's to
  * refuse or to run.
  *
- * passes_run() is the pipeline `bertc compile` uses, in the order of
+ * passes_run_level() is the pipeline `bertc compile` uses, in the order of
  * pass_table.c (why in docs/passes.md): dce, fuse_linear, merge_qkv,
- * fuse_attention, fuse_add_ln, fuse_embed_ln, fuse_pool_normalize,
- * fold_constants, dce.  After it, one BERT
- * encoder layer is exactly LINEAR(qkv, bias) -> ATTENTION -> LINEAR(bias)
- * -> ADD_LN(residual) -> LINEAR(bias, act) -> LINEAR(bias) ->
- * ADD_LN(residual), the embeddings one EMBED_LN (its position index an
- * ARANGE node, which lowers to no work), the pooler SLICE -> LINEAR(bias,
- * tanh) -> RESHAPE, a sentence-transformers head one POOL (normalize set
- * when an l2_normalize follows).
+ * fuse_attention, fuse_add_ln, fuse_embed_ln, fuse_linear_ln (default level
+ * only), fuse_pool_normalize, fold_constants, dce.  After the baseline
+ * level, one BERT encoder layer is exactly LINEAR(qkv, bias) -> ATTENTION
+ * -> LINEAR(bias) -> ADD_LN(residual) -> LINEAR(bias, act) -> LINEAR(bias)
+ * -> ADD_LN(residual); after the default level LINEAR(qkv, bias) ->
+ * ATTENTION -> LINEAR_LN(bias, residual) -> LINEAR(bias, act) ->
+ * LINEAR_LN(bias, residual).  The embeddings are one EMBED_LN (its position
+ * index an ARANGE node, which lowers to no work), the pooler SLICE ->
+ * LINEAR(bias, tanh) -> RESHAPE, a sentence-transformers head one POOL
+ * (normalize set when an l2_normalize follows).
  *
  * Every pass returns 0, or -1 with d filled: DIAG_CODE_INTERNAL when the
  * rewritten graph fails its own checks (a pass bug) or memory runs out,
@@ -79,8 +81,22 @@ typedef struct passes_report {
 /* Node count per op of g into counts[IR_OP_COUNT]. */
 void passes_count_ops(const ir_graph *g, int *counts);
 
-/* All passes in order; r (may be NULL) receives the counts around each.
- * `weights` is the model's weights (constant folding reads them). */
+/*
+ * Fusion levels (`bertc compile --fusion`).  BASELINE: the passes that give
+ * TensorRT's structure, seven launches per encoder layer (the dense layers'
+ * residual + LayerNorm stay ADD_LN).  DEFAULT: also fuse_linear_ln, which
+ * folds each dense layer and its ADD_LN into one LINEAR_LN.
+ */
+typedef enum passes_level {
+    PASSES_LEVEL_BASELINE,
+    PASSES_LEVEL_DEFAULT,
+} passes_level;
+
+/* The passes of `level` in order; r (may be NULL) receives the counts
+ * around each.  `weights` is the model's weights (constant folding reads
+ * them). */
+int passes_run_level(ir_graph *g, const weights *weights, passes_level level, passes_report *r, diag *d);
+/* passes_run_level at PASSES_LEVEL_DEFAULT. */
 int passes_run(ir_graph *g, const weights *weights, passes_report *r, diag *d);
 
 /* One line per pass: "fuse_linear: 412 -> 331 nodes (matmul -19, linear +19, ...)". */

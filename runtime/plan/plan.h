@@ -24,7 +24,7 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 6
+#define PLAN_FORMAT_VERSION 7   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family (plan_format.h) */
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -32,7 +32,7 @@ typedef struct plan_kernel {
     char *entry;                     /* extern "C" name */
     char *source;                    /* the generated text (starts with its template comment) */
     kernel_spec spec;
-    int nargs;                       /* pointer arguments of the entry point, 1..8: the compiler
+    int nargs;                       /* pointer arguments of the entry point, 1..12: the compiler
                                         sets it from the kernel kind; every launch of the
                                         kernel passes exactly this many */
 } plan_kernel;
@@ -83,6 +83,8 @@ typedef struct plan {
     int nbuckets;
     sched_bucket *buckets;           /* ascending seq_len */
     uint64_t arena_bytes;            /* max over buckets */
+    uint64_t counter_bytes;          /* COUNTERS buffer: max over buckets (not in the file) */
+    plan_fusion fusion;              /* which fusion built it (bertc compile --fusion) */
     plan_tokenizer tokenizer;
     int nlabels;                     /* class names of the output `logits` (config.json's id2label) */
     char **labels;

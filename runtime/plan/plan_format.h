@@ -1,5 +1,5 @@
 /*
- * plan_format — the constants of the plan file format, version 6.
+ * plan_format — the constants of the plan file format, version 7.
  *
  * docs/plan-format.md is the specification; this header holds only what the
  * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
@@ -24,7 +24,7 @@
 #define PLAN_HDR_VERSION 0x08        /* u32 */
 #define PLAN_HDR_ENDIAN 0x0C         /* u32 PLAN_ENDIAN_PROBE */
 #define PLAN_HDR_FILE_SIZE 0x10      /* u64 */
-/* The current version (3) from here on. */
+/* The current version (6) from here on. */
 #define PLAN_HDR_HEADER_SIZE 0x18    /* u32 PLAN_HEADER_SIZE */
 #define PLAN_HDR_CRC 0x1C            /* u32 CRC-32C of header (this field as 0) + table */
 #define PLAN_HDR_TABLE_OFFSET 0x20   /* u64 */
@@ -50,16 +50,26 @@
  */
 #define PLAN_MAX_STRING 4095
 #define PLAN_MAX_LABELS 4096         /* class names in the LABELS section */
+/* Sanity bound on a bucket's arrival counters (16 MiB: four million
+ * counters, far more than any grid of a plan has tiles). */
+#define PLAN_MAX_COUNTER_BYTES (16u << 20)
 
 /* Fixed record sizes, in bytes (docs/plan-format.md gives every field). */
 #define PLAN_SECTION_ENTRY_SIZE 32
 #define PLAN_SIGNATURE_SIZE 80
-#define PLAN_KERNEL_RECORD_SIZE 160  /* 144 in version 1, 152 in 2..5 (spec.qtile took the last pad in 5); pad_id and bias_ld in 6 */
+/* Format 6 (the families): spec.pad_id and spec.bias_ld after spec.qtile
+ * (152 -> 160 bytes). Format 7 (the GEMM family): the kernel record grows
+ * from 160 to 176 bytes (spec.tile_m, tile_n, splits after spec.bias_ld,
+ * then 4 bytes of padding); a launch holds 12 argument refs, so the step
+ * record grows from 232 to 256 bytes; the bucket record's counter_bytes and
+ * the signature's fusion take former padding. */
+#define PLAN_KERNEL_RECORD_SIZE 176  /* 144 in version 1, 152 in 2..5, 160 in 6 */
 #define PLAN_IMAGE_RECORD_SIZE 40
 #define PLAN_STATS_RECORD_SIZE 16
 #define PLAN_BUCKET_RECORD_SIZE 24
-#define PLAN_STEP_RECORD_SIZE 232
-#define PLAN_STEP_PAYLOAD_SIZE 208   /* launch (200 used) or gemm (208) */
+#define PLAN_STEP_RECORD_SIZE 256    /* 232 in versions 1..5 */
+#define PLAN_STEP_PAYLOAD_SIZE 232   /* launch (232 used: 12 refs) or gemm (208 + padding) */
+#define PLAN_GEMM_PAYLOAD_USED 208   /* a GEMM payload's fields; zeros after them */
 #define PLAN_OUTPUT_RECORD_SIZE 48
 #define PLAN_REF_SIZE 16
 #define PLAN_TOKENIZER_RECORD_SIZE 80  /* 56 in version 2 (a vocab.txt and BERT settings) */

@@ -8,7 +8,8 @@
  * bucket (spec.bucket 0): the LayerNorm family, pooling and attention read
  * the bucket length from the request block; their grids, and the extents
  * of their arguments, are the launching bucket's (kernel_spec_rows).  Only
- * the GEMM keeps its rows, because its tile shape is chosen from them.
+ * the GEMMs (gemm, gemm_splitk, gemm_ln) keep their rows, because their
+ * tile shapes (and split-K workspaces and counters) are chosen from them.
  *
  * LayerNorm family (embed_ln, add_ln).  A row of up to 1024 elements
  * belongs to one warp, and the warp is the whole block: at most 32 floats
@@ -52,6 +53,21 @@
  * Pool.  One block owns the pooled row (the norm needs all of it): CT
  * column threads cover a row in vectors, the rest of a 256-thread block
  * becomes RG row groups reading different rows at once.
+ *
+ * GEMM_SPLITK and GEMM_LN.  The tile and the split are the compiler's
+ * choice (compiler/lower/lower_gemm.c, a cost function the performance
+ * model can replace), so here they are only checked: tile_m one of 16, 32,
+ * 64, 128 and tile_n one of 32, 64, 128 (at most 8192 outputs, which keeps
+ * the SIMT path at 64 accumulators per thread; a 16-row tile puts the four
+ * warps side by side and needs 64 columns), 1..32 splits of the k-tiles
+ * with none empty.  Four warps of mma tiles (1 x 4 for 16 rows, 2 x 2 for
+ * 32 and 64, 4 x 1 for 128), the same 80-byte-row ring as GEMM with as many
+ * stages as fit and a split's k-tiles can fill, and never less shared
+ * memory than the float tile the epilogue stages (BM x (BN + 4)).  The
+ * workspace holds one float tile per split, row block and n tile; the
+ * counters one int per output tile when split, plus (GEMM_LN) one per row
+ * block.  GEMM_LN's LayerNorm holds a row per warp: at most 64 floats per
+ * lane, so hidden <= 2048 in 16-bit storage.
  */
 #include "plan_kernels.h"
 
@@ -66,6 +82,8 @@
 #define KERNEL_ATTENTION_KT 64 /* keys per tensor-core tile: 16 per warp at the narrowest split */
 #define KERNEL_GEMM_TARGET_BLOCKS 128
 #define KERNEL_GEMM_MAX_STAGES 6
+#define KERNEL_GEMM_MAX_SPLITS 32
+#define KERNEL_GEMM_LN_MAX_FLOATS 64 /* row values per lane */
 #define KERNEL_POOL_THREADS 256
 #define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
 #define KERNEL_POOL_MAX_HIDDEN 16384
@@ -86,7 +104,7 @@ int kernel_vec_elems(int size, const int *vals, int n) {
 int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 int kernel_kind_arg_count(kernel_kind kind) {
-    static const int nargs[] = {7, 7, 4, 6, 3};
+    static const int nargs[] = {7, 7, 4, 6, 3, 8, 10};
     return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] + KERNEL_PREFETCH_ARGS : 0;
 }
 
@@ -303,6 +321,72 @@ static void kernel_gemm_dims(const kernel_spec *s, const kernel_geometry *g, ker
                     g->smem);
 }
 
+/* ------------------------------------------------------------ GEMM_SPLITK, GEMM_LN */
+
+/* k-tiles of a GEMM's K: 64 bytes of K per tile. */
+static int kernel_gemm_ktiles(const kernel_spec *s) { return kernel_ceil_div(s->k, 64 / plan_dtype_size(s->dtype)); }
+
+static int kernel_gsk_tile_ok(int bm, int bn) {
+    int m_ok = bm == 16 || bm == 32 || bm == 64 || bm == 128, n_ok = bn == 32 || bn == 64 || bn == 128;
+    return m_ok && n_ok && bm * bn <= 8192 && (bm != 16 || bn >= 64);
+}
+
+/* LayerNorm pieces: the widest vector dividing the row and the output's rows. */
+static int kernel_gsk_lnvec(const kernel_spec *s) {
+    int vals[2] = {s->n, s->out_ld};
+    return kernel_vec_elems(plan_dtype_size(s->dtype), vals, 2);
+}
+
+static int kernel_gsk_check(const kernel_spec *s, diag *d) {
+    const char *k = plan_kernel_kind_name(s->kind);
+    if (kernel_gemm_check(s, d)) return -1;
+    if (!kernel_gsk_tile_ok(s->tile_m, s->tile_n))
+        return diag_set(d, DIAG_CODE_INTERNAL,
+                        "kernel %s: tile %dx%d is not one of 16/32/64/128 x 32/64/128 (at most 8192, 16 rows with "
+                        ">= 64 columns)",
+                        k, s->tile_m, s->tile_n);
+    int kt = kernel_gemm_ktiles(s);
+    if (s->splits < 1 || s->splits > KERNEL_GEMM_MAX_SPLITS || s->splits > kt)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: %d splits of %d k-tiles (1..%d, at most the k-tiles)", k,
+                        s->splits, kt, KERNEL_GEMM_MAX_SPLITS);
+    int kts = kernel_ceil_div(kt, s->splits);
+    if ((s->splits - 1) * kts >= kt)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: %d splits of %d k-tiles leave a split empty", k, s->splits,
+                        kt);
+    if (kernel_ceil_div(s->bucket, s->tile_m) > 65535)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: %d rows make too many row blocks", k, s->bucket);
+    if (s->kind != KERNEL_KIND_GEMM_LN) return 0;
+    if (s->has_act) return diag_set(d, DIAG_CODE_INTERNAL, "kernel gemm_ln: an activation before the LayerNorm");
+    if (!isfinite(s->eps) || s->eps < 0.0f)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel gemm_ln: LayerNorm eps %g must be finite and >= 0", (double)s->eps);
+    int v = kernel_gsk_lnvec(s), floats = kernel_ceil_div(kernel_ceil_div(s->n, v), 32) * v;
+    if (floats > KERNEL_GEMM_LN_MAX_FLOATS)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel gemm_ln: hidden size %d needs %d values per lane (at most %d)", s->n,
+                        floats, KERNEL_GEMM_LN_MAX_FLOATS);
+    return 0;
+}
+
+static int kernel_gsk_geometry(const kernel_spec *s, kernel_geometry *g) {
+    g->bm = s->tile_m;
+    g->bn = s->tile_n;
+    g->wm = g->bm == 16 ? 1 : g->bm == 128 ? 4 : 2;
+    g->splits = s->splits;
+    g->kts = kernel_ceil_div(kernel_gemm_ktiles(s), s->splits);
+    g->ntiles = kernel_ceil_div(s->n, g->bn);
+    g->rowblocks = kernel_ceil_div(s->bucket, g->bm);
+    int vals[2] = {s->k, s->x_ld};
+    g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 2);
+    g->lnvec = s->kind == KERNEL_KIND_GEMM_LN ? kernel_gsk_lnvec(s) : 0;
+    int stage_bytes = (g->bm + g->bn) * 80;
+    g->stages = (int)(KERNEL_SMEM_NO_OPTIN / (unsigned)stage_bytes);
+    if (g->stages > KERNEL_GEMM_MAX_STAGES) g->stages = KERNEL_GEMM_MAX_STAGES;
+    if (g->stages > g->kts + 1) g->stages = g->kts + 1;
+    if (g->stages < 2) g->stages = 2;
+    unsigned ring = (unsigned)(g->stages * stage_bytes), tile = (unsigned)(g->bm * (g->bn + 4) * 4);
+    g->smem = ring > tile ? ring : tile;
+    return 0;
+}
+
 /* ------------------------------------------------------------ pool */
 
 static int kernel_pool_check(const kernel_spec *s, diag *d) {
@@ -363,6 +447,8 @@ int kernel_spec_check(const kernel_spec *s, diag *d) {
     case KERNEL_KIND_ADD_LN: return kernel_ln_check(s, d);
     case KERNEL_KIND_ATTENTION: return kernel_attention_check(s, d);
     case KERNEL_KIND_GEMM: return kernel_gemm_check(s, d);
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN: return kernel_gsk_check(s, d);
     default: return kernel_pool_check(s, d);
     }
 }
@@ -376,11 +462,17 @@ int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d) {
     case KERNEL_KIND_ATTENTION: return kernel_attention_geometry(s, g, d);
     case KERNEL_KIND_GEMM: return kernel_gemm_geometry(s, g);
     case KERNEL_KIND_POOL: return kernel_pool_geometry(s, g, d);
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN: return kernel_gsk_geometry(s, g);
     default: return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
     }
 }
 
-int kernel_kind_bucket_free(kernel_kind kind) { return kind != KERNEL_KIND_GEMM; }
+/* The GEMMs keep their rows: their tiles (and the split-K workspace and
+ * counters) are chosen from them. */
+int kernel_kind_bucket_free(kernel_kind kind) {
+    return kind != KERNEL_KIND_GEMM && kind != KERNEL_KIND_GEMM_SPLITK && kind != KERNEL_KIND_GEMM_LN;
+}
 
 /* s with its rows for a launch in a bucket of seq_len rows: what the
  * per-kind dims and extents below read as s->bucket. */
@@ -421,6 +513,11 @@ int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims 
     case KERNEL_KIND_ADD_LN: kernel_ln_dims(&e, &g, dims); break;
     case KERNEL_KIND_ATTENTION: kernel_attention_dims(&e, &g, dims); break;
     case KERNEL_KIND_GEMM: kernel_gemm_dims(&e, &g, dims); break;
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN:
+        kernel_dims_set(dims, (unsigned)g.ntiles, (unsigned)g.rowblocks, 128, g.smem);
+        dims->grid[2] = (unsigned)g.splits;
+        break;
     default: kernel_dims_set(dims, 1, 1, (unsigned)g.threads, 0); break;
     }
     return 0;
@@ -435,6 +532,26 @@ static uint64_t kernel_rows_bytes(const kernel_spec *s, int64_t ld, int64_t cols
 
 static kernel_arg kernel_arg_read(uint64_t elems, const kernel_spec *s) {
     return (kernel_arg){KERNEL_ARG_READ, elems * (uint64_t)plan_dtype_size(s->dtype)};
+}
+
+/* The workspace and counters of GEMM_SPLITK (args 6, 7) and the LayerNorm
+ * weights, workspace and counters of GEMM_LN (args 6..9). */
+static void kernel_gsk_args(const kernel_spec *s, kernel_arg *a) {
+    kernel_geometry g;
+    memset(&g, 0, sizeof g);
+    kernel_gsk_geometry(s, &g);
+    uint64_t tiles = (uint64_t)g.rowblocks * (uint64_t)g.ntiles;
+    uint64_t ws = (uint64_t)g.splits * tiles * (uint64_t)g.bm * (uint64_t)g.bn * 4;
+    uint64_t tile_counters = g.splits > 1 ? tiles : 0;
+    const kernel_arg unused = {KERNEL_ARG_UNUSED, 0};
+    if (s->kind == KERNEL_KIND_GEMM_SPLITK) {
+        a[6] = g.splits > 1 ? (kernel_arg){KERNEL_ARG_WRITE, ws} : unused;
+        a[7] = g.splits > 1 ? (kernel_arg){KERNEL_ARG_COUNTERS, 4 * tile_counters} : unused;
+        return;
+    }
+    a[6] = a[7] = kernel_arg_read((uint64_t)s->n, s);
+    a[8] = (kernel_arg){KERNEL_ARG_WRITE, ws};
+    a[9] = (kernel_arg){KERNEL_ARG_COUNTERS, 4 * (tile_counters + (uint64_t)g.rowblocks)};
 }
 
 void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
@@ -469,11 +586,14 @@ void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
         break;
     }
     case KERNEL_KIND_GEMM:
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN:
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->out_ld, s->n)};
         a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->x_ld, s->k)};
         a[3] = kernel_arg_read((uint64_t)s->n * (uint64_t)s->k, s);
         a[4] = s->has_bias ? kernel_arg_read((uint64_t)s->n, s) : unused;
         a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
+        if (s->kind != KERNEL_KIND_GEMM) kernel_gsk_args(s, a);
         break;
     default: /* POOL: cls reads row 0 only */
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, h * (uint64_t)plan_dtype_size(s->dtype)};

@@ -41,9 +41,13 @@ typedef struct kernel_geometry {
     int qt, kt;                    /* query rows per block, keys per shared-memory tile */
     int wq, wk;                    /* tensor cores: warps over 16-row query groups x over key slices */
     int pt, skt;                   /* SIMT: query rows per pass, keys per tile */
-    /* GEMM */
+    /* GEMM, GEMM_SPLITK, GEMM_LN */
     int bm, bn;                    /* block tile */
-    int stages;                    /* shared-memory ring depth (GEMM; attention's K/V tiles) */
+    int stages;                    /* shared-memory ring depth (GEMMs; attention's K/V tiles) */
+    int wm;                        /* GEMM_SPLITK, GEMM_LN: warps along M (of 4) */
+    int splits, kts;               /* blocks over K, k-tiles per block */
+    int ntiles, rowblocks;         /* tiles along N, along M (the bucket) */
+    int lnvec;                     /* GEMM_LN: elements per LayerNorm piece */
     /* POOL */
     int ct;                        /* column threads: vectors of a row read side by side */
     int rg;                        /* row groups: rows read at once (1 for cls) */
@@ -56,8 +60,9 @@ typedef enum kernel_arg_use {
     KERNEL_ARG_UNUSED,             /* the reference must be NONE */
     KERNEL_ARG_REQUEST,            /* the request block, from its start */
     KERNEL_ARG_READ,               /* weights or activations, read */
-    KERNEL_ARG_WRITE,              /* activations, written (the arena only) */
+    KERNEL_ARG_WRITE,              /* activations or a workspace, written (the arena only) */
     KERNEL_ARG_PREFETCH,           /* the trailing prefetch range: weights or NONE (plan_types.h) */
+    KERNEL_ARG_COUNTERS,           /* arrival counters, zero before and after the launch (COUNTERS only) */
 } kernel_arg_use;
 
 typedef struct kernel_arg {

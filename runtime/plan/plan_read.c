@@ -28,7 +28,8 @@
  *      count, launch argument counts equal to the kernel's, buckets
  *      ascending and within max_seq_len, launch dimensions non-zero, and
  *      every buffer reference inside its buffer where the buffer's size is
- *      known (weights, the bucket's arena, the request block).
+ *      known (weights, the bucket's arena, the request block, the bucket's
+ *      arrival counters).
  *
  * The variable-length parts have one canonical layout (kernel texts back to
  * back in kernel order, images in order at the next 256-byte boundary, zeros
@@ -78,7 +79,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 6, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 7, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -99,7 +100,8 @@ _Static_assert(PLAN_ACT_GELU_ERF == 0 && PLAN_ACT_GELU_TANH == 1 && PLAN_ACT_REL
                    PLAN_ACT_COUNT == 4,
                "plan_act values are part of the plan format");
 _Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KIND_ATTENTION == 2 &&
-                   KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
+                   KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_GEMM_SPLITK == 5 &&
+                   KERNEL_KIND_GEMM_LN == 6 && KERNEL_KIND_COUNT == 7,
                "kernel_kind values are part of the plan format");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
                    KERNEL_INDEX_PAD_POSITION == 3 &&
@@ -111,12 +113,16 @@ _Static_assert(PLAN_IMAGE_CUBIN == 0 && PLAN_IMAGE_PTX == 1 && PLAN_IMAGE_EMU ==
                "plan_image_kind values are part of the plan format");
 _Static_assert(SCHED_STEP_KERNEL == 0 && SCHED_STEP_GEMM == 1, "sched_step_kind values are part of the plan format");
 _Static_assert(SCHED_BUF_NONE == 0 && SCHED_BUF_WEIGHTS == 1 && SCHED_BUF_ARENA == 2 && SCHED_BUF_REQUEST == 3 &&
-                   SCHED_BUF_COUNT == 4,
+                   SCHED_BUF_COUNTERS == 4 && SCHED_BUF_COUNT == 5,
                "sched_buf values are part of the plan format");
 _Static_assert(KERNEL_REQ_HEADER_WORDS == 4 && KERNEL_REQ_LEN == 0 && KERNEL_REQ_BUCKET == 1,
                "the request block's layout is part of the plan format");
-_Static_assert(KERNEL_MAX_ARGS == 10 && KERNEL_PREFETCH_ARGS == 2 && 40 + KERNEL_MAX_ARGS * PLAN_REF_SIZE <= PLAN_STEP_PAYLOAD_SIZE,
+/* Format 6: GEMM_LN's ten arguments and the prefetch pair. */
+_Static_assert(KERNEL_MAX_ARGS == 12 && KERNEL_PREFETCH_ARGS == 2 &&
+                   40 + KERNEL_MAX_ARGS * PLAN_REF_SIZE <= PLAN_STEP_PAYLOAD_SIZE,
                "a launch's argument slots (the prefetch pair included) are part of the plan format");
+_Static_assert(PLAN_FUSION_BASELINE == 0 && PLAN_FUSION_DEFAULT == 1 && PLAN_FUSION_COUNT == 2,
+               "plan_fusion values are part of the plan format");
 _Static_assert(sizeof(((plan_image *)0)->arch) == 16, "the image arch field is 16 bytes in the plan format");
 
 /* ---- plan_init / plan_free ----------------------------------------------- */
@@ -666,7 +672,11 @@ static int prd_signature(prd *r) {
     r->nbuckets = cur_u32(&c);
     if (r->nbuckets == 0 || r->nbuckets > INT_MAX)
         return CUR_FAIL(&c, "field nbuckets: %u (a plan has at least one bucket)", r->nbuckets);
-    if (cur_zero(&c, 4, "reserved") || prd_record_done(&c)) return -1;
+    uint32_t fusion;
+    if (cur_enum(&c, "fusion", "a fusion level (0 baseline, 1 default)", PLAN_FUSION_COUNT, &fusion) ||
+        prd_record_done(&c))
+        return -1;
+    p->fusion = (plan_fusion)fusion;
     p->weights = r->base + r->sec[PLAN_SECTION_WEIGHTS].off;
     p->weights_size = r->sec[PLAN_SECTION_WEIGHTS].size;
     return 0;
@@ -737,6 +747,11 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     s->pool_mode = (plan_pool_mode)v;
     s->qtile = cur_i32(c);
     if (cur_i32_min(c, "spec.pad_id", 0, &s->pad_id) || cur_i32_min(c, "spec.bias_ld", 0, &s->bias_ld)) return -1;
+    /* format 7: the GEMM family's tile and split (checked by the contract) */
+    s->tile_m = cur_i32(c);
+    s->tile_n = cur_i32(c);
+    s->splits = cur_i32(c);
+    if (cur_zero(c, 4, "reserved")) return -1;
     /* The launch contract (plan_kernels.h): the spec is one the kind can
      * serve, so its geometry and argument extents can be computed. */
     if (k->nargs != kernel_kind_arg_count(s->kind))
@@ -878,6 +893,7 @@ static uint64_t prd_buffer_size(const plan *p, const sched_bucket *b, sched_buf 
     case SCHED_BUF_WEIGHTS: return p->weights_size;
     case SCHED_BUF_ARENA: return b->arena_bytes;
     case SCHED_BUF_REQUEST: return kernel_request_bytes(b->seq_len);
+    case SCHED_BUF_COUNTERS: return b->counter_bytes;
     default: return 0;
     }
 }
@@ -887,6 +903,7 @@ static const char *prd_buffer_name(sched_buf buf) {
     case SCHED_BUF_WEIGHTS: return "weights";
     case SCHED_BUF_ARENA: return "arena";
     case SCHED_BUF_REQUEST: return "request";
+    case SCHED_BUF_COUNTERS: return "counters";
     default: return "none";
     }
 }
@@ -896,7 +913,7 @@ static int prd_ref(prd_cur *c, const char *field, const sched_bucket *b, int all
     char f[64];
     uint32_t v;
     snprintf(f, sizeof f, "%s.buf", field);
-    if (cur_enum(c, f, "a buffer (0 none, 1 weights, 2 arena, 3 request)", SCHED_BUF_COUNT, &v)) return -1;
+    if (cur_enum(c, f, "a buffer (0 none, 1 weights, 2 arena, 3 request, 4 counters)", SCHED_BUF_COUNT, &v)) return -1;
     out->buf = (sched_buf)v;
     if (out->buf == SCHED_BUF_NONE && !allow_none)
         return CUR_FAIL(c, "field %s: the operand is required, the ref is NONE", f);
@@ -931,8 +948,12 @@ static int prd_launch_dims(prd_cur *c, const sched_bucket *b, const plan_kernel 
 }
 
 static const char *prd_arg_use_name(kernel_arg_use u) {
-    return u == KERNEL_ARG_UNUSED ? "unused" : u == KERNEL_ARG_REQUEST ? "the request block" : u == KERNEL_ARG_READ
-               ? "read" : u == KERNEL_ARG_PREFETCH ? "a prefetch bound" : "written";
+    return u == KERNEL_ARG_UNUSED     ? "unused"
+           : u == KERNEL_ARG_REQUEST  ? "the request block"
+           : u == KERNEL_ARG_READ     ? "read"
+           : u == KERNEL_ARG_WRITE    ? "written"
+           : u == KERNEL_ARG_PREFETCH ? "a prefetch bound"
+                                      : "arrival counters";
 }
 
 /* One argument against its use: the buffer it may be in and its extent. */
@@ -943,6 +964,7 @@ static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *
              : a->use == KERNEL_ARG_REQUEST  ? buf == SCHED_BUF_REQUEST && ref->offset == 0
              : a->use == KERNEL_ARG_WRITE    ? buf == SCHED_BUF_ARENA
              : a->use == KERNEL_ARG_PREFETCH ? buf == SCHED_BUF_NONE || buf == SCHED_BUF_WEIGHTS
+             : a->use == KERNEL_ARG_COUNTERS ? buf == SCHED_BUF_COUNTERS
                                              : buf == SCHED_BUF_ARENA || buf == SCHED_BUF_WEIGHTS;
     if (!ok)
         return CUR_FAIL(c, "field launch.args[%d]: kernel %s's argument %d is %s; it cannot be the %s buffer at %llu", i,
@@ -1045,7 +1067,7 @@ static uint64_t prd_matrix_bytes(int64_t rows, int64_t cols, int64_t ld, int bat
 static int prd_gemm_operand(prd_cur *c, const sched_bucket *b, const char *name, const sched_ref *ref, uint64_t bytes,
                             int written) {
     if (ref->buf == SCHED_BUF_NONE) return 0;
-    if (ref->buf == SCHED_BUF_REQUEST || (written && ref->buf != SCHED_BUF_ARENA))
+    if (ref->buf == SCHED_BUF_REQUEST || ref->buf == SCHED_BUF_COUNTERS || (written && ref->buf != SCHED_BUF_ARENA))
         return CUR_FAIL(c, "field gemm.%s: the %s buffer cannot hold a GEMM %s", name, prd_buffer_name(ref->buf),
                         written ? "result" : "operand");
     uint64_t size = prd_buffer_size(c->r->p, b, ref->buf);
@@ -1090,7 +1112,8 @@ static int prd_gemm(prd_cur *c, const sched_bucket *b, sched_gemm *g) {
     g->epilogue = (sched_epilogue)v;
     if (cur_zero(c, 4, "gemm.reserved") || prd_ref(c, "gemm.a", b, 0, &g->a) || prd_ref(c, "gemm.b", b, 0, &g->b) ||
         prd_ref(c, "gemm.c", b, g->beta == 0.0f, &g->c) || prd_ref(c, "gemm.d", b, 0, &g->d) ||
-        prd_ref(c, "gemm.bias", b, 1, &g->bias))
+        prd_ref(c, "gemm.bias", b, 1, &g->bias) ||
+        cur_zero(c, PLAN_STEP_PAYLOAD_SIZE - PLAN_GEMM_PAYLOAD_USED, "gemm.padding"))
         return -1;
     int wants_bias = (g->epilogue & SCHED_EPILOGUE_BIAS) != 0;
     if (wants_bias != (g->bias.buf != SCHED_BUF_NONE))
@@ -1117,8 +1140,11 @@ static int prd_output(prd_cur *c, const sched_bucket *b, sched_output *o) {
     if (cur_str(c, "name", 0, &o->name)) return -1;
     if (cur_enum(c, "dtype", "a dtype (0 float32, 1 float16, 2 bfloat16, 3 int32)", PLAN_DTYPE_COUNT, &v)) return -1;
     o->dtype = (plan_dtype)v;
-    if (prd_ref(c, "ref", b, 0, &o->ref) || cur_bool(c, "rows_are_seq", &o->rows_are_seq) ||
-        cur_zero(c, 4, "reserved") || cur_i64_min(c, "cols", 1, &o->cols) ||
+    if (prd_ref(c, "ref", b, 0, &o->ref)) return -1;
+    if (o->ref.buf == SCHED_BUF_COUNTERS)
+        return CUR_FAIL(c, "field ref.buf: an output cannot live in the %s buffer", prd_buffer_name(o->ref.buf));
+    if (cur_bool(c, "rows_are_seq", &o->rows_are_seq) || cur_zero(c, 4, "reserved") ||
+        cur_i64_min(c, "cols", 1, &o->cols) ||
         cur_i64_min(c, "row_stride", o->rows_are_seq ? o->cols : 0, &o->row_stride))
         return -1;
     /* The whole output lies inside its buffer. */
@@ -1194,7 +1220,11 @@ static int prd_schedules(prd *r) {
             return CUR_FAIL(&c, "field noutputs: %u output records do not fit in the section (%llu bytes)", nout,
                             (unsigned long long)s->size);
         used += (uint64_t)nout * PLAN_OUTPUT_RECORD_SIZE;
-        if (cur_zero(&c, 4, "reserved")) return -1;
+        b->counter_bytes = cur_u32(&c);
+        if (b->counter_bytes % 4 || b->counter_bytes > PLAN_MAX_COUNTER_BYTES)
+            return CUR_FAIL(&c, "field counter_bytes: %u is not a multiple of 4 in 0..%u", b->counter_bytes,
+                            PLAN_MAX_COUNTER_BYTES);
+        if (b->counter_bytes > p->counter_bytes) p->counter_bytes = b->counter_bytes;
         b->arena_bytes = cur_u64(&c);
         if (b->arena_bytes > max_arena) max_arena = b->arena_bytes;
         if (prd_record_done(&c)) return -1;

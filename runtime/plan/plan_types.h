@@ -57,6 +57,11 @@
  *   SCHED_BUF_ARENA     the activation arena (offsets from buffer liveness;
  *                       one arena per context, sized for the largest bucket)
  *   SCHED_BUF_REQUEST   the request block above
+ *   SCHED_BUF_COUNTERS  int32 arrival counters of the split-K kernels: one
+ *                       buffer per context, zeroed when the context is
+ *                       created; every launch that counts on them leaves
+ *                       them zero again (the last block to arrive resets
+ *                       its counter), so steps and buckets share them
  *   SCHED_BUF_NONE      a NULL pointer (an absent optional operand)
  *
  * GEMMs use cuBLASLt's column-major convention.  A row-major activation
@@ -93,6 +98,22 @@ typedef enum plan_act {
     PLAN_ACT_COUNT,
 } plan_act;
 
+/* Which fusion built a plan (bertc compile --fusion): BASELINE keeps the
+ * seven launches per encoder layer of TensorRT's structure (cuBLASLt for
+ * the dense layers, separate add + LayerNorm kernels); DEFAULT fuses the
+ * residual + LayerNorm into the output projection and FC2 (GEMM_LN) and
+ * runs FC1 + GELU and the pooler on GEMM_SPLITK: five per layer. */
+typedef enum plan_fusion {
+    PLAN_FUSION_BASELINE,
+    PLAN_FUSION_DEFAULT,
+    PLAN_FUSION_COUNT,
+} plan_fusion;
+
+static inline const char *plan_fusion_name(plan_fusion f) {
+    static const char *const names[] = {"baseline", "default"};
+    return (unsigned)f < PLAN_FUSION_COUNT ? names[f] : "?";
+}
+
 /* How a POOL kernel turns [S, H] into [H] (sentence-transformers' Pooling modes). */
 typedef enum plan_pool_mode {
     PLAN_POOL_CLS,        /* row 0, the [CLS] token; the mask is not read */
@@ -127,7 +148,9 @@ static inline const char *plan_pool_mode_name(plan_pool_mode m) {
 #define KERNEL_REQ_LEN 0             /* header word: the real length L */
 #define KERNEL_REQ_BUCKET 1          /* header word: the bucket length B */
 #define KERNEL_MAX_GATHERS 3
-#define KERNEL_MAX_ARGS 10
+/* The most pointer arguments a launch passes: GEMM_LN's ten and the
+ * prefetch pair (format 7; 8 + 2 in formats 5 and 6). */
+#define KERNEL_MAX_ARGS 12
 /*
  * Every kernel launch ends with two more pointer arguments after its
  * kind's own (below): prefetch_first and prefetch_last, the first and the
@@ -191,12 +214,39 @@ typedef enum kernel_kind {
      * args: (T *out, const int *req, const T *x)
      */
     KERNEL_KIND_POOL,
+    /*
+     * bertc's GEMM with an explicit tile and split-K (gemm_splitk.cuh):
+     *   out[m, n] = act(sum_k x[m, k] * w[n, k] (+ bias[n]) (+ residual[m, n]))
+     * for m < L, like GEMM, on a tile_m x tile_n tile per block and the
+     * k-tiles split over `splits` blocks.  With splits > 1 each block writes
+     * a float partial to `workspace` and the last block of a tile to arrive
+     * (an arrival counter per tile in `counters`, returned to zero) sums the
+     * partials in split order, so the result never depends on timing.
+     * args: (T *out, const int *req, const T *x, const T *w, const T *bias,
+     *        const T *residual, float *workspace, int *counters);
+     *        workspace and counters NULL when splits == 1.  Like every
+     *        kind, the prefetch pair follows (10 pointers in all).
+     */
+    KERNEL_KIND_GEMM_SPLITK,
+    /*
+     * The same GEMM with a LayerNorm epilogue over whole rows of n = hidden:
+     *   out[m, :] = LayerNorm(x[m, :] . w^T (+ bias) (+ residual[m, :])) * gamma + beta
+     * (eps from the spec).  Partials are reduced as in GEMM_SPLITK; the
+     * pre-LayerNorm sums (float) go to the workspace and the last tile of a
+     * row block to finish (a second counter per row block) normalises it.
+     * args: (T *out, const int *req, const T *x, const T *w, const T *bias,
+     *        const T *residual, const T *gamma, const T *beta,
+     *        float *workspace, int *counters), then the prefetch pair
+     *        (12 pointers: KERNEL_MAX_ARGS)
+     */
+    KERNEL_KIND_GEMM_LN,
     KERNEL_KIND_COUNT,
 } kernel_kind;
 
-/* The template's file stem: "embed_ln", "add_ln", "attention", "gemm", "pool". */
+/* The kind's name: "embed_ln", "add_ln", "attention", "gemm", "pool",
+ * "gemm_splitk", "gemm_ln". */
 static inline const char *plan_kernel_kind_name(kernel_kind k) {
-    static const char *const names[] = {"embed_ln", "add_ln", "attention", "gemm", "pool"};
+    static const char *const names[] = {"embed_ln", "add_ln", "attention", "gemm", "pool", "gemm_splitk", "gemm_ln"};
     return (unsigned)k < KERNEL_KIND_COUNT ? names[k] : "unknown";
 }
 
@@ -240,6 +290,13 @@ typedef struct kernel_spec {
     /* POOL */
     plan_pool_mode pool_mode;
     int normalize;
+
+    /* GEMM_SPLITK, GEMM_LN (with n, k, the leading dimensions, has_bias,
+     * has_residual, has_act / act (GEMM_SPLITK), eps (GEMM_LN)): the block
+     * tile and the number of blocks the k-tiles are split over, chosen by
+     * the compiler (compiler/lower/lower_gemm.c), checked by the contract */
+    int tile_m, tile_n;
+    int splits;
 } kernel_spec;
 
 /* The rows a launch of s covers in a bucket of seq_len rows: its own rows,
@@ -259,6 +316,7 @@ typedef enum sched_buf {
     SCHED_BUF_WEIGHTS,
     SCHED_BUF_ARENA,
     SCHED_BUF_REQUEST,
+    SCHED_BUF_COUNTERS,          /* int32 arrival counters, zero between launches */
     SCHED_BUF_COUNT,
 } sched_buf;
 
@@ -327,6 +385,7 @@ typedef struct sched_bucket {
     int noutputs;
     sched_output *outputs;
     uint64_t arena_bytes;        /* arena this bucket needs */
+    uint32_t counter_bytes;      /* COUNTERS this bucket's launches use (from offset 0) */
 } sched_bucket;
 
 #endif

@@ -22,7 +22,7 @@ cp "$T/out" "$T/tiny.json"
 if python3 - "$T/tiny.json" <<'PY' >"$T/py" 2>&1
 import json, sys
 j = json.load(open(sys.argv[1]))
-for key in ("format_version", "precision", "archs", "weights_bytes", "arena_bytes", "buckets"):
+for key in ("format_version", "precision", "fusion", "archs", "weights_bytes", "arena_bytes", "buckets"):
     assert key in j, key
 assert j["precision"] == "fp16", j["precision"]
 # the default GPUs: sm_86 and sm_89 run the sm_80 CUBIN
@@ -57,6 +57,39 @@ assert [im for im in j["images"] if im["arch"] == "sm_75"][0]["kernels"][att[0]]
 print("ok")
 PY
 then pass inspect-json-fields; else fail inspect-json-fields "$(tail -3 "$T/py")"; fi
+
+# Fusion levels: the default fuses each dense layer's residual + LayerNorm
+# into its GEMM (5 launches per encoder layer), baseline keeps 7.
+expect compile-tiny-baseline 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/base.plan" --fusion baseline --arch emu --buckets 32
+expect inspect-baseline 0 "$B" inspect "$T/base.plan" --json
+cp "$T/out" "$T/base.json"
+expect compile-tiny-default 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/fused.plan" --fusion default --arch emu --buckets 32
+expect inspect-default 0 "$B" inspect "$T/fused.plan" --json
+cp "$T/out" "$T/fused.json"
+if python3 - "$T/base.json" "$T/fused.json" <<'PY' >"$T/py" 2>&1
+import json, sys
+base, fused = (json.load(open(p)) for p in sys.argv[1:3])
+layers = 3
+assert base["fusion"] == "baseline" and fused["fusion"] == "default", (base["fusion"], fused["fusion"])
+bb, fb = base["buckets"][0], fused["buckets"][0]
+assert bb["launches"] == 7 * layers + 2, bb["launches"]
+assert fb["launches"] == 5 * layers + 2, fb["launches"]
+bt = [s.get("template") for s in bb["steps"]]
+ft = [s.get("template") for s in fb["steps"]]
+assert "gemm_ln" not in bt and "gemm_splitk" not in bt and bb["counter_bytes"] == 0, bt
+assert ft.count("gemm_ln") == 2 * layers and ft.count("add_ln") == 0, ft
+assert ft.count("gemm_splitk") == layers + 1, ft   # FC1 + GELU per layer, and the pooler
+for s in fb["steps"]:
+    if s.get("template") in ("gemm_ln", "gemm_splitk"):
+        assert s["ctas"] >= 1 and len(s["tile"]) == 2 and s["splits"] >= 1, s
+# the fused plan moves fewer bytes: no activation round trip between a GEMM and its LayerNorm
+assert fb["min_hbm_bytes"] < bb["min_hbm_bytes"], (fb["min_hbm_bytes"], bb["min_hbm_bytes"])
+assert abs(fb["flops"] - bb["flops"]) <= 0.01 * bb["flops"], (fb["flops"], bb["flops"])
+print("ok")
+PY
+then pass fusion-levels; else fail fusion-levels "$(tail -3 "$T/py")"; fi
+expect compile-fusion-bad 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/x.plan" --fusion fast
+contains compile-fusion-bad-msg "$T/err" "--fusion: 'fast' is not one of baseline, default"
 
 expect inspect-text 0 "$B" inspect "$T/relu.plan"
 contains inspect-text-bucket "$T/out" "bucket 16:"

@@ -207,7 +207,7 @@ static void test_names(void) {
         "input", "weight", "arange", "gather", "add", "bias_add", "layer_norm", "matmul",
         "activation", "reshape", "transpose", "batched_matmul", "scale", "mask", "softmax",
         "slice", "pool", "l2_normalize", "pad_positions", "rel_pos_bias", "sinusoid", "const", "concat", "linear",
-        "attention", "add_ln", "embed_ln"};
+        "attention", "add_ln", "embed_ln", "linear_ln"};
     for (int i = 0; i < IR_OP_COUNT; i++)
         CHECK(strcmp(ir_op_name((ir_op)i), ops[i]) == 0, "op %d is '%s'", i, ir_op_name((ir_op)i));
     CHECK(strcmp(ir_act_name(IR_ACT_GELU_ERF), "gelu") == 0, "gelu");

@@ -424,6 +424,7 @@ typedef struct tp_expect {
     int pooler;
     int head;            /* BERT's sequence classification: a linear on the pooler's row, then [labels] */
     int sentence;        /* a sentence-transformers head: mean pool + l2_normalize, fused */
+    int fused;           /* the default fusion level: LINEAR_LN for the output projection and FC2 */
 } tp_expect;
 
 /* The compute ops of g in order (leaves left out). */
@@ -446,8 +447,10 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
     want[nw++] = IR_OP_EMBED_LN;
     static const int layer[7] = {IR_OP_LINEAR, IR_OP_ATTENTION, IR_OP_LINEAR, IR_OP_ADD_LN,
                                  IR_OP_LINEAR, IR_OP_LINEAR, IR_OP_ADD_LN};
+    static const int fused[5] = {IR_OP_LINEAR, IR_OP_ATTENTION, IR_OP_LINEAR_LN, IR_OP_LINEAR, IR_OP_LINEAR_LN};
+    const int per = e->fused ? 5 : 7;
     for (int l = 0; l < e->layers; l++)
-        for (int k = 0; k < 7; k++) want[nw++] = layer[k];
+        for (int k = 0; k < per; k++) want[nw++] = e->fused ? fused[k] : layer[k];
     if (e->pooler) {
         want[nw++] = IR_OP_SLICE;
         want[nw++] = IR_OP_LINEAR;
@@ -471,7 +474,7 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
     if (e->sentence) {
         const ir_node *pool = &g->nodes[node[nw - 1]];
         CHECK(pool->pool_mode == IR_POOL_MEAN && pool->normalize && pool->nsrc == 2 &&
-                  pool->src[0] == node[1 + 7 * e->layers] && strcmp(tp_src(g, pool, 1), "attention_mask") == 0 &&
+                  pool->src[0] == node[1 + per * e->layers] && strcmp(tp_src(g, pool, 1), "attention_mask") == 0 &&
                   tp_count(g, IR_OP_L2_NORMALIZE) == 0,
               "%s: the sentence head is not one normalising mean pool over the last layer", what);
     }
@@ -489,7 +492,17 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
     }
     CHECK(has_ids == 1 && has_pos == 1 && has_types == (e->ngathers == 3), "%s: embed_ln indices", what);
     int prev = node[1];
-    for (int l = 0; l < e->layers; l++) {
+    for (int l = 0; e->fused && l < e->layers; l++) {
+        const int *L = node + 2 + 5 * l;
+        const ir_node *o = &g->nodes[L[2]], *fc1 = &g->nodes[L[3]], *fc2 = &g->nodes[L[4]];
+        CHECK(o->src[0] == L[1] && o->has_bias && o->has_residual && o->nsrc == 6 && o->src[5] == prev,
+              "%s: layer %d output projection + add_ln", what, l);
+        CHECK(fc1->src[0] == L[2] && fc1->has_bias && fc1->has_act && fc1->act == e->act, "%s: layer %d fc1", what, l);
+        CHECK(fc2->src[0] == L[3] && fc2->has_bias && fc2->has_residual && fc2->nsrc == 6 && fc2->src[5] == L[2],
+              "%s: layer %d fc2 + add_ln", what, l);
+        prev = L[4];
+    }
+    for (int l = 0; !e->fused && l < e->layers; l++) {
         const int *L = node + 2 + 7 * l;
         const ir_node *qkv = &g->nodes[L[0]], *at = &g->nodes[L[1]], *o = &g->nodes[L[2]];
         const ir_node *ln1 = &g->nodes[L[3]], *fc1 = &g->nodes[L[4]], *fc2 = &g->nodes[L[5]];
@@ -1248,6 +1261,132 @@ static void test_fuse_add_ln_forms(void) {
 }
 
 /* ======================================================================= */
+/* pass_fuse_linear_ln                                                      */
+/* ======================================================================= */
+
+/* Dense layers under layer_norms: the forms that fuse (bias or not, a
+ * residual or not) and the ones that must not (an activation between, the
+ * product read twice or an output). */
+static const char *tp_linear_ln_yaml =
+    "bertc: 1\nname: linln\nweights: \"%s\"\nmax_seq_len: 12\n"
+    "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n"
+    "outputs:\n  n1: n1\n  n2: n2\n  n3: n3\n  n4: n4\n  n5: n5\n  e6: e6\n  n6: n6\n"
+    "graph:\n"
+    "  - {op: gather, out: x, table: emb, index: input_ids}\n"
+    "  - {op: gather, out: r, table: emb2, index: input_ids}\n"
+    "  - {op: matmul, out: m1, x: x, weight: wa}\n"              /* bias + residual */
+    "  - {op: bias_add, out: b1, x: m1, bias: ba}\n"
+    "  - {op: add, out: s1, a: b1, b: r}\n"
+    "  - {op: layer_norm, out: n1, x: s1, gamma: g, beta: be, eps: 1e-5}\n"
+    "  - {op: matmul, out: m2, x: n1, weight: wb}\n"             /* no bias; residual first */
+    "  - {op: add, out: s2, a: n1, b: m2}\n"
+    "  - {op: layer_norm, out: n2, x: s2, gamma: g, beta: be, eps: 1e-6}\n"
+    "  - {op: matmul, out: m3, x: x, weight: wa}\n"              /* bias, no residual */
+    "  - {op: bias_add, out: b3, x: m3, bias: ba}\n"
+    "  - {op: layer_norm, out: n3, x: b3, gamma: g, beta: be, eps: 1e-7}\n"
+    "  - {op: matmul, out: m4, x: x, weight: wa}\n"              /* an activation between: no */
+    "  - {op: bias_add, out: b4, x: m4, bias: ba}\n"
+    "  - {op: activation, out: a4, x: b4, fn: gelu}\n"
+    "  - {op: add, out: s4, a: a4, b: r}\n"
+    "  - {op: layer_norm, out: n4, x: s4, gamma: g, beta: be, eps: 1e-5}\n"
+    "  - {op: matmul, out: m5, x: x, weight: wa}\n"              /* the product read twice: no */
+    "  - {op: bias_add, out: b5, x: m5, bias: ba}\n"
+    "  - {op: add, out: s5, a: b5, b: r}\n"
+    "  - {op: layer_norm, out: l5, x: s5, gamma: g, beta: be, eps: 1e-5}\n"
+    "  - {op: add, out: n5, a: l5, b: b5}\n"
+    "  - {op: matmul, out: m6, x: x, weight: wa}\n"              /* the product is an output: no */
+    "  - {op: bias_add, out: e6, x: m6, bias: ba}\n"
+    "  - {op: layer_norm, out: n6, x: e6, gamma: g, beta: be, eps: 1e-5}\n";
+
+static void test_fuse_linear_ln(void) {
+    int64_t V = check_rng_range(3, 40), K = check_rng_range(1, 24), N = check_rng_range(2, 24);
+    stimage w = {0};
+    tp_add(&w, "emb", tp_rand_dtype(), 2, V, K, 1.0f, 0.0f);
+    tp_add(&w, "emb2", IR_DTYPE_F32, 2, V, N, 1.0f, 0.0f);
+    tp_add(&w, "wa", tp_rand_dtype(), 2, N, K, 1.0f, 0.0f);
+    tp_add(&w, "ba", tp_rand_dtype(), 1, N, 0, 1.0f, 0.0f);
+    tp_add(&w, "wb", tp_rand_dtype(), 2, N, N, 1.0f, 0.0f);
+    tp_add(&w, "g", tp_rand_dtype(), 1, N, 0, 0.2f, 1.0f);
+    tp_add(&w, "be", tp_rand_dtype(), 1, N, 0, 0.2f, 0.0f);
+    tp_model t;
+    static const char *const order[3] = {"fuse_linear", "fuse_add_ln", "fuse_linear_ln"};
+    int rc = tp_load(&t, tp_linear_ln_yaml, &w, V, 0, 0);
+    if (rc == 0) rc = ir_graph_clone(&t.g, &t.m.graph);
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        diag d;
+        diag_init(&d);
+        rc = tp_pass(order[k], &t.g, t.w, &d);
+        CHECK(rc == 0, "%s: %s", order[k], d.text);
+    }
+    ir_graph *g = &t.g;
+    if (rc == 0) {
+        CHECK(tp_count(g, IR_OP_LINEAR_LN) == 3 && tp_count(g, IR_OP_ADD_LN) == 3, "linear_ln %d, add_ln %d",
+              tp_count(g, IR_OP_LINEAR_LN), tp_count(g, IR_OP_ADD_LN));
+        tp_check_srcs(g, tp_node(g, "n1"), 6, "x", "wa", "g", "be", "ba", "r");
+        tp_check_srcs(g, tp_node(g, "n2"), 5, "n1", "wb", "g", "be", "n1");
+        tp_check_srcs(g, tp_node(g, "n3"), 5, "x", "wa", "g", "be", "ba");
+        const ir_node *n1 = tp_node(g, "n1"), *n2 = tp_node(g, "n2"), *n3 = tp_node(g, "n3");
+        CHECK(n1 && n1->has_bias && n1->has_residual && n1->eps == 1e-5f, "n1 flags");
+        CHECK(n2 && !n2->has_bias && n2->has_residual && n2->eps == 1e-6f, "n2 flags");
+        CHECK(n3 && n3->has_bias && !n3->has_residual && n3->eps == 1e-7f, "n3 flags");
+        const char *unfused[3] = {"n4", "l5", "n6"};
+        for (int k = 0; k < 3; k++) {
+            const ir_node *n = tp_node(g, unfused[k]);
+            CHECK(n && n->op == IR_OP_ADD_LN, "%s fused", unfused[k]);
+        }
+        tp_check_same("fuse_linear_ln", &t, &t.m.graph, g, 5);
+    }
+    tp_free(&t);
+}
+
+/* Forms the YAML cannot reach: the add_ln's own bias moves into the GEMM
+ * when the linear has none (compile-time only), two biases stay apart. */
+static void test_fuse_linear_ln_biases(void) {
+    for (int form = 0; form < 3; form++) {
+        tgraph tg;
+        tgraph_init(&tg);
+        int ids = tgraph_input(&tg, "input_ids");
+        int tab = tgraph_weight(&tg, "tab", IR_DTYPE_F32, 2, 9, 6);
+        int x = tgraph_op(&tg, IR_OP_GATHER, "x", tab, ids);
+        int w = tgraph_weight(&tg, "w", IR_DTYPE_F32, 2, 5, 6);
+        int b = tgraph_weight(&tg, "b", IR_DTYPE_F32, 1, 5, 0);
+        int gm = tgraph_weight(&tg, "gm", IR_DTYPE_F32, 1, 5, 0);
+        int lin = form == 1 ? tgraph_op(&tg, IR_OP_LINEAR, "lin", x, w, b) : tgraph_op(&tg, IR_OP_LINEAR, "lin", x, w);
+        tg.g.nodes[lin].has_bias = form == 1;
+        /* form 2: the add_ln's bias is computed at run time (a row of x's table, gathered) */
+        int rb = b;
+        if (form == 2) {
+            int tab5 = tgraph_weight(&tg, "tab5", IR_DTYPE_F32, 2, 9, 5);
+            rb = tgraph_op(&tg, IR_OP_SLICE, "rb", tgraph_op(&tg, IR_OP_GATHER, "gx", tab5, ids));
+            ir_node *s = &tg.g.nodes[rb];
+            s->axis = 0;
+            s->start = 0;
+            s->len = 1;
+            rb = tgraph_reshape(&tg, "rbv", rb, 1, (const int64_t[]){5});
+        }
+        int ln = tgraph_op(&tg, IR_OP_ADD_LN, "ln", lin, gm, gm, form == 2 ? rb : b);
+        tg.g.nodes[ln].has_bias = 1;
+        tg.g.nodes[ln].eps = 1e-5f;
+        ir_graph_add_output(&tg.g, "y", ln);
+        diag d;
+        diag_init(&d);
+        int rc = ir_graph_infer(&tg.g, "biases.yaml", NULL, 0, &d);
+        if (rc == 0) rc = passes_run_one("fuse_linear_ln", &tg.g, NULL, &d);
+        CHECK(rc == 0, "form %d: %s", form, d.text);
+        if (rc == 0) {
+            const ir_node *n = tp_node(&tg.g, "ln");
+            if (form == 0) {
+                CHECK(n && n->op == IR_OP_LINEAR_LN && n->has_bias && !n->has_residual, "form 0: bias moved in");
+                tp_check_srcs(&tg.g, n, 5, "x", "w", "gm", "gm", "b");
+            } else {
+                CHECK(n && n->op == IR_OP_ADD_LN, "form %d fused", form);
+            }
+        }
+        tgraph_free(&tg);
+    }
+}
+
+/* ======================================================================= */
 /* pass_fuse_embed_ln                                                       */
 /* ======================================================================= */
 
@@ -1506,53 +1645,58 @@ static void tp_pipeline_fixture(const tp_fixture *f, int heads, int head_dim, in
     passes_report r;
     diag d;
     diag_init(&d);
-    if (!rc && ir_graph_clone(&g, &t.m.graph) == 0) {
-        rc = passes_run(&g, &t.m.weights, &r, &d);
-        CHECK(rc == 0, "%s: passes_run: %s", f->name, d.text);
-        if (!rc) {
-            tp_expect e = {.layers = layers, .hidden = hidden, .heads = heads, .head_dim = head_dim,
-                           .ngathers = 3, .mask = 1, .scale = (float)(1.0 / sqrt((double)head_dim)),
-                           .act = act, .pooler = pooler, .head = !strcmp(f->name, "tiny-bert-tanh"),
-                           .sentence = !strcmp(f->name, "all-MiniLM-L6-v2")};
-            tp_check_pipeline_shape(f->name, &g, &e);
-            CHECK(r.nsteps == 9 && strcmp(r.steps[0].name, "dce") == 0 &&
-                      strcmp(r.steps[7].name, "fold_constants") == 0 && r.steps[8].nodes_after == g.count,
-                  "%s: report", f->name);
-            int ran = 0;
-            for (int c = 0; c < gf.count; c++) {
-                const golden_case *gc = &gf.cases[c];
-                ref_request req = {.len = gc->len, .input_ids = gc->input_ids,
-                                   .token_type_ids = gc->token_type_ids, .attention_mask = gc->attention_mask};
-                ref_result res;
-                if (ref_run(&g, &t.m.weights, &req, &res, &d)) {
-                    CHECK(0, "%s/%s: %s", f->name, gc->name, d.text);
-                    continue;
+    /* the baseline level, then the default one: the same checks on both */
+    for (int level = PASSES_LEVEL_BASELINE; !rc && level <= PASSES_LEVEL_DEFAULT; level++) {
+        if (ir_graph_clone(&g, &t.m.graph) == 0) {
+            rc = passes_run_level(&g, &t.m.weights, (passes_level)level, &r, &d);
+            CHECK(rc == 0, "%s: passes_run: %s", f->name, d.text);
+            if (!rc) {
+                int fused = level == PASSES_LEVEL_DEFAULT;
+                tp_expect e = {.layers = layers, .hidden = hidden, .heads = heads, .head_dim = head_dim,
+                               .ngathers = 3, .mask = 1, .scale = (float)(1.0 / sqrt((double)head_dim)),
+                               .act = act, .pooler = pooler, .head = !strcmp(f->name, "tiny-bert-tanh"),
+                               .sentence = !strcmp(f->name, "all-MiniLM-L6-v2"), .fused = fused};
+                tp_check_pipeline_shape(f->name, &g, &e);
+                CHECK(r.nsteps == 9 + fused && strcmp(r.steps[0].name, "dce") == 0 &&
+                          strcmp(r.steps[7 + fused].name, "fold_constants") == 0 &&
+                          r.steps[8 + fused].nodes_after == g.count,
+                      "%s: report", f->name);
+                int ran = 0;
+                for (int c = 0; c < gf.count; c++) {
+                    const golden_case *gc = &gf.cases[c];
+                    ref_request req = {.len = gc->len, .input_ids = gc->input_ids,
+                                       .token_type_ids = gc->token_type_ids, .attention_mask = gc->attention_mask};
+                    ref_result res;
+                    if (ref_run(&g, &t.m.weights, &req, &res, &d)) {
+                        CHECK(0, "%s/%s: %s", f->name, gc->name, d.text);
+                        continue;
+                    }
+                    const ref_tensor *last = ref_result_find(&res, "last_hidden_state");
+                    size_t n = (size_t)gc->len * (size_t)gc->hidden;
+                    if (last && last->ndim == 2 && last->shape[0] == gc->len && last->shape[1] == gc->hidden) {
+                        double scale = golden_max_abs(gc->last_hidden_state, n);
+                        double diff = golden_max_abs_diff(last->data, gc->last_hidden_state, n);
+                        CHECK(diff <= 1e-5 * scale, "%s/%s: last_hidden_state off by %.3g (scale %.3g)", f->name,
+                              gc->name, diff, scale);
+                    } else {
+                        CHECK(0, "%s/%s: last_hidden_state missing or misshapen", f->name, gc->name);
+                    }
+                    const ref_tensor *pooled = ref_result_find(&res, "pooler_output");
+                    CHECK(!pooled == !gc->pooler_output, "%s/%s: pooler presence", f->name, gc->name);
+                    if (pooled && gc->pooler_output && pooled->shape[0] == gc->hidden) {
+                        double scale = golden_max_abs(gc->pooler_output, (size_t)gc->hidden);
+                        double diff = golden_max_abs_diff(pooled->data, gc->pooler_output, (size_t)gc->hidden);
+                        CHECK(diff <= 1e-5 * scale, "%s/%s: pooler_output off by %.3g", f->name, gc->name, diff);
+                    }
+                    ref_result_free(&res);
+                    ran++;
                 }
-                const ref_tensor *last = ref_result_find(&res, "last_hidden_state");
-                size_t n = (size_t)gc->len * (size_t)gc->hidden;
-                if (last && last->ndim == 2 && last->shape[0] == gc->len && last->shape[1] == gc->hidden) {
-                    double scale = golden_max_abs(gc->last_hidden_state, n);
-                    double diff = golden_max_abs_diff(last->data, gc->last_hidden_state, n);
-                    CHECK(diff <= 1e-5 * scale, "%s/%s: last_hidden_state off by %.3g (scale %.3g)", f->name,
-                          gc->name, diff, scale);
-                } else {
-                    CHECK(0, "%s/%s: last_hidden_state missing or misshapen", f->name, gc->name);
-                }
-                const ref_tensor *pooled = ref_result_find(&res, "pooler_output");
-                CHECK(!pooled == !gc->pooler_output, "%s/%s: pooler presence", f->name, gc->name);
-                if (pooled && gc->pooler_output && pooled->shape[0] == gc->hidden) {
-                    double scale = golden_max_abs(gc->pooler_output, (size_t)gc->hidden);
-                    double diff = golden_max_abs_diff(pooled->data, gc->pooler_output, (size_t)gc->hidden);
-                    CHECK(diff <= 1e-5 * scale, "%s/%s: pooler_output off by %.3g", f->name, gc->name, diff);
-                }
-                ref_result_free(&res);
-                ran++;
+                CHECK(ran >= 5, "%s: %d golden cases ran", f->name, ran);
+                /* And bit for bit against the unfused graph on random requests. */
+                tp_check_same(f->name, &t, &t.m.graph, &g, f->vocab > 5000 ? 2 : 5);
             }
-            CHECK(ran >= 5, "%s: %d golden cases ran", f->name, ran);
-            /* And bit for bit against the unfused graph on random requests. */
-            tp_check_same(f->name, &t, &t.m.graph, &g, f->vocab > 5000 ? 2 : 5);
+            ir_graph_free(&g);
         }
-        ir_graph_free(&g);
     }
     golden_free(&gf);  /* safe on the empty struct a failed load leaves */
     tp_free(&t);
@@ -1629,24 +1773,29 @@ static void test_pipeline_families(void) {
     for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
         tp_model t;
         if (tp_fixture_load(&t, &fam[i].f)) continue;
-        ir_graph g;
-        passes_report r;
-        diag d;
-        diag_init(&d);
-        if (ir_graph_clone(&g, &t.m.graph) == 0) {
-            int rc = passes_run(&g, &t.m.weights, &r, &d);
+        /* the baseline level (BERT's seven launches), then the default one
+         * (the output projection and FC2 fused with their add_ln) */
+        for (int level = PASSES_LEVEL_BASELINE; level <= PASSES_LEVEL_DEFAULT; level++) {
+            ir_graph g;
+            passes_report r;
+            diag d;
+            diag_init(&d);
+            if (ir_graph_clone(&g, &t.m.graph)) break;
+            int rc = passes_run_level(&g, &t.m.weights, (passes_level)level, &r, &d);
             CHECK(rc == 0, "%s: passes_run: %s", fam[i].f.name, d.text);
-            int L = fam[i].layers, biased = 0;
+            int L = fam[i].layers, biased = 0, fused = level == PASSES_LEVEL_DEFAULT;
             for (int n = 0; !rc && n < g.count; n++)
                 biased += g.nodes[n].op == IR_OP_ATTENTION && g.nodes[n].has_bias &&
                           g.nodes[g.nodes[n].src[g.nodes[n].nsrc - 1]].op == IR_OP_REL_POS_BIAS;
             CHECK(rc || (tp_count(&g, IR_OP_EMBED_LN) == 1 && tp_count(&g, IR_OP_ATTENTION) == L &&
                          tp_count(&g, IR_OP_SOFTMAX) == 0 && tp_count(&g, IR_OP_BATCHED_MATMUL) == 0 &&
-                         tp_count(&g, IR_OP_ADD_LN) == 2 * L && tp_count(&g, IR_OP_SINUSOID) == 0 &&
-                         tp_count(&g, IR_OP_LINEAR) == 4 * L + fam[i].heads_linear &&
+                         tp_count(&g, IR_OP_ADD_LN) == (fused ? 0 : 2 * L) &&
+                         tp_count(&g, IR_OP_LINEAR_LN) == (fused ? 2 * L : 0) && tp_count(&g, IR_OP_SINUSOID) == 0 &&
+                         tp_count(&g, IR_OP_LINEAR) == (fused ? 2 : 4) * L + fam[i].heads_linear &&
                          tp_count(&g, IR_OP_REL_POS_BIAS) == fam[i].bias && biased == fam[i].bias * L),
-                  "%s: not BERT's fused structure (%d linears, %d attentions, %d biased)", fam[i].f.name,
-                  tp_count(&g, IR_OP_LINEAR), tp_count(&g, IR_OP_ATTENTION), biased);
+                  "%s (%s): not BERT's fused structure (%d linears, %d linear_ln, %d attentions, %d biased)",
+                  fam[i].f.name, fused ? "default" : "baseline", tp_count(&g, IR_OP_LINEAR),
+                  tp_count(&g, IR_OP_LINEAR_LN), tp_count(&g, IR_OP_ATTENTION), biased);
             if (!rc) tp_check_same(fam[i].f.name, &t, &t.m.graph, &g, 4);
             ir_graph_free(&g);
         }
@@ -1679,7 +1828,7 @@ static void test_pipeline_variants(void) {
                 tp_expect e = {.layers = b.layers, .hidden = b.H, .heads = b.NH, .head_dim = b.HD,
                                .ngathers = b.types ? 3 : 2, .mask = b.mask,
                                .scale = b.scale ? tp_scale_of(b.HD) : 1.0f, .act = act,
-                               .pooler = b.pooler};
+                               .pooler = b.pooler, .fused = 1};
                 char what[96];
                 snprintf(what, sizeof what, "variant %d (types %d mask %d scale %d pooler %d act %s swap %d)", v,
                          b.types, b.mask, b.scale, b.pooler, b.act, b.swap);
@@ -1711,11 +1860,12 @@ static void test_passes_report(void) {
     if (ir_graph_clone(&g, &t.m.graph) == 0) {
         int rc = passes_run(&g, &t.m.weights, &r, &d);
         CHECK(rc == 0, "passes_run: %s", d.text);
-        static const char *const names[9] = {"dce",           "fuse_linear",         "merge_qkv",
-                                             "fuse_attention", "fuse_add_ln",        "fuse_embed_ln",
-                                             "fuse_pool_normalize", "fold_constants", "dce"};
-        CHECK(r.nsteps == 9, "%d steps", r.nsteps);
-        for (int k = 0; !rc && k < r.nsteps && k < 9; k++) {
+        static const char *const names[10] = {"dce",           "fuse_linear",    "merge_qkv",
+                                              "fuse_attention", "fuse_add_ln",   "fuse_embed_ln",
+                                              "fuse_linear_ln", "fuse_pool_normalize", "fold_constants",
+                                              "dce"};
+        CHECK(r.nsteps == 10, "%d steps", r.nsteps);
+        for (int k = 0; !rc && k < r.nsteps && k < 10; k++) {
             const passes_step *s = &r.steps[k];
             CHECK(strcmp(s->name, names[k]) == 0, "step %d is %s", k, s->name);
             int before = 0, after = 0;
@@ -1726,12 +1876,17 @@ static void test_passes_report(void) {
             CHECK(before == s->nodes_before && after == s->nodes_after, "step %s: counts do not add up", s->name);
             if (k) CHECK(s->nodes_before == r.steps[k - 1].nodes_after, "step %s: chain broken", s->name);
         }
-        const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fo = &r.steps[7], *last = &r.steps[8];
+        const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fll = &r.steps[6], *fo = &r.steps[8],
+                          *last = &r.steps[9];
         /* tiny-bert-tanh: 2 layers of 6 dense layers, the pooler and the classifier. */
         CHECK(fl->ops_before[IR_OP_MATMUL] == 14 && fl->ops_after[IR_OP_MATMUL] == 0 &&
                   fl->ops_after[IR_OP_LINEAR] == 14,
               "fuse_linear: matmul %d -> %d", fl->ops_before[IR_OP_MATMUL], fl->ops_after[IR_OP_MATMUL]);
         CHECK(fa->ops_after[IR_OP_ATTENTION] == 2 && fa->ops_after[IR_OP_SOFTMAX] == 0, "fuse_attention counts");
+        CHECK(fll->ops_after[IR_OP_LINEAR_LN] == 4 && fll->ops_after[IR_OP_ADD_LN] == 0 &&
+                  fll->ops_before[IR_OP_LINEAR] - fll->ops_after[IR_OP_LINEAR] == 4,
+              "fuse_linear_ln counts: linear_ln %d, add_ln %d", fll->ops_after[IR_OP_LINEAR_LN],
+              fll->ops_after[IR_OP_ADD_LN]);
         CHECK(fo->ops_after[IR_OP_CONST] == 4 && fo->ops_after[IR_OP_CONCAT] == 0, "fold counts");
         CHECK(last->ops_after[IR_OP_WEIGHT] < last->ops_before[IR_OP_WEIGHT], "final dce removed weights");
         char *text = NULL;
@@ -1759,6 +1914,8 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_fuse_attention_variants);
     CHECK_CASE(test_fuse_attention_negative);
     CHECK_CASE(test_fuse_add_ln_forms);
+    CHECK_CASE(test_fuse_linear_ln);
+    CHECK_CASE(test_fuse_linear_ln_biases);
     CHECK_CASE(test_fuse_embed_ln_trees);
     CHECK_CASE(test_fuse_embed_ln_negative);
     CHECK_CASE(test_fold_constants);

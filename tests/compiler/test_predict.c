@@ -86,9 +86,10 @@ static void test_occupancy(void) {
     CHECK(predict_ctas_per_sm(t4, 128, 32, 70000) == 0, "t4 oversized shared memory fits");
 }
 
-static int t_open(plan *p) {
+/* A plan of `make plans`: tiny-bert-fp16 (default fusion) or its -baseline twin. */
+static int t_open(plan *p, const char *name) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/plans/tiny-bert-fp16.plan", check_build_dir());
+    snprintf(path, sizeof path, "%s/plans/%s.plan", check_build_dir(), name);
     diag d;
     diag_init(&d);
     plan_init(p);
@@ -100,7 +101,7 @@ static int t_open(plan *p) {
 /* The properties of every prediction, on every GPU, both unit modes. */
 static void test_predictions_consistent(void) {
     plan p;
-    if (t_open(&p)) return;
+    if (t_open(&p, "tiny-bert-fp16")) return;
     const char *runs[8] = {"sm_75", "sm_86", "sm_86", "sm_86", "compute_80", "sm_90", "sm_90", "compute_90"};
     for (int i = 0; i < predict_gpu_count(); i++)
         for (int units = 0; units < 2; units++) {
@@ -127,7 +128,9 @@ static void test_predictions_consistent(void) {
                     CHECK(st->launch_us > 0 && st->us >= st->launch_us && st->waves >= 1 && st->ctas_per_sm >= 1 &&
                               st->ctas >= 1 && st->occupancy > 0 && st->occupancy <= 1,
                           "%s bucket %d step %d: implausible", g->name, pb->seq_len, s);
-                    CHECK(t_close(st->us, st->launch_us + fmax(st->math_us, st->memory_us)), "step is not launch + max");
+                    CHECK(st->serial_us >= 0 &&
+                              t_close(st->us, st->launch_us + fmax(st->math_us, st->memory_us) + st->serial_us),
+                          "step is not launch + max + serial");
                 }
                 CHECK(pb->nsteps == p.buckets[b].nsteps && t_close(pb->us, sum) && pb->launches >= pb->nsteps,
                       "%s bucket %d: total %.6f, steps sum to %.6f", g->name, pb->seq_len, pb->us, sum);
@@ -144,21 +147,28 @@ static void test_predictions_consistent(void) {
     plan_free(&p);
 }
 
+/* A plan of `make plans` predicted on g with the fitted constants; on
+ * failure (reported) nothing is left open. */
+static int t_predict(plan *p, const char *name, const predict_gpu *g, predict_constants *k, predict_result *r) {
+    if (t_open(p, name)) return -1;
+    predict_constants_default(k);
+    diag d;
+    diag_init(&d);
+    if (predict_plan(p, g, k, r, &d)) {
+        CHECK(0, "%s", d.text);
+        plan_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 /* One kernel step recomputed from the model's formulas, by hand. */
 static void test_step_from_formulas(void) {
     plan p;
-    if (t_open(&p)) return;
     const predict_gpu *g = predict_gpu_find("a10"); /* runs the sm_86 CUBIN: its own ptxas numbers */
     predict_constants k;
-    predict_constants_default(&k);
     predict_result r;
-    diag d;
-    diag_init(&d);
-    if (predict_plan(&p, g, &k, &r, &d)) {
-        CHECK(0, "%s", d.text);
-        plan_free(&p);
-        return;
-    }
+    if (t_predict(&p, "tiny-bert-fp16-baseline", g, &k, &r)) return; /* the default fusion has no add_ln */
     const sched_bucket *b = &p.buckets[p.nbuckets - 1];
     int checked = 0;
     for (int s = 0; s < b->nsteps && !checked; s++) {
@@ -188,6 +198,42 @@ static void test_step_from_formulas(void) {
     plan_free(&p);
 }
 
+/*
+ * A gemm_ln step of the default plan recomputed by hand: CTAs = ceil(n /
+ * tile_n) * ceil(rows / tile_m) * splits, a CTA's FLOPs over its split's
+ * k-tiles, and the serial tail (the last arriver's reduction of one tile,
+ * the LayerNorm of one row block) at one SM's share of the L2 bandwidth.
+ */
+static void test_gemm_family_from_formulas(void) {
+    plan p;
+    const predict_gpu *g = predict_gpu_find("a100");
+    predict_constants k;
+    predict_result r;
+    if (t_predict(&p, "tiny-bert-fp16", g, &k, &r)) return;
+    int b = p.nbuckets - 1, checked = 0;
+    for (int s = 0; s < p.buckets[b].nsteps; s++) {
+        const sched_step *st = &p.buckets[b].steps[s];
+        if (st->kind != SCHED_STEP_KERNEL || p.kernels[st->launch.kernel].spec.kind != KERNEL_KIND_GEMM_LN) continue;
+        const kernel_spec *sp = &p.kernels[st->launch.kernel].spec;
+        const predict_step *ps = &r.buckets[b].steps[s];
+        long tn = (sp->n + sp->tile_n - 1) / sp->tile_n, tm = (sp->bucket + sp->tile_m - 1) / sp->tile_m;
+        double es = 2.0, tile = sp->tile_m * sp->tile_n * 4.0;
+        double serial = (sp->splits > 1 ? sp->splits * tile + sp->tile_m * sp->tile_n * es : 0.0) +
+                        sp->tile_m * (double)sp->n * (4.0 + es);
+        CHECK(ps->ctas == tn * tm * sp->splits && ps->tile_m == sp->tile_m && ps->tile_n == sp->tile_n &&
+                  ps->split_k == sp->splits && ps->unit == PREDICT_UNIT_WARP_MMA,
+              "gemm_ln: %ld CTAs (want %ld), tile %dx%d / %d, unit %s", ps->ctas, tn * tm * sp->splits, ps->tile_m,
+              ps->tile_n, ps->split_k, predict_unit_name(ps->unit));
+        CHECK(t_close(ps->serial_us, serial / (5120.0 / 108.0 * g->clock_mhz)), "gemm_ln serial %.6f us, want %.6f",
+              ps->serial_us, serial / (5120.0 / 108.0 * g->clock_mhz));
+        checked = 1;
+        break;
+    }
+    CHECK(checked, "no gemm_ln step in the default plan");
+    predict_result_free(&r);
+    plan_free(&p);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_gpu_table);
@@ -196,5 +242,6 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_occupancy);
     CHECK_CASE(test_predictions_consistent);
     CHECK_CASE(test_step_from_formulas);
+    CHECK_CASE(test_gemm_family_from_formulas);
     return check_summary();
 }

@@ -177,6 +177,12 @@ static const char core_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_exited_lane)\n"
     "\n"
+    "extern \"C\" __global__ void k_block_order(unsigned *ticket, unsigned *order) {\n"
+    "    unsigned bl = blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y;\n"
+    "    if (threadIdx.x == 0) order[bl] = atomicAdd(ticket, 1u);\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_block_order)\n"
+    "\n"
     "extern \"C\" __global__ void k_dims(unsigned *out, unsigned *dims, int scale, float fscale) {\n"
     "    unsigned tl = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;\n"
     "    unsigned bl = blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y;\n"
@@ -604,6 +610,36 @@ static void test_atomics(void) {
         CHECK(imax == wmax && casmax == wmax, "%s: max %d / CAS max %d, want %d", emu_schedule_name(all_scheds[k]),
               imax, casmax, wmax);
     }
+}
+
+/* Blocks run in order under warp-greedy, in reverse under its reverse,
+ * and in a seeded permutation under the random schedule: every block once,
+ * and (over a few seeds) not always in order — so a kernel whose result
+ * depends on which block comes last is caught by the schedules. */
+static void test_block_order(void) {
+    NEED_IMAGE();
+    enum { GX = 5, GY = 3, GZ = 2, N = GX * GY * GZ };
+    unsigned grid[3] = {GX, GY, GZ}, block[3] = {32, 1, 1};
+    int shuffled = 0;
+    for (int k = 0; k < 6; k++) {
+        emu_schedule s = k == 0 ? EMU_SCHEDULE_WARP_GREEDY : k == 1 ? EMU_SCHEDULE_WARP_GREEDY_REVERSE : EMU_SCHEDULE_RANDOM;
+        unsigned ticket = 0, order[N], *pt = &ticket, *po = order;
+        void *args[] = {&pt, &po};
+        memset(order, 0xff, sizeof order);
+        diag d;
+        diag_init(&d);
+        CHECK(emu_launch(img, "k_block_order", grid, block, 0, args, s, check_rng_u64(), &d) == EMU_STATUS_OK, "%s",
+              d.text);
+        int seen[N] = {0}, ascending = 1;
+        for (int b = 0; b < N; b++) {
+            CHECK(order[b] < N && !seen[order[b]]++, "%s: block %d ran as %u", emu_schedule_name(s), b, order[b]);
+            ascending &= order[b] == (unsigned)b;
+            if (k == 1) CHECK(order[b] == (unsigned)(N - 1 - b), "reverse: block %d ran as %u", b, order[b]);
+        }
+        if (k == 0) CHECK(ascending, "warp-greedy: blocks not in order");
+        if (k >= 2) shuffled += !ascending;
+    }
+    CHECK(shuffled >= 2, "the random schedule kept blocks in order in %d of 4 launches", 4 - shuffled);
 }
 
 static void test_dims_and_scalars(void) {
@@ -1405,6 +1441,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_votes);
     CHECK_CASE(test_warp_allgather);
     CHECK_CASE(test_atomics);
+    CHECK_CASE(test_block_order);
     CHECK_CASE(test_dims_and_scalars);
     CHECK_CASE(test_half_to_float_exhaustive);
     CHECK_CASE(test_float_to_half_rounding);

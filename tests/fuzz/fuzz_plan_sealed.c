@@ -38,8 +38,11 @@ static void fuzz_seal(uint8_t *b, size_t len) {
 }
 
 static uint64_t fuzz_buffer(const plan *p, const sched_bucket *b, sched_buf buf) {
-    return buf == SCHED_BUF_WEIGHTS ? p->weights_size : buf == SCHED_BUF_ARENA ? b->arena_bytes
-           : buf == SCHED_BUF_REQUEST ? kernel_request_bytes(b->seq_len) : 0;
+    return buf == SCHED_BUF_WEIGHTS    ? p->weights_size
+           : buf == SCHED_BUF_ARENA    ? b->arena_bytes
+           : buf == SCHED_BUF_REQUEST  ? kernel_request_bytes(b->seq_len)
+           : buf == SCHED_BUF_COUNTERS ? b->counter_bytes
+                                       : 0;
 }
 
 static void fuzz_check_launches(const plan *p) {
@@ -52,6 +55,8 @@ static void fuzz_check_launches(const plan *p) {
             kernel_args_of(&p->kernels[l->kernel].spec, b->seq_len, a);
             for (int i = 0; i < l->nargs; i++) {
                 if (a[i].use == KERNEL_ARG_UNUSED) continue;
+                fuzz_require((a[i].use == KERNEL_ARG_COUNTERS) == (l->args[i].buf == SCHED_BUF_COUNTERS),
+                             "arrival counters outside the COUNTERS buffer, or another argument in it");
                 uint64_t size = fuzz_buffer(p, b, l->args[i].buf);
                 fuzz_require(l->args[i].offset <= size && a[i].bytes <= size - l->args[i].offset,
                              "a launch argument outside its buffer in a plan that read");

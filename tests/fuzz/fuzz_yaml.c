@@ -18,7 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (model_load_text(&m, "fuzz.yaml", (const char *)data, size, fuzz_dir(), &d) == 0 &&
         passes_run(&m.graph, &m.weights, NULL, &d) == 0) {
         static const int buckets[2] = {8, 16};
-        lower_options o = {PLAN_DTYPE_F16, buckets, m.graph.max_seq_len >= 16 ? 2 : m.graph.max_seq_len >= 8};
+        lower_options o = {.precision = PLAN_DTYPE_F16,
+                           .fusion = PLAN_FUSION_DEFAULT,
+                           .buckets = buckets,
+                           .nbuckets = m.graph.max_seq_len >= 16 ? 2 : m.graph.max_seq_len >= 8};
         plan p;
         plan_init(&p);
         if (o.nbuckets) (void)lower_model(&m.graph, &m.weights, &o, &p, &d);

@@ -14,8 +14,14 @@
  * producer's output without waiting) must not — which is what shows the
  * first half of the test can fail.  The held block parks in the wait
  * (counted by the core), so a template that dropped its wait would be
- * seen too.  One spec per kind (and the families' RoBERTa positions and MPNet score bias), in the three dtypes between them, under
- * two schedules; the kernels' numerics in general are test_emu_kernels'.
+ * seen too.  One spec per kind (and the families' RoBERTa positions and
+ * MPNet score bias), in the three dtypes between them, under two
+ * schedules; the kernels' numerics in general are test_emu_kernels'
+ * (test_emu_kernels_gemm's for the split-K family).  The split-K kinds
+ * (gemm_splitk, gemm_ln) run split, so their held block would also write
+ * a partial and count an arrival if it ran past the wait early: the
+ * workspace starts as NaN and the counters at zero, and the counters must
+ * be zero again after the edge.
  *
  * Every kernel also ends with the prefetch pair (the next step's weights,
  * runtime/plan/plan_types.h): here it names a weight operand of the
@@ -44,11 +50,11 @@ static const char producer_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_produce2)\n";
 
-#define NSPECS 8
+#define NSPECS 10
 static kernel_spec specs[NSPECS];
 /* The bucket each spec is launched in (most kinds serve every bucket: their
  * spec says 0, the launch and the request block say the rows). */
-static const int rows_of[NSPECS] = {16, 16, 32, 24, 32, 16, 24, 40};
+static const int rows_of[NSPECS] = {16, 16, 32, 24, 32, 16, 24, 40, 32, 16};
 static char *entries[NSPECS];
 static emu_image *images[2];   /* [0] as generated, [1] with BERTC_DEPENDENCY_WAIT_DISABLED */
 
@@ -90,7 +96,16 @@ static void specs_init(void) {
     s->heads = 2, s->head_dim = 16, s->scale = 0.25f, s->bias_ld = 48;
     s->qkv_ld = 96, s->q_off = 0, s->k_off = 32, s->v_off = 64, s->ctx_ld = 32;
     s->qtile = kernel_attention_qtile(s, rows_of[7]);
+    s = &specs[8]; /* FC1 + GELU with a residual, split over two blocks */
+    *s = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 32, 96, 128);
+    s->has_residual = 1, s->res_ld = 96, s->has_act = 1, s->act = PLAN_ACT_GELU_ERF;
+    s->tile_m = 16, s->tile_n = 64, s->splits = 2;
+    s = &specs[9]; /* an output projection + residual + LayerNorm, split three ways */
+    *s = kimage_gemm_spec(KERNEL_KIND_GEMM_LN, PLAN_DTYPE_BF16, 16, 64, 96);
+    s->tile_m = 16, s->tile_n = 64, s->splits = 3;
 }
+
+static int is_gsk(const kernel_spec *s) { return s->kind == KERNEL_KIND_GEMM_SPLITK || s->kind == KERNEL_KIND_GEMM_LN; }
 
 static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
 
@@ -197,9 +212,13 @@ static void operands(const kernel_spec *s, int rows, operand *in, int *n, size_t
         *n = 2, *out_elems = S * (size_t)s->ctx_ld;
         break;
     case KERNEL_KIND_GEMM:
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN:
         in[0] = fill(t, S * (size_t)s->x_ld, 1, 0, 1), in[1] = fill(t, (size_t)s->n * s->k, 1.0 / sqrt(s->k), 0, 0);
         in[2] = fill(t, (size_t)s->n, 0.5, 0, 0), in[3] = fill(t, S * (size_t)s->res_ld, 1, 0, 1);
         *n = 4, *out_elems = S * (size_t)s->out_ld;
+        if (s->kind == KERNEL_KIND_GEMM_LN)
+            in[4] = fill(t, (size_t)s->n, 0.2, 1, 0), in[5] = fill(t, (size_t)s->n, 0.3, 0, 0), *n = 6;
         break;
     default:
         in[0] = fill(t, S * H, 1, 0.2, 1);
@@ -230,7 +249,7 @@ static int count_wrong(const kernel_spec *s, const int *req, const void *out, co
     for (int i = 0; i < 6; i++) ptrs[i] = in[i].p;
     double *ref = kref_kernel(s, req, ptrs);
     size_t rows = kref_rows(s, req), cols = kref_cols(s);
-    size_t ld = s->kind == KERNEL_KIND_GEMM ? (size_t)s->out_ld
+    size_t ld = s->kind == KERNEL_KIND_GEMM || is_gsk(s) ? (size_t)s->out_ld
                 : s->kind == KERNEL_KIND_ATTENTION ? (size_t)s->ctx_ld
                                                    : cols;
     double maxw = 0;
@@ -259,9 +278,19 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
     int *req = request(rows_of[i], len);
     void *vals[KERNEL_MAX_ARGS] = {out, req}, *args[KERNEL_MAX_ARGS];
     for (int k = 0; k < n; k++) vals[2 + k] = in[k].p;
+    /* the split-K kinds' workspace (NaN) and arrival counters (zero) */
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(s, rows_of[i], a);
+    int own = kernel_arg_count(s->kind) - KERNEL_PREFETCH_ARGS, nx = is_gsk(s) ? 2 : 0;
+    if (nx) {
+        vals[own - 2] = xalloc(a[own - 2].bytes);
+        memset(vals[own - 2], 0xff, a[own - 2].bytes);
+        vals[own - 1] = xalloc(a[own - 1].bytes);
+        memset(vals[own - 1], 0, a[own - 1].bytes);
+    }
     /* the prefetch pair: the first weight operand, as a plan would name the next step's */
-    for (int k = 0; k < n && !vals[2 + n]; k++)
-        if (in[k].p && !in[k].src) vals[2 + n] = in[k].p, vals[3 + n] = (char *)in[k].p + in[k].bytes - 1;
+    for (int k = 0; k < n && !vals[own]; k++)
+        if (in[k].p && !in[k].src) vals[own] = in[k].p, vals[own + 1] = (char *)in[k].p + in[k].bytes - 1;
     for (int k = 0; k < KERNEL_MAX_ARGS; k++) args[k] = &vals[k];
     /* the producer: the first two activation buffers */
     void *pv[4] = {NULL, NULL, NULL, NULL};
@@ -290,10 +319,16 @@ static int run_edge(emu_image *im, int i, int len, emu_schedule sched, uint64_t 
         *parked = ls.parked;
         CHECK(st == EMU_STATUS_OK, "%s: %s", entries[i], d.text);
         if (st == EMU_STATUS_OK) bad = count_wrong(s, req, out, in);
+        for (size_t c = 0; nx && st == EMU_STATUS_OK && c < a[own - 1].bytes / 4; c++)
+            if (((const int *)vals[own - 1])[c] != 0) {
+                CHECK(0, "%s: arrival counter %zu is %d after the edge", entries[i], c, ((const int *)vals[own - 1])[c]);
+                break;
+            }
     } else {
         CHECK(0, "%s", d.text);
     }
     for (int q = 0; q < n; q++) xfree(in[q].p), xfree(in[q].src);
+    if (nx) xfree(vals[own - 2]), xfree(vals[own - 1]);
     xfree(out);
     xfree(req);
     return bad;

@@ -31,6 +31,7 @@
 #include "kbuild.h"
 #include "kernels.h"
 #include "kimage.h"
+#include "lower.h"
 #include "plan_kernels.h"
 
 #define T_MAX_SPECS KIMAGE_MAX_SPECS
@@ -86,6 +87,17 @@ static void t_gemm(plan_dtype dt, int bucket, int n, int k, int bias, int res, i
     s->has_residual = res;
     s->has_act = has_act;
     s->act = act;
+}
+
+/* A gemm_splitk / gemm_ln spec tiled as the compiler tiles it (lower_gemm_tiling). */
+static void t_gsk(kernel_kind kind, plan_dtype dt, int bucket, int n, int k, int has_act, plan_act act) {
+    kernel_spec *s = t_new(kind, dt, bucket);
+    *s = kimage_gemm_spec(kind, dt, bucket, n, k);
+    s->has_act = has_act;
+    s->act = act;
+    diag d;
+    diag_init(&d);
+    CHECK(lower_gemm_tiling(s, NULL, &d) == 0, "no tiling of %s n %d k %d: %s", kernel_kind_name(kind), n, k, d.text);
 }
 
 static void t_pool(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize) {
@@ -165,7 +177,24 @@ static void t_specs_init(void) {
     t_pool(BF16, 32, 97, PLAN_POOL_MEAN, 1);                    /* odd: scalar loads */
     t_pool(F16, 128, 768, PLAN_POOL_CLS, 1);
     t_pool(F32, 8, 96, PLAN_POOL_CLS, 0);
+
+    const kernel_kind LN = KERNEL_KIND_GEMM_LN, SK = KERNEL_KIND_GEMM_SPLITK;
+    t_gsk(LN, F16, 128, 768, 768, 0, PLAN_ACT_GELU_ERF);          /* BERT-base output projection + LN, s128 */
+    t_gsk(SK, F16, 128, 3072, 768, 1, PLAN_ACT_GELU_ERF);         /* FC1 + GELU */
+    t_gsk(LN, F16, 128, 768, 3072, 0, PLAN_ACT_GELU_ERF);         /* FC2 + LN */
+    t_gsk(LN, BF16, 384, 1024, 4096, 0, PLAN_ACT_GELU_ERF);       /* BERT-large FC2, s384 */
+    t_gsk(SK, BF16, 384, 4096, 1024, 1, PLAN_ACT_GELU_TANH);
+    t_gsk(LN, F32, 512, 1024, 1024, 0, PLAN_ACT_GELU_ERF);
+    t_gsk(SK, F32, 32, 1536, 384, 1, PLAN_ACT_GELU_ERF);          /* MiniLM */
+    t_gsk(SK, F16, 1, 768, 768, 1, PLAN_ACT_TANH);                /* the pooler: one row */
+    t_gsk(LN, F16, 64, 96, 200, 0, PLAN_ACT_GELU_ERF);            /* tiny-bert */
+    t_gsk(LN, BF16, 32, 80, 97, 0, PLAN_ACT_GELU_ERF);            /* odd K */
+    t_gsk(SK, F16, 64, 200, 96, 1, PLAN_ACT_RELU);
+    t_gsk(LN, F16, 512, 2048, 512, 0, PLAN_ACT_GELU_ERF);         /* the widest row gemm_ln holds */
 }
+
+static int t_gsk_kind(kernel_kind k) { return k == KERNEL_KIND_GEMM_SPLITK || k == KERNEL_KIND_GEMM_LN; }
+static int t_gemm_family(kernel_kind k) { return k == KERNEL_KIND_GEMM || t_gsk_kind(k); }
 
 static const char *t_first_line(const char *text, char *buf, size_t cap) {
     const char *e = strchr(text, '\n');
@@ -280,6 +309,17 @@ static void test_first_line(void) {
                 CHECK(t_has_token(line, tok), "%s: act: %s", entry, line);
             }
             break;
+        case KERNEL_KIND_GEMM_SPLITK:
+        case KERNEL_KIND_GEMM_LN:
+            CHECK(t_has_kv(line, "n", s->n) && t_has_kv(line, "k", s->k) && t_has_kv(line, "x_ld", s->x_ld) &&
+                      t_has_kv(line, "out_ld", s->out_ld) && t_has_kv(line, "res_ld", s->res_ld) &&
+                      t_has_kv(line, "has_bias", s->has_bias) && t_has_kv(line, "has_residual", s->has_residual) &&
+                      t_has_kv(line, "tile_m", s->tile_m) && t_has_kv(line, "tile_n", s->tile_n) &&
+                      t_has_kv(line, "splits", s->splits),
+                  "%s: gemm family parameters: %s", entry, line);
+            CHECK(s->kind == KERNEL_KIND_GEMM_LN ? t_has_key(line, "eps") : t_has_kv(line, "has_act", s->has_act),
+                  "%s: epilogue parameters: %s", entry, line);
+            break;
         case KERNEL_KIND_POOL:
             snprintf(tok, sizeof tok, "mode=%s", plan_pool_mode_name(s->pool_mode));
             CHECK(t_has_kv(line, "hidden", s->hidden) && t_has_token(line, tok) &&
@@ -313,9 +353,11 @@ static void test_names(void) {
         /* an equal spec — with fields the kind does not read changed — gives equal name and text */
         kernel_spec s = t_list.s[i];
         if (s.kind != KERNEL_KIND_ATTENTION) s.heads = 99, s.head_dim = 7, s.scale = 3.0f, s.qtile = 5;
-        if (s.kind != KERNEL_KIND_GEMM) s.n = 5, s.k = 9, s.has_act = 1;
-        if (s.kind == KERNEL_KIND_GEMM && !s.has_residual) s.res_ld = 12345;
-        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN) s.eps = 0.5f;
+        if (!t_gemm_family(s.kind)) s.n = 5, s.k = 9, s.has_act = 1;
+        if (t_gemm_family(s.kind) && !s.has_residual) s.res_ld = 12345;
+        if (!t_gsk_kind(s.kind)) s.tile_m = 3, s.tile_n = 5, s.splits = 7;
+        if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN && s.kind != KERNEL_KIND_GEMM_LN)
+            s.eps = 0.5f;
         if (s.kind != KERNEL_KIND_EMBED_LN && s.kind != KERNEL_KIND_ADD_LN && s.kind != KERNEL_KIND_POOL) s.hidden = 17;
         if (s.kind != KERNEL_KIND_POOL) s.pool_mode = PLAN_POOL_MEAN, s.normalize = 1;
         char *t2, *e2;
@@ -338,6 +380,7 @@ static void test_names(void) {
             else s.bias_ld = s.bias_ld ? 0 : 512;
             break;
         case KERNEL_KIND_POOL: s.normalize = !s.normalize; break;
+        case KERNEL_KIND_GEMM_LN: s.splits = s.splits > 1 ? 1 : 2; break;
         default: s.has_act = !s.has_act; break;
         }
         if (kernel_source(&s, &t2, &e2, &d) == 0) {
@@ -395,6 +438,15 @@ static void test_dims(void) {
                   "spec %d: grid.x %u for n %d", i, dm.grid[0], s->n);
             CHECK(dm.grid[1] * 64 >= (unsigned)bucket && (dm.grid[1] - 1) * 32 < (unsigned)bucket,
                   "spec %d: grid.y %u for bucket %d", i, dm.grid[1], bucket);
+            break;
+        case KERNEL_KIND_GEMM_SPLITK:
+        case KERNEL_KIND_GEMM_LN:
+            /* the tile and the split the spec names, exactly */
+            CHECK(dm.grid[0] == (unsigned)((s->n + s->tile_n - 1) / s->tile_n) &&
+                      dm.grid[1] == (unsigned)((s->bucket + s->tile_m - 1) / s->tile_m) &&
+                      dm.grid[2] == (unsigned)s->splits && threads == 128 && dm.shared_bytes > 0,
+                  "spec %d: grid (%u, %u, %u) for %d x %d tiles of %d x %d, %d splits", i, dm.grid[0], dm.grid[1],
+                  dm.grid[2], s->tile_m, s->tile_n, s->bucket, s->n, s->splits);
             break;
         case KERNEL_KIND_POOL:
             /* one output row: one block, static shared memory only */
@@ -773,6 +825,65 @@ static void test_tensor_core_path(void) {
     }
 }
 
+/* PTX of one spec for one arch (sm_NN): which tensor-core instructions
+ * the arch's own front-end target (compute_NN, kbuild's all_ptx; a plan
+ * carries compute_80 only) holds. */
+static void t_ptx_insns(const kernel_spec *s, const char *arch, int *mma16816, int *mma1688, int *ldm, int *cp) {
+    char *text, *entry;
+    *mma16816 = *mma1688 = *ldm = *cp = -1;
+    if (kimage_source(s, 0, &text, &entry) != 0) return;
+    kbuild_unit u = {text, entry};
+    const char *archs[1] = {arch};
+    char target[16];
+    snprintf(target, sizeof target, "compute_%s", arch + 3);
+    kbuild_options o = {.all_ptx = 1};
+    kbuild_result r;
+    diag d;
+    if (kbuild_compile(&u, 1, archs, 1, &o, &r, &d) != 0) {
+        CHECK(0, "%s %s: %s", entry, arch, d.text);
+    } else {
+        const char *ptx = NULL;
+        for (int k = 0; k < r.nimages; k++)
+            if (r.images[k].is_ptx && !strcmp(r.images[k].arch, target)) ptx = (const char *)r.images[k].data;
+        CHECK(ptx != NULL, "%s %s: no %s PTX", entry, arch, target);
+        if (!ptx) ptx = "";
+        *mma16816 = strstr(ptx, "mma.sync.aligned.m16n8k16") != NULL;
+        *mma1688 = strstr(ptx, "mma.sync.aligned.m16n8k8") != NULL;
+        *ldm = strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4") != NULL;
+        *cp = strstr(ptx, "cp.async.cg.shared.global") != NULL;
+        kbuild_result_free(&r);
+    }
+    free(text);
+    free(entry);
+}
+
+/* The GEMM family's paths: m16n8k16 + ldmatrix + cp.async from sm_80; on
+ * sm_75 fp16 as two m16n8k8 with ldmatrix (no cp.async there), bf16 SIMT
+ * (Turing has no bf16 mma); float SIMT everywhere. */
+static void test_gemm_family_paths(void) {
+    static const plan_dtype dts[3] = {PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_F32};
+    for (int i = 0; i < 3; i++) {
+        kernel_spec s = kimage_spec(KERNEL_KIND_GEMM_LN, dts[i], 128);
+        s.n = 256;
+        s.k = 256;
+        s.x_ld = s.out_ld = s.res_ld = 256;
+        s.has_bias = s.has_residual = 1;
+        s.eps = 1e-5f;
+        s.tile_m = 32;
+        s.tile_n = 64;
+        s.splits = 2;
+        int a, b, l, c;
+        t_ptx_insns(&s, "sm_80", &a, &b, &l, &c);
+        int tc = dts[i] != PLAN_DTYPE_F32;
+        CHECK(a == tc && b == 0 && l == tc && c == 1, "%s sm_80: m16n8k16 %d, m16n8k8 %d, ldmatrix %d, cp.async %d",
+              plan_dtype_name(dts[i]), a, b, l, c);
+        t_ptx_insns(&s, "sm_75", &a, &b, &l, &c);
+        int t75 = dts[i] == PLAN_DTYPE_F16;
+        CHECK(a == 0 && b == t75 && l == t75 && c == 0, "%s sm_75: m16n8k16 %d, m16n8k8 %d, ldmatrix %d, cp.async %d",
+              plan_dtype_name(dts[i]), a, b, l, c);
+    }
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_kinds);
@@ -783,6 +894,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_dedupe_and_args);
     CHECK_CASE(test_broken_kernel);
     CHECK_CASE(test_tensor_core_path);
+    CHECK_CASE(test_gemm_family_paths);
     CHECK_CASE(test_compile_all_archs);
     return check_summary();
 }

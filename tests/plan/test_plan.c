@@ -133,6 +133,7 @@ static uint64_t buffer_size(const plan *p, const sched_bucket *b, sched_buf buf)
     return buf == SCHED_BUF_WEIGHTS ? p->weights_size
          : buf == SCHED_BUF_ARENA   ? b->arena_bytes
          : buf == SCHED_BUF_REQUEST ? req_bytes(b->seq_len)
+         : buf == SCHED_BUF_COUNTERS ? b->counter_bytes
                                     : 0;
 }
 
@@ -176,6 +177,11 @@ static void rnd_spec_fields(kernel_spec *s) {
     for (int g = 0; g < s->ngathers; g++) pad_gather |= s->gather_index[g] == KERNEL_INDEX_PAD_POSITION;
     s->pad_id = s->kind == KERNEL_KIND_EMBED_LN && pad_gather ? (int)check_rng_range(0, 3) : 0;
     s->bias_ld = s->kind == KERNEL_KIND_ATTENTION && check_rng_range(0, 1) ? (int)check_rng_range(1, 600) : 0;
+    static const int tms[4] = {16, 32, 64, 128}, tns[3] = {32, 64, 128};
+    s->tile_m = tms[check_rng_range(0, 3)];
+    s->tile_n = tns[check_rng_range(0, 2)];
+    s->splits = (int)check_rng_range(1, 8);
+    if (s->kind == KERNEL_KIND_GEMM_LN) s->has_act = 0, s->n = (int)check_rng_range(1, 1024);
 }
 
 /* A spec for a bucket of `bucket` rows: its own (a GEMM) or any (0) — and
@@ -221,6 +227,11 @@ static void rnd_launch(const plan *p, sched_bucket *b, sched_launch *l) {
         if (i >= l->nargs) rnd_fill(&l->args[i], sizeof l->args[i]);
         else if (a[i].use == KERNEL_ARG_REQUEST) l->args[i] = (sched_ref){SCHED_BUF_REQUEST, 0};
         else if (a[i].use == KERNEL_ARG_PREFETCH) l->args[i] = (sched_ref){SCHED_BUF_NONE, 0};
+        else if (a[i].use == KERNEL_ARG_COUNTERS) {
+            l->args[i] = (sched_ref){SCHED_BUF_COUNTERS, 4 * (uint64_t)check_rng_range(0, 64)};
+            if (b->counter_bytes < l->args[i].offset + a[i].bytes)
+                b->counter_bytes = (uint32_t)(l->args[i].offset + a[i].bytes);
+        }
         else l->args[i] = rnd_operand(p, b, a[i].use == KERNEL_ARG_UNUSED ? 0 : a[i].bytes, a[i].use == KERNEL_ARG_WRITE);
     }
     /* the prefetch pair: nothing, or two ordered offsets into the weights */
@@ -301,6 +312,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
     p->token_type_default = p->type_vocab_size ? (int32_t)check_rng_range(0, p->type_vocab_size - 1)
                                                : (int32_t)check_rng_range(-9, 9);
     p->attention_mask_default = (int32_t)check_rng_range(-3, 3);
+    p->fusion = (plan_fusion)check_rng_range(0, PLAN_FUSION_COUNT - 1);
 
     p->weights_size = small ? (uint64_t)check_rng_range(1, 400)
                     : check_rng_range(0, 7) == 0 && !rich ? 0
@@ -526,6 +538,7 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
     DIFF(a->has_act != b->has_act || a->act != b->act, "kernel %d act", i);
     DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
     DIFF(a->pad_id != b->pad_id || a->bias_ld != b->bias_ld, "kernel %d pad_id/bias_ld", i);
+    DIFF(a->tile_m != b->tile_m || a->tile_n != b->tile_n || a->splits != b->splits, "kernel %d tile/splits", i);
     return 0;
 }
 
@@ -557,6 +570,7 @@ static int plan_diff(const plan *a, const plan *b) {
          (unsigned long long)b->weights_size);
     DIFF(a->weights_size && memcmp(a->weights, b->weights, (size_t)a->weights_size), "weights bytes");
     DIFF(a->arena_bytes != b->arena_bytes, "arena_bytes");
+    DIFF(a->fusion != b->fusion, "fusion");
     DIFF(a->nkernels != b->nkernels, "nkernels %d vs %d", a->nkernels, b->nkernels);
     for (int i = 0; i < a->nkernels; i++) {
         const plan_kernel *x = &a->kernels[i], *y = &b->kernels[i];
@@ -580,7 +594,7 @@ static int plan_diff(const plan *a, const plan *b) {
     for (int i = 0; i < a->nbuckets; i++) {
         const sched_bucket *x = &a->buckets[i], *y = &b->buckets[i];
         DIFF(x->seq_len != y->seq_len || x->nsteps != y->nsteps || x->noutputs != y->noutputs ||
-                 x->arena_bytes != y->arena_bytes,
+                 x->arena_bytes != y->arena_bytes || x->counter_bytes != y->counter_bytes,
              "bucket %d header", i);
         for (int j = 0; j < x->nsteps; j++) {
             const sched_step *s = &x->steps[j], *t = &y->steps[j];
@@ -855,7 +869,7 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(b + 0x28) == 10, "10 sections with a tokenizer and labels, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 160, 40, 16, 24, 232, 48, 16, 80, 0};
+    static const uint16_t records[12] = {128, 32, 80, 176, 40, 16, 24, 256, 48, 16, 80, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -892,8 +906,9 @@ static void test_layout_matches_spec(void) {
     CHECK((int32_t)ld32(s + 48) == p.token_type_default && (int32_t)ld32(s + 52) == p.attention_mask_default,
           "defaults");
     CHECK(ld64(s + 56) == p.arena_bytes && ld32(s + 64) == (uint32_t)p.nkernels &&
-              ld32(s + 68) == (uint32_t)p.nimages && ld32(s + 72) == (uint32_t)p.nbuckets,
-          "arena and counts");
+              ld32(s + 68) == (uint32_t)p.nimages && ld32(s + 72) == (uint32_t)p.nbuckets &&
+              ld32(s + 76) == (uint32_t)p.fusion,
+          "arena, counts and fusion");
     /* Kernel 0. */
     const uint8_t *k = b + kern.off;
     const kernel_spec *ks = &p.kernels[0].spec;
@@ -908,13 +923,15 @@ static void test_layout_matches_spec(void) {
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
               ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
               ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile &&
-              (int32_t)ld32(k + 152) == ks->pad_id && (int32_t)ld32(k + 156) == ks->bias_ld,
+              (int32_t)ld32(k + 152) == ks->pad_id && (int32_t)ld32(k + 156) == ks->bias_ld &&
+              (int32_t)ld32(k + 160) == ks->tile_m && (int32_t)ld32(k + 164) == ks->tile_n &&
+              (int32_t)ld32(k + 168) == ks->splits && ld32(k + 172) == 0,
           "kernel spec tail");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
     const sched_bucket *b0 = &p.buckets[0];
     CHECK((int)ld32(q) == b0->seq_len && (int)ld32(q + 4) == b0->nsteps && (int)ld32(q + 8) == b0->noutputs &&
-              ld64(q + 16) == b0->arena_bytes,
+              ld32(q + 12) == b0->counter_bytes && ld64(q + 16) == b0->arena_bytes,
           "bucket 0 record");
     const uint8_t *st = q + 24 * (size_t)p.nbuckets;
     const sched_launch *l = &b0->steps[0].launch;
@@ -924,7 +941,7 @@ static void test_layout_matches_spec(void) {
               ld32(st + 52) == l->dims.shared_bytes && (int)ld32(st + 56) == l->nargs,
           "launch fields");
     CHECK(ld32(st + 64) == (uint32_t)l->args[0].buf && ld64(st + 72) == l->args[0].offset, "launch arg 0");
-    const uint8_t *g = st + 232;
+    const uint8_t *g = st + 256;
     const sched_gemm *gm = &b0->steps[1].gemm;
     CHECK(ld32(g) == 1 && ld32(g + 24) == (uint32_t)gm->transa && (int64_t)ld64(g + 32) == gm->m &&
               (int64_t)ld64(g + 56) == gm->lda && (int64_t)ld64(g + 88) == gm->stride_a &&
@@ -1020,12 +1037,116 @@ static void example_plan(plan *p) {
     b->outputs[0] = (sched_output){xstrdup("last_hidden_state"), {SCHED_BUF_ARENA, 0}, PLAN_DTYPE_F32, 1, 4, 4};
 }
 
+/*
+ * The example plan with its add_ln step turned into a GEMM_LN launch that
+ * keeps the contract: its workspace in the arena, its arrival counters in
+ * the bucket's COUNTERS buffer.  The fields the split-K kernels brought in
+ * (the counters buffer, tiles, fusion) are then damaged one at a time; the
+ * writer's read-back must refuse each with its field named.
+ */
+static void counters_plan(plan *p) {
+    example_plan(p);
+    p->fusion = PLAN_FUSION_DEFAULT;
+    kernel_spec *ks = &p->kernels[0].spec;
+    memset(ks, 0, sizeof *ks);
+    ks->kind = KERNEL_KIND_GEMM_LN;
+    ks->dtype = PLAN_DTYPE_F32;
+    ks->bucket = 8;
+    ks->n = ks->k = ks->x_ld = ks->out_ld = ks->res_ld = 4;
+    ks->eps = 1e-12f;
+    ks->has_residual = 1;
+    ks->tile_m = 16;
+    ks->tile_n = 64;
+    ks->splits = 1;
+    p->kernels[0].nargs = kernel_kind_arg_count(KERNEL_KIND_GEMM_LN);
+    sched_bucket *b = &p->buckets[0];
+    sched_launch *l = &b->steps[1].launch;
+    diag d;
+    diag_init(&d);
+    kernel_launch_dims_of(ks, 8, &l->dims, &d);
+    kernel_arg a[KERNEL_MAX_ARGS];
+    kernel_args_of(ks, 8, a);
+    l->nargs = p->kernels[0].nargs;
+    /* out, req, x, w (the weights' first 64 bytes), no bias, residual, gamma, beta, workspace, counters,
+     * then the prefetch pair (the whole blob) */
+    sched_ref args[KERNEL_MAX_ARGS] = {{SCHED_BUF_ARENA, 0},    {SCHED_BUF_REQUEST, 0}, {SCHED_BUF_ARENA, 256},
+                                       {SCHED_BUF_WEIGHTS, 0},  {SCHED_BUF_NONE, 0},    {SCHED_BUF_ARENA, 512},
+                                       {SCHED_BUF_WEIGHTS, 16}, {SCHED_BUF_WEIGHTS, 32}, {SCHED_BUF_ARENA, 768},
+                                       {SCHED_BUF_COUNTERS, 0}, {SCHED_BUF_WEIGHTS, 0}, {SCHED_BUF_WEIGHTS, 63}};
+    memcpy(l->args, args, sizeof args);
+    b->arena_bytes = p->arena_bytes = 768 + a[8].bytes;
+    b->counter_bytes = (uint32_t)a[9].bytes;
+}
+
+static void expect_write_fail(plan *p, const char *label, const char *needle) {
+    diag d;
+    diag_init(&d);
+    const char *path = tmp_path("counters.plan");
+    int rc = plan_write(p, path, &d);
+    CHECK(rc != 0 && strstr(d.text, needle), "%s: expected '%s', got: %s", label, needle, rc ? d.text : "written");
+}
+
+static void test_counters_contract(void) {
+    plan p;
+    counters_plan(&p);
+    size_t len = 0;
+    uint8_t *b = plan_bytes(&p, "counters.plan", &len);
+    plan q;
+    diag d;
+    diag_init(&d);
+    if (b && plan_read_memory(&q, b, len, "counters.plan", &d) == 0) {
+        CHECK(!plan_diff(&p, &q), "counters plan: %s differs", diff_why);
+        CHECK(q.counter_bytes == p.buckets[0].counter_bytes && q.fusion == PLAN_FUSION_DEFAULT, "counter_bytes %llu",
+              (unsigned long long)q.counter_bytes);
+        plan_free(&q);
+    } else {
+        CHECK(0, "counters plan: %s", d.text);
+    }
+    free(b);
+    sched_launch *l = &p.buckets[0].steps[1].launch;
+    sched_bucket *bk = &p.buckets[0];
+    sched_ref keep = l->args[9];
+    l->args[9] = (sched_ref){SCHED_BUF_ARENA, 0};
+    expect_write_fail(&p, "counters in the arena", "argument 9 is arrival counters; it cannot be the arena buffer");
+    l->args[9] = (sched_ref){SCHED_BUF_COUNTERS, 4};
+    expect_write_fail(&p, "counters past the buffer", "field launch.args[9].offset: 4 lies outside the counters buffer");
+    l->args[9] = keep;
+    l->args[5] = (sched_ref){SCHED_BUF_COUNTERS, 0};
+    expect_write_fail(&p, "residual in the counters", "argument 5 is read; it cannot be the counters buffer");
+    l->args[5] = (sched_ref){SCHED_BUF_ARENA, 512};
+    bk->counter_bytes -= 4;
+    expect_write_fail(&p, "too few counters", "lies outside the counters buffer (0 bytes)");
+    bk->counter_bytes += 4;
+    l->args[3] = (sched_ref){SCHED_BUF_WEIGHTS, 16};
+    expect_write_fail(&p, "weights past the blob", "touches 64 bytes from offset 16, past the end of the weights");
+    l->args[3] = (sched_ref){SCHED_BUF_WEIGHTS, 0};
+    bk->outputs[0].ref = (sched_ref){SCHED_BUF_COUNTERS, 0};
+    expect_write_fail(&p, "output in the counters", "an output cannot live in the counters buffer");
+    bk->outputs[0].ref = (sched_ref){SCHED_BUF_ARENA, 0};
+    bk->steps[0].gemm.c = (sched_ref){SCHED_BUF_COUNTERS, 0};
+    expect_write_fail(&p, "gemm operand in the counters", "the counters buffer cannot hold a GEMM operand");
+    bk->steps[0].gemm.c = (sched_ref){SCHED_BUF_ARENA, 128};
+    p.kernels[0].spec.tile_m = 48;
+    expect_write_fail(&p, "tile", "tile 48x64 is not one of");
+    p.kernels[0].spec.tile_m = 16;
+    p.kernels[0].spec.splits = 2;
+    expect_write_fail(&p, "splits", "2 splits of 1 k-tiles");
+    p.kernels[0].spec.splits = 1;
+    p.kernels[0].spec.has_act = 1;
+    expect_write_fail(&p, "activation", "an activation before the LayerNorm");
+    p.kernels[0].spec.has_act = 0;
+    b = plan_bytes(&p, "counters.plan", &len);
+    CHECK(b != NULL, "the repaired plan does not write");
+    free(b);
+    plan_free(&p);
+}
+
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x06, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x87, 0xb7, 0xd1, 0x44,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x07, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0xb4, 0xb1, 0xd6, 0x64,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xa0, 0x00,
-    0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xb0, 0x00,
+    0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0x00, 0x01, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1034,11 +1155,11 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0xa0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x8d, 0x1c, 0x0c, 0xaf, 0x00, 0x00, 0x00, 0x00,
+    0xb0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbf, 0xee, 0x78, 0x72, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x18, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0c, 0xab, 0x41, 0x65, 0x00, 0x00, 0x00, 0x00,
+    0x48, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x4a, 0xaf, 0x9b, 0x00, 0x00, 0x00, 0x00,
     0x07, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x41, 0xd3, 0xbc, 0x4a, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x3a, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1218,11 +1339,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 7 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 8 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 5);
+    st32(c + 0x08, 6);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 5", "field format_version: 5 is not supported (this reader reads version 6;",
+    EXPECT_FAIL(c, len, "version 6", "field format_version: 6 is not supported (this reader reads version 7;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1243,7 +1364,7 @@ static void test_header_fields(void) {
     c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 160 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 176 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1373,8 +1494,8 @@ static int tplan_load(tplan *t, const plan *p) {
     t->bucket0 = (size_t)t->sched.off;
     t->bucket1 = t->bucket0 + 24;
     t->step0 = (size_t)t->sched.off + 24 * t->nbuckets;
-    t->step1 = t->step0 + 232;
-    t->out0 = t->step0 + 232 * (size_t)ld32(b + t->bucket0 + 4);
+    t->step1 = t->step0 + 256;
+    t->out0 = t->step0 + 256 * (size_t)ld32(b + t->bucket0 + 4);
     return 1;
 }
 
@@ -1442,12 +1563,12 @@ static void test_semantic_errors(void) {
     st32(c + t.step0 + 64, SCHED_BUF_WEIGHTS);
     st64(c + t.step0 + 72, p.weights_size);
     FIXED_FAIL("weights ref", "field launch.args[0].offset", "outside the weights buffer");
-    st32(c + t.step0 + 64, 4);
-    FIXED_FAIL("buf enum", "field launch.args[0].buf: 4 is not a buffer");
+    st32(c + t.step0 + 64, 5);
+    FIXED_FAIL("buf enum", "field launch.args[0].buf: 5 is not a buffer");
     st32(c + t.step0 + 64, SCHED_BUF_NONE);
     st64(c + t.step0 + 72, 8);
     FIXED_FAIL("none with offset", "field launch.args[0].offset: 8 lies outside the none buffer");
-    if (k0->nargs < 8) {
+    if (k0->nargs < KERNEL_MAX_ARGS) {
         c[t.step0 + 64 + 16 * (size_t)k0->nargs + 3] = 1;
         FIXED_FAIL("junk in unused arg", "zero padding");
     }
@@ -1545,10 +1666,10 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("precision", "section SIGNATURE: field precision: 3 is not a float storage type");
     st32(c + t.sig.off + 44, 2);
     FIXED_FAIL("flag", "field has_attention_mask: 2 is not a flag");
-    st32(c + t.sig.off + 76, 1);
-    FIXED_FAIL("signature reserved", "section SIGNATURE: field reserved: byte 0x01");
+    st32(c + t.sig.off + 76, 2);
+    FIXED_FAIL("fusion", "section SIGNATURE: field fusion: 2 is not a fusion level");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 160 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 176 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1556,7 +1677,7 @@ static void test_semantic_errors(void) {
     st32(c + t.kern.off + 24, KERNEL_KIND_COUNT);
     FIXED_FAIL("kernel kind", "section KERNELS: kernel 0: field spec.kind: ", "is not a kernel kind");
     st32(c + t.kern.off + 4, KERNEL_MAX_ARGS + 1);
-    FIXED_FAIL("kernel nargs", "kernel 0: field nargs: 11 is not in 1..10");
+    FIXED_FAIL("kernel nargs", "kernel 0: field nargs: 13 is not in 1..12");
     st32(c + t.kern.off + 32, (uint32_t)k0->spec.bucket + 1);
     if (kernel_kind_bucket_free(k0->spec.kind))
         FIXED_FAIL("kernel bucket", "section KERNELS: kernel 0: field spec: kernel ", "bucket 1 (the kind serves every bucket: 0)");
@@ -1600,6 +1721,8 @@ static void test_semantic_errors(void) {
         FIXED_FAIL("pad id of another kind", "section KERNELS: kernel 0: field spec: kernel ",
                    "pad id 2 without a pad-position gather (expected 0)");
     }
+    st32(c + t.bucket0 + 12, 6);
+    FIXED_FAIL("counter bytes", "bucket 0: field counter_bytes: 6 is not a multiple of 4");
     {
         float nan = NAN;
         uint32_t u;
@@ -1792,7 +1915,8 @@ static void test_write_failures(void) {
         int keep = p.buckets[0].steps[0].launch.nargs;
         p.buckets[0].steps[0].launch.nargs = KERNEL_MAX_ARGS + 1;
         diag_init(&d);
-        CHECK(plan_write(&p, fresh, &d) != 0 && strstr(d.text, "11 launch arguments"), "nargs 11: %s", d.text);
+        CHECK(plan_write(&p, fresh, &d) != 0 && strstr(d.text, "13 launch arguments (at most 12)"), "nargs 13: %s",
+              d.text);
         p.buckets[0].steps[0].launch.nargs = keep;
     }
     unlink(blocker);
@@ -1843,6 +1967,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_header_fields);
     CHECK_CASE(test_section_table);
     CHECK_CASE(test_semantic_errors);
+    CHECK_CASE(test_counters_contract);
     CHECK_CASE(test_huge_counts);
     CHECK_CASE(test_fuzz);
     CHECK_CASE(test_write_failures);

@@ -5,7 +5,10 @@
  *
  * The plans are made by `make plans` with the real CLI (bertc import, bertc
  * compile --arch emu; see the Makefile): every tiny variant and MiniLM, in
- * fp32, fp16 and bf16.  Each plan answers:
+ * fp32, fp16 and bf16, at the default fusion level (five launches per
+ * encoder layer: GEMM_LN and GEMM_SPLITK), and tiny-bert, tiny-bert-tanh
+ * and MiniLM again at the baseline level (`-baseline` plans: seven
+ * launches, cuBLASLt and separate LayerNorm kernels).  Each plan answers:
  *
  *   - every golden case of its model (lengths 1, 7, 9, 13, the maximum;
  *     token types; masks with zeros at the tail, in the middle, everywhere;
@@ -58,6 +61,7 @@ static const int minilm_max_len = 1 << 30;
 
 typedef golden_tol tol;
 
+/* prec: the plan name's precision part, "fp16" or "fp16-baseline". */
 static tol tolerance(const char *prec) { return golden_tolerance(prec); }
 
 static int compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, tol t) {
@@ -212,6 +216,11 @@ GOLDEN_CASE(golden_tiny_bert_tanh_fp32, "tiny-bert-tanh", "fp32")
 GOLDEN_CASE(golden_minilm_fp32, "all-MiniLM-L6-v2", "fp32")
 GOLDEN_CASE(golden_minilm_fp16, "all-MiniLM-L6-v2", "fp16")
 GOLDEN_CASE(golden_minilm_bf16, "all-MiniLM-L6-v2", "bf16")
+GOLDEN_CASE(golden_tiny_bert_fp32_baseline, "tiny-bert", "fp32-baseline")
+GOLDEN_CASE(golden_tiny_bert_fp16_baseline, "tiny-bert", "fp16-baseline")
+GOLDEN_CASE(golden_tiny_bert_bf16_baseline, "tiny-bert", "bf16-baseline")
+GOLDEN_CASE(golden_tiny_bert_tanh_fp32_baseline, "tiny-bert-tanh", "fp32-baseline")
+GOLDEN_CASE(golden_minilm_fp16_baseline, "all-MiniLM-L6-v2", "fp16-baseline")
 
 /* ------------------------------------------------------------ against the reference executor */
 
@@ -292,6 +301,7 @@ REF_CASE(reference_tiny_bert_prefixed_fp16, "tiny-bert-prefixed", "fp16")
 REF_CASE(reference_tiny_bert_relu_fp32, "tiny-bert-relu", "fp32")
 REF_CASE(reference_tiny_bert_tanh_fp32, "tiny-bert-tanh", "fp32")
 REF_CASE(reference_minilm_fp16, "all-MiniLM-L6-v2", "fp16")
+REF_CASE(reference_tiny_bert_fp16_baseline, "tiny-bert", "fp16-baseline")
 
 /* ------------------------------------------------------------ padding */
 
@@ -390,6 +400,11 @@ int main(int argc, char **argv) {
     CHECK_CASE(golden_minilm_fp32);
     CHECK_CASE(golden_minilm_fp16);
     CHECK_CASE(golden_minilm_bf16);
+    CHECK_CASE(golden_tiny_bert_fp32_baseline);
+    CHECK_CASE(golden_tiny_bert_fp16_baseline);
+    CHECK_CASE(golden_tiny_bert_bf16_baseline);
+    CHECK_CASE(golden_tiny_bert_tanh_fp32_baseline);
+    CHECK_CASE(golden_minilm_fp16_baseline);
     CHECK_CASE(reference_tiny_bert_fp32);
     CHECK_CASE(reference_tiny_bert_fp16);
     CHECK_CASE(reference_tiny_bert_bf16);
@@ -397,6 +412,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(reference_tiny_bert_relu_fp32);
     CHECK_CASE(reference_tiny_bert_tanh_fp32);
     CHECK_CASE(reference_minilm_fp16);
+    CHECK_CASE(reference_tiny_bert_fp16_baseline);
     CHECK_CASE(padding_tiny_bert_fp32);
     CHECK_CASE(padding_tiny_bert_fp16);
     CHECK_CASE(padding_tiny_bert_relu_bf16);

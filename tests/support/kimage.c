@@ -27,6 +27,19 @@ kernel_spec kimage_spec(kernel_kind kind, plan_dtype dt, int bucket) {
     return s;
 }
 
+kernel_spec kimage_gemm_spec(kernel_kind kind, plan_dtype dt, int bucket, int n, int k) {
+    kernel_spec s = kimage_spec(kind, dt, bucket);
+    s.n = n;
+    s.k = k;
+    s.x_ld = k;
+    s.out_ld = n;
+    s.has_bias = 1;
+    s.has_residual = kind == KERNEL_KIND_GEMM_LN;
+    s.res_ld = s.has_residual ? n : 0;
+    s.eps = 1e-12f;
+    return s;
+}
+
 kernel_spec *kimage_specs_add(kimage_specs *l, kernel_kind kind, plan_dtype dt, int bucket) {
     if (l->n == KIMAGE_MAX_SPECS) {
         fprintf(stderr, "kimage_specs_add: more than %d specs\n", KIMAGE_MAX_SPECS);

@@ -26,6 +26,11 @@
  */
 kernel_spec kimage_spec(kernel_kind kind, plan_dtype dt, int bucket);
 
+/* A GEMM-family spec (GEMM, GEMM_SPLITK, GEMM_LN) of n outputs over k:
+ * packed leading dimensions, a bias, a residual for GEMM_LN only, eps
+ * 1e-12; no activation, tile or split (the caller sets those). */
+kernel_spec kimage_gemm_spec(kernel_kind kind, plan_dtype dt, int bucket, int n, int k);
+
 /* The list of specs a test generates and checks, each with the bucket it
  * is launched in (the rows of its [bucket, *] tensors). */
 typedef struct kimage_specs {

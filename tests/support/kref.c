@@ -125,7 +125,9 @@ size_t kref_rows(const kernel_spec *s, const int32_t *req) {
 size_t kref_cols(const kernel_spec *s) {
     switch (s->kind) {
     case KERNEL_KIND_ATTENTION: return (size_t)s->heads * (size_t)s->head_dim;
-    case KERNEL_KIND_GEMM: return (size_t)s->n;
+    case KERNEL_KIND_GEMM:
+    case KERNEL_KIND_GEMM_SPLITK:
+    case KERNEL_KIND_GEMM_LN: return (size_t)s->n;
     default: return (size_t)s->hidden;
     }
 }
@@ -227,6 +229,20 @@ double *kref_gemm(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat
     return out;
 }
 
+double *kref_gemm_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat w, kref_mat bias, kref_mat res,
+                     kref_mat gamma, kref_mat beta) {
+    kernel_spec g = *s, ln = *s;
+    g.has_act = 0;
+    double *pre = kref_gemm(&g, req, x, w, bias, res);
+    ln.kind = KERNEL_KIND_ADD_LN;
+    ln.hidden = s->n;
+    ln.has_bias = ln.has_residual = 0;
+    kref_mat none = {NULL, s->dtype, 0, 0};
+    double *out = kref_add_ln(&ln, req, kref_f64(pre, (size_t)s->n), none, none, gamma, beta);
+    free(pre);
+    return out;
+}
+
 double *kref_pool(const kernel_spec *s, const int32_t *req, kref_mat x) {
     int H = s->hidden;
     const int32_t *mask = kref_row(req, 2);
@@ -266,8 +282,13 @@ double *kref_kernel(const kernel_spec *s, const int32_t *req, const void *const 
     case KERNEL_KIND_ATTENTION:
         return kref_attention(s, req, kref_stored(dt, in[0], (size_t)s->qkv_ld), kref_stored(dt, in[1], (size_t)s->bias_ld));
     case KERNEL_KIND_GEMM:
+    case KERNEL_KIND_GEMM_SPLITK:
         return kref_gemm(s, req, kref_stored(dt, in[0], (size_t)s->x_ld), kref_stored(dt, in[1], (size_t)s->k),
                          kref_stored(dt, in[2], (size_t)s->n), kref_stored(dt, in[3], (size_t)s->res_ld));
+    case KERNEL_KIND_GEMM_LN:
+        return kref_gemm_ln(s, req, kref_stored(dt, in[0], (size_t)s->x_ld), kref_stored(dt, in[1], (size_t)s->k),
+                            kref_stored(dt, in[2], (size_t)s->n), kref_stored(dt, in[3], (size_t)s->res_ld),
+                            kref_stored(dt, in[4], (size_t)s->n), kref_stored(dt, in[5], (size_t)s->n));
     case KERNEL_KIND_POOL: return kref_pool(s, req, kref_stored(dt, in[0], H));
     default:
         fprintf(stderr, "kref_kernel: no reference for kernel kind %d\n", (int)s->kind);

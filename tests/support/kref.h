@@ -1,7 +1,7 @@
 /*
  * kref — one plain C reference per kernel kind (runtime/plan/plan_types.h:
- * EMBED_LN, ADD_LN, ATTENTION, GEMM, POOL), which every kernel test checks
- * the generated kernels against.
+ * EMBED_LN, ADD_LN, ATTENTION, GEMM, POOL, GEMM_SPLITK, GEMM_LN), which
+ * every kernel test checks the generated kernels against.
  *
  * Each reference is the formula of the kernel catalogue, written again in
  * double precision from the stored (rounded) inputs: straight loops, a
@@ -17,8 +17,8 @@
  *   kref_<kind>(spec, req, ...) the same formula over kref_mat operands, so
  *       a fused kernel's reference can be composed from these: a GEMM with
  *       a bias + residual + LayerNorm epilogue is kref_gemm into doubles,
- *       then kref_add_ln reading them through kref_f64; a split-K GEMM is
- *       kref_gemm.  A new kind adds its function here and a case to
+ *       then kref_add_ln reading them through kref_f64 (kref_gemm_ln); a
+ *       split-K GEMM is kref_gemm.  A new kind adds its function here and a case to
  *       kref_kernel.
  * Every output is a fresh double array of kref_rows x kref_cols (free it):
  * rows [0, len) of a [bucket, *] kernel (padding rows are not the
@@ -86,6 +86,10 @@ double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_m
 double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv, kref_mat bias);
 /* act(x . w^T (+ bias) (+ residual)). */
 double *kref_gemm(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat w, kref_mat bias, kref_mat res);
+/* LayerNorm(x . w^T (+ bias) (+ residual)) * gamma + beta: kref_gemm, then
+ * kref_add_ln over its doubles (GEMM_LN). */
+double *kref_gemm_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat w, kref_mat bias, kref_mat res,
+                     kref_mat gamma, kref_mat beta);
 /* cls or masked mean of x's rows [+ L2 normalisation]. */
 double *kref_pool(const kernel_spec *s, const int32_t *req, kref_mat x);
 

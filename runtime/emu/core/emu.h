@@ -11,7 +11,10 @@
  * Blocks run one after another, which is simple and deterministic; the
  * order in which a block's fibers run is a *schedule* chosen per launch,
  * because one fixed order hides races (round-robin in lane order makes a
- * kernel with a missing __syncthreads look correct).
+ * kernel with a missing __syncthreads look correct).  The schedule also
+ * orders the blocks: ascending, descending (reverse warp-greedy) or a
+ * seeded permutation (random), so a kernel whose result depends on which
+ * block arrives last shows it.
  *
  * The emulator enforces the CUDA rules a kernel can break, so a broken
  * kernel fails here rather than on a customer's GPU: block and grid limits,
@@ -58,8 +61,8 @@ typedef enum emu_status {
 typedef enum emu_schedule {
     EMU_SCHEDULE_ROUND_ROBIN,          /* each thread runs until it blocks, in thread order */
     EMU_SCHEDULE_WARP_GREEDY,          /* run one warp as far as it goes, warps ascending */
-    EMU_SCHEDULE_WARP_GREEDY_REVERSE,  /* the same, warps descending */
-    EMU_SCHEDULE_RANDOM,               /* a seeded random runnable thread at each switch */
+    EMU_SCHEDULE_WARP_GREEDY_REVERSE,  /* the same, warps descending; blocks descending */
+    EMU_SCHEDULE_RANDOM,               /* a seeded random runnable thread at each switch; blocks permuted */
     EMU_SCHEDULE_COUNT,
 } emu_schedule;
 

@@ -172,6 +172,7 @@ struct emu_run {
     unsigned parked;               /* threads parked in griddepcontrol.wait */
     uint64_t at_wait[EMU_WORDS];
     long early;                    /* linear index of the held block; -1 if none */
+    uint64_t order_seed;           /* the launch's seed: the random schedule's block order */
     int block_triggered;           /* the current block executed launch_dependents */
     uint64_t blocks_run;
     uint64_t waits, parked_total, triggers, prefetches;
@@ -830,6 +831,7 @@ static emu_run *emu_run_new(emu_kernel *k, const unsigned grid[3], const unsigne
     r->args = args;
     r->sched = sched;
     r->rng = seed ^ 0x5eed0bad5eed0badull;
+    r->order_seed = seed;
     r->nthreads = n;
     r->nwarps = (n + 31u) / 32u;
     r->stacks = stacks;
@@ -864,19 +866,53 @@ static void emu_run_unlock(emu_run *r) {
     r->serial_locked = 0;
 }
 
-/* Runs the blocks one after another, x fastest, until one fails; a held
- * block (r->early), already run, is skipped. */
+static uint64_t emu_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/*
+ * The order the n blocks of a grid run in, as the bijection i -> (a i + c)
+ * mod n: ascending (x fastest) under round-robin and warp-greedy,
+ * descending under the reverse warp-greedy schedule, and a seeded
+ * permutation under the random one.  A GPU promises no block order, so a
+ * correct kernel computes the same under each; a kernel whose result
+ * depends on which block runs (or arrives) last — a split-K reduction in
+ * arrival order, say — shows it here.
+ */
+static void emu_block_order(const emu_run *r, uint64_t n, uint64_t *a, uint64_t *c) {
+    *a = 1;
+    *c = 0;
+    if (n < 2) return;
+    if (r->sched == EMU_SCHEDULE_WARP_GREEDY_REVERSE) {
+        *a = n - 1;
+        *c = n - 1;
+    } else if (r->sched == EMU_SCHEDULE_RANDOM) {
+        uint64_t s = r->order_seed ^ 0xb10c0bdeb10c0bdeull;
+        *a = emu_rng_next(&s) % n;
+        while (*a == 0 || emu_gcd(*a, n) != 1) *a = (*a + 1) % n;
+        *c = emu_rng_next(&s) % n;
+    }
+}
+
+/* Runs the blocks one after another, in emu_block_order's order, until
+ * one fails; a held block (r->early), already run, is skipped. */
 static emu_status emu_run_grid(emu_run *r) {
     const bertc_emu_u3 *grid = &r->launch.grid_dim;
     emu_status st = EMU_STATUS_OK;
-    long linear = 0;
-    for (unsigned z = 0; z < grid->z && st == EMU_STATUS_OK; z++)
-        for (unsigned y = 0; y < grid->y && st == EMU_STATUS_OK; y++)
-            for (unsigned x = 0; x < grid->x && st == EMU_STATUS_OK; x++, linear++) {
-                if (linear == r->early) continue;
-                r->launch.block_idx = (bertc_emu_u3){x, y, z};
-                st = emu_run_block(r);
-            }
+    uint64_t n = (uint64_t)grid->x * grid->y * grid->z, a, c;
+    emu_block_order(r, n, &a, &c);
+    for (uint64_t i = 0; i < n && st == EMU_STATUS_OK; i++) {
+        uint64_t b = (uint64_t)(((unsigned __int128)a * i + c) % n);
+        if ((long)b == r->early) continue;
+        r->launch.block_idx = (bertc_emu_u3){(unsigned)(b % grid->x), (unsigned)(b / grid->x % grid->y),
+                                             (unsigned)(b / grid->x / grid->y)};
+        st = emu_run_block(r);
+    }
     return st;
 }
 

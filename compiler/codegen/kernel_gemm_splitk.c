@@ -1,0 +1,117 @@
+/*
+ * kernel_gemm_splitk — the text of gemm_splitk.cuh's two instantiations:
+ * gemm_splitk (bias / residual / activation epilogue) and gemm_ln (bias +
+ * residual + LayerNorm epilogue), bertc's own batch-1 GEMMs.
+ *
+ * The tile and the split are spec fields the compiler chose (the launch
+ * contract checks them, runtime/plan/plan_kernels.c derives the warp
+ * layout, the stages and the load widths from them); this file writes
+ * them into the instantiation and names the entry after every parameter
+ * that changes the text, so equal specs share one kernel and different
+ * tilings of the same GEMM (two buckets) do not.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_util.h"
+
+/* As GEMM: two blocks per SM leave ptxas 255 registers, which the SIMT path
+ * of a 64x128 tile (sm_75's bf16, float storage) needs. */
+#define KERNEL_GSK_MIN_BLOCKS 2
+
+static int kernel_gsk_is_ln(const kernel_spec *s) { return s->kind == KERNEL_KIND_GEMM_LN; }
+
+static int kernel_gsk_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
+    const char *kind = plan_kernel_kind_name(s->kind);
+    char tail[48];
+    if (kernel_gsk_is_ln(s)) snprintf(tail, sizeof tail, "e%08x", kernel_float_bits(s->eps));
+    else snprintf(tail, sizeof tail, "%s", s->has_act ? plan_act_name(s->act) : "none");
+    return kernel_entry_printf(buf, cap, kind, d, "bertc_%s_%s_s%d_n%d_k%d_x%d_o%d_r%d_b%d_t%dx%d_p%d_%s", kind,
+                               kernel_dtype_tag(s->dtype), s->bucket, s->n, s->k, s->x_ld, s->out_ld,
+                               s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->tile_m, s->tile_n, s->splits,
+                               tail);
+}
+
+/* The first two lines: the template, every parameter, the geometry. */
+static void kernel_gsk_header(const kernel_spec *s, const kernel_geometry *g, kernel_text *t) {
+    kernel_text_printf(t,
+                       "// bertc template=%s dtype=%s bucket=%d n=%d k=%d x_ld=%d out_ld=%d res_ld=%d has_bias=%d "
+                       "has_residual=%d tile_m=%d tile_n=%d splits=%d",
+                       plan_kernel_kind_name(s->kind), plan_dtype_name(s->dtype), s->bucket, s->n, s->k, s->x_ld,
+                       s->out_ld, s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->has_residual ? 1 : 0,
+                       s->tile_m, s->tile_n, s->splits);
+    if (kernel_gsk_is_ln(s)) kernel_text_printf(t, " eps=%.9g\n", (double)s->eps);
+    else kernel_text_printf(t, " has_act=%d act=%s\n", s->has_act ? 1 : 0, s->has_act ? plan_act_name(s->act) : "none");
+    kernel_text_printf(t,
+                       "// geometry: grid %d x %d x %d (n tiles, row blocks, splits of %d k-tiles), 128 threads as "
+                       "%dx%d warps, %d stages, %u bytes of dynamic shared memory, %d-element loads\n",
+                       g->ntiles, g->rowblocks, g->splits, g->kts, g->wm, 4 / g->wm, g->stages, g->smem, g->vec);
+}
+
+static const char *kernel_gsk_act_cxx(const kernel_spec *s) {
+    if (!s->has_act) return "BERTC_ACT_NONE";
+    switch (s->act) {
+    case PLAN_ACT_GELU_ERF: return "BERTC_ACT_GELU_ERF";
+    case PLAN_ACT_GELU_TANH: return "BERTC_ACT_GELU_TANH";
+    case PLAN_ACT_RELU: return "BERTC_ACT_RELU";
+    default: return "BERTC_ACT_TANH";
+    }
+}
+
+static int kernel_gsk_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
+    kernel_geometry g;
+    if (kernel_geometry_of(s, &g, d)) return -1;
+    const char *ty = kernel_dtype_cxx(s->dtype);
+    int res_ld = s->has_residual ? s->res_ld : 0;
+    const char *bias = s->has_bias ? "true" : "false", *res = s->has_residual ? "true" : "false";
+    kernel_gsk_header(s, &g, t);
+    if (kernel_text_template(t, "bertc_device.cuh", d) || kernel_text_template(t, "gemm.cuh", d) ||
+        kernel_text_template(t, "gemm_splitk.cuh", d))
+        return -1;
+    kernel_text_printf(t, "\nextern \"C\" __global__ void __launch_bounds__(128, %d) %s(%s *out, const int *req, "
+                          "const %s *x, const %s *w, const %s *bias, const %s *residual, ",
+                       KERNEL_GSK_MIN_BLOCKS, name, ty, ty, ty, ty, ty);
+    if (kernel_gsk_is_ln(s))
+        kernel_text_printf(t,
+                           "const %s *gamma, const %s *beta, float *workspace, int *counters" KERNEL_PREFETCH_PARAMS
+                           ") {\n" KERNEL_PREFETCH_CALL
+                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %d, %d, %d>(out, "
+                           "req, x, w, bias, residual, gamma, beta, __int_as_float((int)0x%08xu), workspace, "
+                           "counters);\n",
+                           ty, ty, ty, s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, g.bm, g.bn, g.wm,
+                           g.vec, g.stages, g.splits, g.kts, g.lnvec, kernel_float_bits(s->eps));
+    else
+        kernel_text_printf(t,
+                           "float *workspace, int *counters" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
+                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %d, %d>("
+                           "out, req, x, w, bias, residual, workspace, counters);\n",
+                           ty, s->bucket, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, kernel_gsk_act_cxx(s),
+                           g.bm, g.bn, g.wm, g.vec, g.stages, g.splits, g.kts);
+    kernel_text_printf(t, "}\nBERTC_KERNEL_EXPORT(%s)\n", name);
+    return 0;
+}
+
+/* gemm_splitk.cuh's choice (bertc_gsk_path): tensor cores for 16-bit
+ * storage where the architecture has an mma for T (m16n8k16 from sm_80,
+ * m16n8k8 for float16 on sm_75), else SIMT. */
+static const char *kernel_gsk_path(const kernel_spec *s, int sm) {
+    if (s->dtype == PLAN_DTYPE_F32) return "simt";
+    return sm >= 80 ? "mma.m16n8k16" : sm >= 75 && s->dtype == PLAN_DTYPE_F16 ? "mma.m16n8k8" : "simt";
+}
+
+const kernel_kind_desc kernel_gemm_splitk_desc = {
+    .kind = KERNEL_KIND_GEMM_SPLITK,
+    .name = "gemm_splitk",
+    .entry = kernel_gsk_entry,
+    .source = kernel_gsk_source,
+    .path = kernel_gsk_path,
+};
+
+const kernel_kind_desc kernel_gemm_ln_desc = {
+    .kind = KERNEL_KIND_GEMM_LN,
+    .name = "gemm_ln",
+    .entry = kernel_gsk_entry,
+    .source = kernel_gsk_source,
+    .path = kernel_gsk_path,
+};
