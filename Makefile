@@ -250,13 +250,16 @@ fixtures: $(FIXTURE_STAMPS)
 # MiniLM, in the precisions the tests cover, through the real CLI (import +
 # compile).  Buckets are chosen so that lengths 1, a bucket edge, edge + 1
 # and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
-# image selection runs on real images.
+# image selection runs on real images.  The *-batch-* plans add token
+# buckets for packed batches (small ones, so a batch of short requests and
+# one of a full-length request both occur).
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
 # Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
-                tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16
+                tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16 \
+                tiny-bert-batch-fp32 tiny-bert-batch-fp16 tiny-bert-batch-bf16 all-MiniLM-L6-v2-batch-fp32
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
@@ -264,13 +267,14 @@ $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
 	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
 
 $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
-	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); \
+	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); t=; \
+	case $$m in *-batch) m=$${m%-batch}; t="--batch-tokens 64,256 --max-batch 16" ;; esac; \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
-	echo "bertc compile $$m ($$p, buckets $$b, arch $$a)"; \
-	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a -j 1 2>$@.log || { cat $@.log; exit 1; }
+	echo "bertc compile $$m ($$p, buckets $$b, arch $$a $$t)"; \
+	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a $$t -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 .PRECIOUS: $(PLAN_DIR)/%.yaml
 plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml

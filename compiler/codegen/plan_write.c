@@ -331,6 +331,9 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
     pw_i32(b, s->qtile);
+    pw_u32(b, (uint32_t)s->packed);
+    for (int i = 0; i < 4; i++) pw_i32(b, s->seq_qtile[i]);
+    pw_u32(b, 0);
 }
 
 static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
@@ -388,7 +391,7 @@ static void pw_output(pw_buf *b, pw_strtab *st, const sched_output *o) {
     pw_u32(b, (uint32_t)o->dtype);
     pw_ref(b, o->ref);
     pw_u32(b, (uint32_t)o->rows_are_seq);
-    pw_u32(b, 0);
+    pw_u32(b, (uint32_t)o->per_seq);
     pw_i64(b, o->cols);
     pw_i64(b, o->row_stride);
 }
@@ -550,7 +553,7 @@ static int pw_encode(pw_state *w, const plan *p) {
         pw_u32(sb, (uint32_t)b->seq_len);
         pw_u32(sb, (uint32_t)b->nsteps);
         pw_u32(sb, (uint32_t)b->noutputs);
-        pw_u32(sb, 0);
+        pw_u32(sb, (uint32_t)b->max_seqs);
         pw_u64(sb, b->arena_bytes);
     }
     for (int i = 0; i < p->nbuckets; i++) {

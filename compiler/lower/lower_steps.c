@@ -101,11 +101,18 @@ static int make_output(lower_ctx *c, int i) {
     int seq;
     v->rows = bind_rows(n, c->bucket, &seq);
     v->seq_rows = seq;
+    v->per_seq = 0;
     v->cols = node_cols(n, c->bucket);
     if (n->ndim == 1 && !seq) {
         /* A vector ([H], a sentence embedding) is one row, as a reshape to [H] views it. */
         v->rows = 1;
         v->cols = n->shape[0];
+    }
+    if (c->seqs && !seq) {
+        /* A request's one row (a pooled vector, the [CLS] row) is a row per sequence in a batch. */
+        if (v->rows != 1) return fail_node(c, n, "a packed batch has one row per token or per sequence, %s", "not more");
+        v->rows = c->seqs;
+        v->per_seq = 1;
     }
     v->ld = v->cols;
     v->root = i;
@@ -152,7 +159,7 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
-    if (kernel_dims(s, c->bucket, &st->launch.dims, c->d)) return -1;
+    if (kernel_dims_in(s, c->bucket, c->seqs, &st->launch.dims, c->d)) return -1;
     /* the prefetch pair stays NONE until lower_prefetch knows the next step */
     st->launch.nargs = nargs + KERNEL_PREFETCH_ARGS;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
@@ -175,6 +182,7 @@ static int lower_embed_ln(lower_ctx *c, int i) {
     memset(&s, 0, sizeof s);
     s.kind = KERNEL_KIND_EMBED_LN;
     s.dtype = c->prec;
+    s.packed = c->seqs > 0;
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -190,7 +198,7 @@ static int lower_embed_ln(lower_ctx *c, int i) {
         bytes += (double)c->bucket * (double)s.hidden * (double)c->es;
         if (s.gather_index[g] != KERNEL_INDEX_POSITION) bytes += 4.0 * c->bucket;
     }
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, tables[0], tables[1], tables[2],
                         weight_ref(c, n->src[0]), weight_ref(c, n->src[1])};
     return emit_kernel_step(c, n, &s, args, 7, 10.0 * c->bucket * s.hidden,
@@ -223,12 +231,35 @@ static int lower_add_ln(lower_ctx *c, int i) {
     s.eps = n->eps;
     s.has_bias = n->has_bias;
     s.has_residual = n->has_residual;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE,
                         res ? res->ref : REF_NONE, weight_ref(c, n->src[1]), weight_ref(c, n->src[2])};
     double rows = (double)x->rows, h = (double)s.hidden;
     return emit_kernel_step(c, n, &s, args, 7, 8.0 * rows * h,
                             (double)c->es * (rows * h * (2 + (res != NULL)) + h * (2 + (bias >= 0))));
+}
+
+/*
+ * A packed attention kernel's seq_qtile: the query tile of each length
+ * bucket of the plan, as the bucket's own kernel takes it
+ * (kernel_attention_qtile), turned into length ranges per tile.  The tile
+ * grows with the bucket, so each tile's sequences are one range: tile
+ * 8 * 2^k serves the lengths up to the longest bucket whose tile is at
+ * most that (a tile no bucket takes gets an empty range).
+ */
+static void lower_seq_qtiles(lower_ctx *c, kernel_spec *s) {
+    static const int tiles[4] = {8, 16, 32, 64};
+    memset(s->seq_qtile, 0, sizeof s->seq_qtile);
+    for (int b = 0; b < c->o->nbuckets; b++) {
+        int len = c->o->buckets[b];
+        int tile = kernel_attention_packed_tile(s, kernel_attention_qtile(s, len));
+        for (int k = 0; k < 4; k++)
+            if (tiles[k] >= tile && s->seq_qtile[k] < len) s->seq_qtile[k] = len;
+    }
+    for (int k = 1; k < 4; k++)
+        if (s->seq_qtile[k] < s->seq_qtile[k - 1]) s->seq_qtile[k] = s->seq_qtile[k - 1];
+    s->packed = 1;
+    s->qtile = 0;
 }
 
 static int lower_attention(lower_ctx *c, int i) {
@@ -255,11 +286,17 @@ static int lower_attention(lower_ctx *c, int i) {
     s.k_off = (int)((k->ref.offset - root->ref.offset) / c->es) + n->k_off;
     s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
     s.ctx_ld = n->heads * n->head_dim;
-    s.qtile = kernel_attention_qtile(&s, c->bucket);
-    make_output(c, i);
+    /* the longest a sequence's keys are: the bucket, or in a batch the longest request */
+    double b = c->bucket, keys = b, h = (double)s.ctx_ld;
+    if (c->seqs) {
+        lower_seq_qtiles(c, &s);
+        keys = c->o->buckets[c->o->nbuckets - 1] < c->bucket ? c->o->buckets[c->o->nbuckets - 1] : c->bucket;
+    } else {
+        s.qtile = kernel_attention_qtile(&s, c->bucket);
+    }
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
-    double b = c->bucket, h = (double)s.ctx_ld;
-    return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * b * h + 5.0 * b * b * n->heads,
+    return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * keys * h + 5.0 * b * keys * n->heads,
                             (double)c->es * (4.0 * b * h) + 4.0 * b);
 }
 
@@ -286,7 +323,8 @@ static int lower_pool(lower_ctx *c, int i) {
     s.hidden = (int)x->cols;
     s.pool_mode = lower_pool_mode(n->pool_mode);
     s.normalize = n->normalize ? 1 : 0;
-    make_output(c, i);
+    s.packed = c->seqs > 0;
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref};
     double b = c->bucket, h = (double)s.hidden;
     int mean = s.pool_mode == PLAN_POOL_MEAN;
@@ -309,10 +347,10 @@ static int lower_linear(lower_ctx *c, int i) {
         if (!res) return fail_node(c, n, "operand %s is not an activation", "residual");
     }
     if (bias >= 0 && c->w->offset[bias] < 0) return fail_node(c, n, "bias '%s' is not a constant", c->g->nodes[bias].name);
-    if (!x->seq_rows && x->rows != 1)
+    if (!x->seq_rows && !x->per_seq && x->rows != 1)
         return fail_node(c, n, "x must have S rows or exactly one row, not %s", "a fixed count");
     int64_t N = c->g->nodes[w].shape[0], K = c->g->nodes[w].shape[1], M = x->rows;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     const lower_view *o = &c->v[i];
     double flops = 2.0 * (double)M * (double)N * (double)K;
     double bytes = (double)c->es * ((double)M * K + (double)N * K + (double)M * N + (bias >= 0 ? N : 0) +
@@ -366,10 +404,37 @@ static int lower_linear(lower_ctx *c, int i) {
     return emit_kernel_step(c, n, &s, args, 6, flops, bytes);
 }
 
+/*
+ * A packed batch's slice of the sequence axis: each sequence's first row,
+ * a row per sequence.  Alone it is a view of row 0; in a batch the first
+ * rows are seq_start[] apart, which no stride says, so it is a cls pool
+ * (packed: one block per sequence, a copy of the row).  Only the first
+ * token is supported — what BERT's pooler and the classification heads
+ * slice.
+ */
+static int lower_packed_slice(lower_ctx *c, int i, const lower_view *src) {
+    const ir_node *n = &c->g->nodes[i];
+    if (n->start != 0 || n->len != 1)
+        return fail_node(c, n, "a packed batch slices only the first token of each sequence (start 0, len 1), %s",
+                         "not other rows");
+    if (require_contiguous(c, n, src, "x")) return -1;
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_POOL;
+    s.dtype = c->prec;
+    s.hidden = (int)src->cols;
+    s.pool_mode = PLAN_POOL_CLS;
+    s.packed = 1;
+    if (make_output(c, i)) return -1;
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, src->ref};
+    return emit_kernel_step(c, n, &s, args, 3, 0.0, 2.0 * (double)c->es * (double)c->seqs * (double)s.hidden);
+}
+
 static int lower_reshape_slice(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const lower_view *src = act_view(c, n, 0);
     if (!src) return fail_node(c, n, "%s of a non-activation", "a view");
+    if (!lower_is_view(c->g, i, c->seqs > 0)) return lower_packed_slice(c, i, src);
     lower_view *v = &c->v[i];
     *v = *src;
     int seq;
@@ -394,6 +459,12 @@ static int lower_reshape_slice(lower_ctx *c, int i) {
     if (n->ndim >= 2) {
         rows = bind_rows(n, c->bucket, &seq);
         cols = node_cols(n, c->bucket);
+    }
+    if (src->per_seq) {
+        /* a row per sequence stays one: [1, H] and [H] are the same rows */
+        if (seq || rows != 1 || cols != src->cols)
+            return fail_node(c, n, "a packed batch's row per sequence can only be reshaped to [%s] or [1, H]", "H");
+        rows = src->rows;
     }
     if (src->ld != src->cols && (rows != src->rows || cols != src->cols))
         return fail_node(c, n, "reshape of a %s view changes its rows", "strided");
@@ -434,7 +505,7 @@ static uint64_t operand_bytes(int64_t rows, int64_t cols, int64_t ld, int batch,
 /* The largest weight operand step st reads whole: its first byte in
  * *first and its size (0: none).  Gathers read a few rows of their
  * tables, so an embedding's tables are no prefetch target. */
-static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, uint64_t *first) {
+static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, int seqs, uint64_t *first) {
     uint64_t best = 0;
     if (st->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &st->gemm;
@@ -450,7 +521,7 @@ static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, u
     const kernel_spec *s = &p->kernels[st->launch.kernel].spec;
     if (s->kind == KERNEL_KIND_EMBED_LN) return 0;
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(s, seq_len, a);
+    kernel_args_in(s, seq_len, seqs, a);
     for (int i = 0; i < st->launch.nargs; i++)
         if (a[i].use == KERNEL_ARG_READ && st->launch.args[i].buf == SCHED_BUF_WEIGHTS && a[i].bytes > best)
             best = a[i].bytes, *first = st->launch.args[i].offset;
@@ -462,7 +533,7 @@ void lower_prefetch(lower_ctx *c) {
     for (int i = 0; i + 1 < b->nsteps; i++) {
         sched_launch *l = &b->steps[i].launch;
         if (b->steps[i].kind != SCHED_STEP_KERNEL) continue;
-        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], b->seq_len, &first);
+        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], b->seq_len, b->max_seqs, &first);
         if (!bytes || first + bytes > c->p->weights_size) continue;
         l->args[l->nargs - 2] = (sched_ref){SCHED_BUF_WEIGHTS, first};
         l->args[l->nargs - 1] = (sched_ref){SCHED_BUF_WEIGHTS, first + bytes - 1};

@@ -1,5 +1,5 @@
 /*
- * plan_format — the constants of the plan file format, version 5.
+ * plan_format — the constants of the plan file format, version 6.
  *
  * docs/plan-format.md is the specification; this header holds only what the
  * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
@@ -53,7 +53,7 @@
 /* Fixed record sizes, in bytes (docs/plan-format.md gives every field). */
 #define PLAN_SECTION_ENTRY_SIZE 32
 #define PLAN_SIGNATURE_SIZE 80
-#define PLAN_KERNEL_RECORD_SIZE 152  /* 144 in version 1, before the POOL kernel's fields; spec.qtile took the last pad in 3 */
+#define PLAN_KERNEL_RECORD_SIZE 176  /* 144 in version 1, before the POOL kernel's fields; spec.qtile took the last pad in 5; packed and seq_qtile in 6 */
 #define PLAN_IMAGE_RECORD_SIZE 40
 #define PLAN_STATS_RECORD_SIZE 16
 #define PLAN_BUCKET_RECORD_SIZE 24
