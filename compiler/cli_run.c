@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "fileutil.h"
+#include "inspect.h"
 #include "model.h"
 #include "npy.h"
 #include "ref.h"
@@ -30,9 +31,10 @@ static const char USAGE_RUN[] =
     "model YAML runs on the reference executor (--device ref: float32, double\n"
     "accumulation). Ids, types and mask are whitespace- or comma-separated\n"
     "integers of equal count; mask is Hugging Face's attention_mask (1 = attend,\n"
-    "0 = masked). --output writes last_hidden_state [len, hidden] as float32\n"
-    ".npy, --pooled-output writes pooler_output [hidden]; without them a\n"
-    "summary is printed on stdout.\n";
+    "0 = masked). --output writes the model's first output as float32 .npy:\n"
+    "logits for a classification head ([labels], or [len, labels] per token),\n"
+    "else last_hidden_state [len, hidden]; --pooled-output writes pooler_output\n"
+    "[hidden]; without them a summary is printed on stdout.\n";
 
 static const char USAGE_RUN_TEXT[] =
     "usage: bertc run PLAN --text \"...\" [--text-pair \"...\"] [--device cuda|emu] [--max-len N]\n"
@@ -40,18 +42,22 @@ static const char USAGE_RUN_TEXT[] =
     "                 [--output OUT.npy] [--embedding-output E.npy] [--expect-sha256 HEX]\n"
     "\n"
     "Tokenizes the text with the plan's tokenizer, runs it, and prints the\n"
-    "tokens, ids and the embedding (--json: one JSON object). The embedding is\n"
+    "tokens, ids and, for a classification head, the scores by label (a\n"
+    "cross-encoder's one score; per token, each token's best label), else the\n"
+    "embedding (--json: one JSON object). The embedding is\n"
     "the plan's sentence_embedding output when the model has a pooling head\n"
     "(sentence-transformers models), else pooler_output, else the [CLS] row;\n"
     "--pooling chooses instead: cls (row 0 of last_hidden_state), mean (mean\n"
     "of its rows: every token of a text is attended), pooler (pooler_output).\n"
-    "--normalize divides it by its L2 norm. --output writes last_hidden_state,\n"
-    "--embedding-output the embedding, as float32 .npy.\n";
+    "--normalize divides it by its L2 norm. --output writes the model's first\n"
+    "output (logits or last_hidden_state), --embedding-output the embedding,\n"
+    "as float32 .npy.\n";
 
 /* The outputs `run` knows by name, in this order. */
-#define RUN_NOUT 3
-enum { RUN_OUT_HIDDEN, RUN_OUT_POOLER, RUN_OUT_SENTENCE };
-static const char *const run_output_names[RUN_NOUT] = {"last_hidden_state", "pooler_output", "sentence_embedding"};
+#define RUN_NOUT 4
+enum { RUN_OUT_HIDDEN, RUN_OUT_POOLER, RUN_OUT_SENTENCE, RUN_OUT_LOGITS };
+static const char *const run_output_names[RUN_NOUT] = {"last_hidden_state", "pooler_output", "sentence_embedding",
+                                                       "logits"};
 
 typedef struct run_outputs {
     ref_result res;        /* reference executor */
@@ -59,7 +65,15 @@ typedef struct run_outputs {
     float *data[RUN_NOUT]; /* NULL where the model lacks the output */
     int64_t shape[RUN_NOUT][2];
     int ndim[RUN_NOUT];
+    int first;             /* the slot of the model's first output (what --output writes) */
 } run_outputs;
+
+/* The slot of output `name`, RUN_OUT_HIDDEN if `run` does not know it. */
+static int run_output_slot(const char *name) {
+    for (int i = 0; i < RUN_NOUT; i++)
+        if (name && !strcmp(name, run_output_names[i])) return i;
+    return RUN_OUT_HIDDEN;
+}
 
 static void run_outputs_free(run_outputs *o) {
     if (o->owned)
@@ -101,6 +115,8 @@ static int run_plan(bertc_plan *pl, bertc_device_kind kind, const ref_request *r
     st = bertc_infer(ctx, &rq);
     if (st != BERTC_STATUS_OK) rc = cli_runtime_fail(st, bertc_context_error(ctx));
     for (int i = 0; i < RUN_NOUT && !rc; i++) rc = run_read_output(ctx, pl, i, req->len, o);
+    bertc_output_info first;
+    o->first = bertc_plan_output_info(pl, 0, &first) == BERTC_STATUS_OK ? run_output_slot(first.name) : RUN_OUT_HIDDEN;
     bertc_context_destroy(ctx);
     return rc;
 }
@@ -119,6 +135,7 @@ static int run_plan_file(const char *path, const char *pin, bertc_device_kind ki
 /* Runs the request on a loaded model YAML with the reference executor. */
 static int run_reference(const model *m, const ref_request *req, run_outputs *o, diag *d) {
     if (ref_run(&m->graph, &m->weights, req, &o->res, d)) return -1;
+    o->first = run_output_slot(o->res.count ? o->res.outputs[0].name : NULL);
     for (int i = 0; i < RUN_NOUT; i++) {
         const ref_tensor *t = ref_result_find(&o->res, run_output_names[i]);
         if (!t) continue;
@@ -259,16 +276,18 @@ static void run_files_abort(run_files *f) {
 
 /* --output / --pooled-output, or a summary of every output on stdout. */
 static int run_write(const run_args *a, const run_outputs *o, run_files *f, diag *d) {
-    if (a->out && !o->data[RUN_OUT_HIDDEN])
-        return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'last_hidden_state'", a->file);
+    int k = o->first;
+    if (a->out && !o->data[k]) return diag_set(d, DIAG_CODE_INPUT, "%s has no output '%s'", a->file, run_output_names[k]);
     if (a->pooled_out && !o->data[RUN_OUT_POOLER])
         return diag_set(d, DIAG_CODE_INPUT, "%s has no output 'pooler_output' (the model has no pooler)", a->file);
-    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[0], o->ndim[0], o->shape[0]) == 0) &&
+    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[k], o->ndim[k], o->shape[k]) == 0) &&
              (!a->pooled_out || npy_write_f32_to(&f->fa[1], o->data[1], o->ndim[1], o->shape[1]) == 0);
     if (file_atomic_commit_all(f->fa, 2, ok, d)) return -1;
-    if (!a->out && !a->pooled_out)
-        for (int i = 0; i < RUN_NOUT; i++)
+    if (!a->out && !a->pooled_out) /* the first output first */
+        for (int j = 0; j < RUN_NOUT; j++) {
+            int i = j == 0 ? k : j <= k ? j - 1 : j;
             if (o->data[i]) run_print_summary(run_output_names[i], o->data[i], o->ndim[i], o->shape[i]);
+        }
     return 0;
 }
 
@@ -368,11 +387,12 @@ static int run_text_check(const run_text_args *a, bertc_device_kind *kind) {
     return 0;
 }
 
-/* The embedding as --pooling says ("model": the plan's sentence_embedding),
+/* The embedding (E values) as --pooling says ("model": the plan's
+ * sentence_embedding, whose width a Dense module may make E != H),
  * L2-normalised when asked. */
-static void run_text_embedding(const char *pooling, const run_outputs *o, int64_t n, int64_t H, int normalize,
-                               float *emb) {
-    for (int64_t c = 0; c < H; c++) {
+static void run_text_embedding(const char *pooling, const run_outputs *o, int64_t n, int64_t H, int64_t E,
+                               int normalize, float *emb) {
+    for (int64_t c = 0; c < E; c++) {
         if (!strcmp(pooling, "model")) emb[c] = o->data[RUN_OUT_SENTENCE][c];
         else if (!strcmp(pooling, "pooler")) emb[c] = o->data[RUN_OUT_POOLER][c];
         else if (!strcmp(pooling, "cls")) emb[c] = o->data[RUN_OUT_HIDDEN][c];
@@ -384,10 +404,10 @@ static void run_text_embedding(const char *pooling, const run_outputs *o, int64_
     }
     if (!normalize) return;
     double ss = 0;
-    for (int64_t c = 0; c < H; c++) ss += (double)emb[c] * emb[c];
+    for (int64_t c = 0; c < E; c++) ss += (double)emb[c] * emb[c];
     double nrm = sqrt(ss);
     if (nrm < 1e-12) nrm = 1e-12;
-    for (int64_t c = 0; c < H; c++) emb[c] = (float)(emb[c] / nrm);
+    for (int64_t c = 0; c < E; c++) emb[c] = (float)(emb[c] / nrm);
 }
 
 static void run_text_print(const run_text_args *a, const bertc_encoding *e, const char *pname, const float *emb,
@@ -406,6 +426,44 @@ static void run_text_print(const run_text_args *a, const bertc_encoding *e, cons
     printf("%s\n", H > 8 ? " ..." : "");
 }
 
+/* A classification head's answer: the logit of every label (one label: the
+ * score), or per token the best label and its logit. */
+static void run_text_print_logits(const run_text_args *a, bertc_plan *pl, const bertc_encoding *e,
+                                  const run_outputs *o) {
+    const float *lg = o->data[RUN_OUT_LOGITS];
+    int per_token = o->ndim[RUN_OUT_LOGITS] == 2;
+    int64_t nl = o->shape[RUN_OUT_LOGITS][per_token ? 1 : 0], rows = per_token ? bertc_encoding_len(e) : 1;
+    if (a->json) {
+        printf("{");
+        cli_print_encoding(e, 1);
+        printf(", \"labels\": [");
+        for (int64_t k = 0; k < nl; k++) {
+            printf("%s", k ? ", " : "");
+            inspect_json_str(stdout, bertc_plan_label(pl, (int)k) ? bertc_plan_label(pl, (int)k) : "");
+        }
+        printf("], \"logits\": [");
+        for (int64_t i = 0; i < rows * nl; i++) printf("%s%.9g", i ? ", " : "", lg[i]);
+        printf("]}\n");
+        return;
+    }
+    cli_print_encoding(e, 0);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = lg + r * nl;
+        int64_t best = 0;
+        for (int64_t k = 1; k < nl; k++) best = row[k] > row[best] ? k : best;
+        const char *name = bertc_plan_label(pl, (int)best);
+        if (per_token)
+            printf("token %lld %s: %s (%+.6f)\n", (long long)r, bertc_encoding_token(e, r), name ? name : "?",
+                   row[best]);
+        else if (nl == 1)
+            printf("score%s%s: %+.6f\n", name ? " " : "", name ? name : "", row[0]);
+        else
+            for (int64_t k = 0; k < nl; k++)
+                printf("%s %s: %+.6f\n", k == best ? "*" : " ", bertc_plan_label(pl, (int)k) ? bertc_plan_label(pl, (int)k) : "?",
+                       row[k]);
+    }
+}
+
 /* Runs the encoded text and prints or writes its embedding. */
 static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind, const bertc_encoding *e,
                        run_outputs *o, run_files *f, float **emb) {
@@ -413,21 +471,28 @@ static int run_text_go(run_text_args *a, bertc_plan *pl, bertc_device_kind kind,
     ref_request req = {.len = n, .input_ids = bertc_encoding_ids(e), .token_type_ids = bertc_encoding_type_ids(e)};
     int rc = run_plan(pl, kind, &req, o);
     if (rc) return rc;
+    int classify = o->data[RUN_OUT_LOGITS] && !a->pooling && !a->emb_out;
     if (!a->pooling) a->pooling = o->data[RUN_OUT_SENTENCE] ? "model" : o->data[RUN_OUT_POOLER] ? "pooler" : "cls";
     if (!strcmp(a->pooling, "pooler") && !o->data[RUN_OUT_POOLER]) {
         fprintf(stderr, "bertc: error: %s has no pooler_output (the model has no pooler); use --pooling cls or mean\n",
                 a->path);
         return DIAG_CODE_INPUT;
     }
-    if (!(*emb = calloc((size_t)H, sizeof **emb))) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
-    run_text_embedding(a->pooling, o, n, H, a->normalize, *emb);
+    const int ks = RUN_OUT_SENTENCE;
+    int64_t E = !strcmp(a->pooling, "model") ? o->shape[ks][o->ndim[ks] - 1] : H;
+    if (!(*emb = calloc((size_t)E, sizeof **emb))) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
+    run_text_embedding(a->pooling, o, n, H, E, a->normalize, *emb);
     diag d;
     diag_init(&d);
-    int64_t eshape[1] = {H};
-    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[RUN_OUT_HIDDEN], 2, o->shape[RUN_OUT_HIDDEN]) == 0) &&
+    int64_t eshape[1] = {E};
+    int k = o->first;
+    int ok = (!a->out || npy_write_f32_to(&f->fa[0], o->data[k], o->ndim[k], o->shape[k]) == 0) &&
              (!a->emb_out || npy_write_f32_to(&f->fa[1], *emb, 1, eshape) == 0);
     if (file_atomic_commit_all(f->fa, 2, ok, &d)) return cli_fail(&d);
-    run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, H);
+    if (classify)
+        run_text_print_logits(a, pl, e, o);
+    else
+        run_text_print(a, e, !strcmp(a->pooling, "model") ? "sentence_embedding" : a->pooling, *emb, E);
     return 0;
 }
 

@@ -3,10 +3,10 @@
  * its own (bertc_debug_time_steps: the graph's launches and cuBLASLt calls
  * run one by one between CUDA events), beside the whole graph's time.
  *
- * The table keeps a column for the performance model's prediction of each
- * step (`bertc inspect --predict GPU`): "-" until the model is in the
- * build, so the first GPU that runs tools/gpu_validate.sh checks the model
- * step by step.  The sum of the steps against the graph shows what the
+ * With --predict GPU, the performance model's prediction of each step
+ * (`bertc inspect --predict GPU`, compiler/predict.h) stands beside the
+ * measured time, so the first GPU that runs tools/gpu_validate.sh checks
+ * the model step by step; without it the column says "-".  The sum of the steps against the graph shows what the
  * graph (no launch gaps) and programmatic dependent launch (overlap) buy.
  * --json prints the same as one object.  On the emulated device all times
  * are CPU times of the emulation and say nothing about a GPU.
@@ -16,6 +16,23 @@
 
 #include "bertc_debug.h"
 #include "cli.h"
+#include "plan.h"
+#include "predict.h"
+
+/* The model's prediction for one GPU, when asked for. */
+typedef struct steps_model {
+    int on;
+    plan p;
+    predict_result r;
+} steps_model;
+
+/* The modelled µs of step i at length len (the bucket that serves it); < 0 if none. */
+static double steps_predicted(const steps_model *m, int len, int i) {
+    if (!m->on) return -1;
+    for (int b = 0; b < m->r.nbuckets; b++)
+        if (m->r.buckets[b].seq_len >= len) return i < m->r.buckets[b].nsteps ? m->r.buckets[b].steps[i].us : -1;
+    return -1;
+}
 
 static int cmp_f64(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -39,8 +56,8 @@ static bertc_status steps_graph_us(bertc_context *ctx, const bertc_request *rq, 
     return st;
 }
 
-static void steps_print_text(int len, const bertc_step_time *t, int n, double graph_us) {
-    double sum = 0;
+static void steps_print_text(const steps_model *m, int len, const bertc_step_time *t, int n, double graph_us) {
+    double sum = 0, psum = 0;
     printf("\nlength %d: %d steps\n%4s  %-28s %-6s %12s %10s %12s  %s\n", len, n, "#", "step", "kind", "measured us",
            "min us", "predicted us", "kernel / algorithm");
     for (int i = 0; i < n; i++) {
@@ -48,11 +65,16 @@ static void steps_print_text(int len, const bertc_step_time *t, int n, double gr
         char what[64];
         if (t[i].algorithm >= 0) snprintf(what, sizeof what, "cublasLt, candidate %d of %d", t[i].algorithm + 1, t[i].candidates);
         else snprintf(what, sizeof what, "%.63s", t[i].what);
-        printf("%4d  %-28.28s %-6s %12.2f %10.2f %12s  %s\n", i, t[i].name, t[i].kind, t[i].us_median, t[i].us_min, "-",
+        double pu = steps_predicted(m, len, i);
+        char pred[32] = "-";
+        if (pu >= 0) snprintf(pred, sizeof pred, "%.2f", pu), psum += pu;
+        printf("%4d  %-28.28s %-6s %12.2f %10.2f %12s  %s\n", i, t[i].name, t[i].kind, t[i].us_median, t[i].us_min, pred,
                what);
     }
-    printf("%4s  %-28s %-6s %12.2f\n%4s  %-28s %-6s %12.2f\n", "", "sum of steps", "", sum, "", "graph (one launch)", "",
-           graph_us);
+    char ps[32] = "";
+    if (m->on) snprintf(ps, sizeof ps, " %10s %12.2f", "", psum);
+    printf("%4s  %-28s %-6s %12.2f%s\n%4s  %-28s %-6s %12.2f\n", "", "sum of steps", "", sum, ps, "",
+           "graph (one launch)", "", graph_us);
 }
 
 /* JSON string: the names here are plan step names and kernel entries. */
@@ -66,7 +88,8 @@ static void steps_json_str(const char *s) {
     putchar('"');
 }
 
-static void steps_print_json(int len, const bertc_step_time *t, int n, double graph_us, int first) {
+static void steps_print_json(const steps_model *m, int len, const bertc_step_time *t, int n, double graph_us,
+                             int first) {
     double sum = 0;
     printf("%s\n    {\"len\": %d, \"steps\": [", first ? "" : ",", len);
     for (int i = 0; i < n; i++) {
@@ -75,7 +98,10 @@ static void steps_print_json(int len, const bertc_step_time *t, int n, double gr
         steps_json_str(t[i].name);
         printf(", \"kind\": \"%s\", \"what\": ", t[i].kind);
         steps_json_str(t[i].what);
-        printf(", \"measured_us\": %.3f, \"min_us\": %.3f, \"predicted_us\": null", t[i].us_median, t[i].us_min);
+        printf(", \"measured_us\": %.3f, \"min_us\": %.3f, \"predicted_us\": ", t[i].us_median, t[i].us_min);
+        double pu = steps_predicted(m, len, i);
+        if (pu >= 0) printf("%.3f", pu);
+        else printf("null");
         if (t[i].algorithm >= 0) printf(", \"algorithm\": %d, \"candidates\": %d", t[i].algorithm, t[i].candidates);
         putchar('}');
     }
@@ -83,8 +109,8 @@ static void steps_print_json(int len, const bertc_step_time *t, int n, double gr
 }
 
 /* One length: the steps, then the graph; 0 or the exit status. */
-static int steps_one(bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int len, int reps, int json,
-                     int first) {
+static int steps_one(const steps_model *m, bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int len,
+                     int reps, int json, int first) {
     int n = bertc_debug_step_count(pl, len);
     bertc_step_time *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
     if (!t) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
@@ -96,34 +122,71 @@ static int steps_one(bertc_context *ctx, const bertc_plan *pl, const int32_t *id
         free(t);
         return cli_runtime_fail(st, bertc_context_error(ctx));
     }
-    if (json) steps_print_json(len, t, n, graph_us, first);
-    else steps_print_text(len, t, n, graph_us);
+    if (json) steps_print_json(m, len, t, n, graph_us, first);
+    else steps_print_text(m, len, t, n, graph_us);
     free(t);
     return 0;
 }
 
+/* The model for `gpu` on the plan at path (m->on stays 0 without a GPU name). */
+static int steps_model_open(steps_model *m, const char *path, const char *gpu) {
+    memset(m, 0, sizeof *m);
+    if (!gpu) return 0;
+    const predict_gpu *g = predict_gpu_find(gpu);
+    if (!g) {
+        fprintf(stderr, "bertc: error: --predict: unknown GPU '%s' (known: %s)\n", gpu, predict_gpu_names());
+        return DIAG_CODE_USAGE;
+    }
+    diag d;
+    diag_init(&d);
+    predict_constants k;
+    predict_constants_default(&k);
+    if (plan_read(&m->p, path, &d)) return cli_fail(&d);
+    if (predict_plan(&m->p, g, &k, &m->r, &d)) {
+        plan_free(&m->p);
+        return cli_fail(&d);
+    }
+    m->on = 1;
+    return 0;
+}
+
+static void steps_model_close(steps_model *m) {
+    if (!m->on) return;
+    predict_result_free(&m->r);
+    plan_free(&m->p);
+}
+
 int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, const int32_t *ids, int seq_len,
-                    int reps, int json) {
+                    int reps, int json, const char *gpu) {
     int emu = !strcmp(bertc_context_image_kind(ctx), "emu") || !strcmp(bertc_context_image_arch(ctx), "emu");
+    steps_model m;
+    int rc = steps_model_open(&m, path, gpu);
+    if (rc) return rc;
     if (json) {
         printf("{\"plan\": ");
         steps_json_str(path);
-        printf(", \"image\": \"%s\", \"programmatic_launch\": %s, \"reps\": %d, \"lengths\": [", bertc_context_image_arch(ctx),
-               bertc_context_programmatic_launch(ctx) ? "true" : "false", reps);
+        printf(", \"image\": \"%s\", \"programmatic_launch\": %s, \"reps\": %d, \"predicted_for\": ",
+               bertc_context_image_arch(ctx), bertc_context_programmatic_launch(ctx) ? "true" : "false", reps);
+        if (gpu) steps_json_str(gpu);
+        else printf("null");
+        printf(", \"lengths\": [");
     } else {
         printf("plan %s (image %s %s%s): each step %d times between CUDA events, median\n", path,
                bertc_context_image_arch(ctx), bertc_context_image_kind(ctx),
                bertc_context_programmatic_launch(ctx) ? ", programmatic dependent launch in the graph" : "", reps);
     }
-    int rc = 0;
     for (int b = 0; b < bertc_plan_bucket_count(pl) && !rc; b++) {
         if (seq_len && b > 0) break;
-        rc = steps_one(ctx, pl, ids, seq_len ? seq_len : bertc_plan_bucket_len(pl, b), reps, json, b == 0);
+        rc = steps_one(&m, ctx, pl, ids, seq_len ? seq_len : bertc_plan_bucket_len(pl, b), reps, json, b == 0);
     }
+    steps_model_close(&m);
     if (rc) return rc;
     if (json) printf("\n]}\n");
+    else if (gpu)
+        printf("(microseconds; predicted: the performance model for %s, bertc inspect --predict %s%s)\n", gpu, gpu,
+               emu ? "; the emulated device's times are CPU times, not a GPU's" : "");
     else
-        printf("(microseconds; predicted: bertc inspect --predict, not in this build%s)\n",
+        printf("(microseconds; predicted: add --predict GPU%s)\n",
                emu ? "; the emulated device's times are CPU times, not a GPU's" : "");
     return 0;
 }

@@ -85,13 +85,18 @@ static int compile_tokenizer(plan *p, const ir_graph *g, diag *d) {
     return 0;
 }
 
-/* What the plan carries besides the program: names and the tokenizer. */
+/* What the plan carries besides the program: names, the labels and the tokenizer. */
 static int compile_assemble(plan *p, const ir_graph *g, diag *d) {
     char producer[64];
     snprintf(producer, sizeof producer, "bertc %s", BERTC_VERSION);
     p->model_name = compile_strdup(g->name);
     p->producer = compile_strdup(producer);
     if (!p->model_name || !p->producer) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    if (g->nlabels && !(p->labels = calloc((size_t)g->nlabels, sizeof *p->labels)))
+        return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    for (; p->nlabels < g->nlabels; p->nlabels++)
+        if (!(p->labels[p->nlabels] = compile_strdup(g->labels[p->nlabels])))
+            return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     return g->has_tokenizer ? compile_tokenizer(p, g, d) : 0;
 }
 

@@ -123,6 +123,11 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
             (long long)p->vocab_size);
     fprintf(f, "weights %llu bytes, arena %llu bytes (largest bucket)\n", (unsigned long long)p->weights_size,
             (unsigned long long)p->arena_bytes);
+    if (p->nlabels) {
+        fprintf(f, "labels of logits (%d):", p->nlabels);
+        for (int i = 0; i < p->nlabels; i++) fprintf(f, "%s%s", i ? ", " : " ", p->labels[i]);
+        fprintf(f, "\n");
+    }
     fprintf(f, "\nimages:\n");
     for (int i = 0; i < p->nimages; i++) {
         const plan_image *im = &p->images[i];
@@ -209,6 +214,12 @@ void inspect_write_json(FILE *f, const plan *p) {
     inspect_json_str(f, p->model_name);
     fprintf(f, ", \"precision\": \"%s\", \"max_seq_len\": %lld, \"hidden\": %lld,\n",
             inspect_precision_name(p->precision), (long long)p->max_seq_len, (long long)p->hidden);
+    fprintf(f, " \"labels\": [");
+    for (int i = 0; i < p->nlabels; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        inspect_json_str(f, p->labels[i]);
+    }
+    fprintf(f, "],\n");
     inspect_json_images(f, p);
     fprintf(f, "],\n \"weights_bytes\": %llu, \"arena_bytes\": %llu,\n \"kernels\": [",
             (unsigned long long)p->weights_size, (unsigned long long)p->arena_bytes);

@@ -1,6 +1,6 @@
 /*
  * attention.cuh — fused multi-head self-attention for one request:
- *   ctx[s, h] = softmax_k(scale * q_h[s] . k_h[k] + maskbias[k]) . v_h
+ *   ctx[s, h] = softmax_k(scale * q_h[s] . k_h[k] + maskbias[k] [+ scorebias_h[s][k]]) . v_h
  *
  * Grid (heads, query tiles of QT rows), four warps per block, keys
  * streamed through shared memory in tiles with an online softmax (running
@@ -55,9 +55,20 @@
  * masking; a warp whose slice held no key < len carries (max -FLT_MAX,
  * sum 0, O 0) into the combine, which weighs it 0 or 1 times 0.
  *
+ * An optional additive score bias (MPNet's relative-position bias): one
+ * [heads, BLD, BLD] table per plan, made for its longest bucket and shared
+ * by every layer and bucket — the bias depends on key - query only, so a
+ * bucket's [S, S] block is the table's top-left corner.  It is added to
+ * the scaled score of every visible key (mask bias 0), as
+ * bias[h][min(row, len - 1)][key] * log2 e; a masked key keeps exactly
+ * -FLT_MAX (HF's finfo.min swamps the bias too) and a key >= len -inf, and
+ * neither reads the table, so no read leaves its [len, len] corner.  BLD 0
+ * means no bias: the pointer is never read.
+ *
  * Dependencies: the request block (lengths, mask) is read before the
  * grid-dependency wait, Q, K and V after it; dependents are released once
- * the last key tile has landed.
+ * the last key tile has landed.  The score bias is a weight: readable at
+ * any time.
  *
  * Packed batches (a token bucket): a block is one query tile of one
  * sequence, found from the request block's seq_start[] before the wait
@@ -67,12 +78,30 @@
  * sequence's length would take alone, because the tile decides how the
  * four warps split the keys and so the order of the sums: a sequence's
  * rows come out bit for bit as alone.  The kernel holds one instance of
- * the block per tile in use and switches on the work's tile.
+ * the block per tile in use and switches on the work's tile.  The score
+ * bias is indexed by places in the sequence, as alone (BLD covers the
+ * longest length bucket, which bounds every sequence of a batch).
  */
 #ifndef BERTC_ATTENTION_CUH
 #define BERTC_ATTENTION_CUH
 
 #define BERTC_NEG_INF __int_as_float((int)0xff800000u)
+#define BERTC_LOG2E 1.4426950408889634f
+
+/*
+ * The score bias of (row, key) of head h's table `hb` in the log2 domain,
+ * added to a score whose mask bias is `mb` only when the key is visible
+ * (mb == 0: key < len, so the read stays inside the table).
+ */
+template <typename T, int BLD>
+BERTC_INLINE float bertc_attention_score_bias(const T *__restrict__ hb, float mb, int row, int key, int len) {
+    if constexpr (BLD == 0) {
+        return 0.0f;
+    } else {
+        const int r = row < len ? row : len - 1;
+        return mb == 0.0f ? bertc_to_float<T>(hb[(size_t)r * BLD + key]) * BERTC_LOG2E : 0.0f;
+    }
+}
 
 /*
  * The additive mask bias of keys [k0, k0 + KT) into dst: 0 kept, -FLT_MAX
@@ -115,12 +144,13 @@ template <typename T, int D, int NW, int PT, int KT> struct bertc_attention_simt
     static_assert(PT % NW == 0 && KT % 32 == 0 && D % 2 == 0, "attention geometry");
 };
 
-/* Scores of the warp's rows against the tile's keys, in the log2 domain
- * with the mask bias: lane j owns key j of each 32-key chunk (-FLT_MAX
- * past the tile's kn keys, never used). */
-template <typename T, int D, int NW, int PT, int KT, typename S = bertc_attention_simt_shape<T, D, NW, PT, KT>>
-BERTC_INLINE void bertc_attention_simt_scores(const float *qw, const T *ks, const float *bs, int kn, int lane,
-                                              float (&sc)[S::R][S::CH]) {
+/* Scores of the warp's rows (from row0) against the tile's keys (from
+ * k0), in the log2 domain with the mask bias and head h's score bias hb:
+ * lane j owns key j of each 32-key chunk (-FLT_MAX past the tile's kn
+ * keys, never used). */
+template <typename T, int D, int NW, int PT, int KT, int BLD, typename S = bertc_attention_simt_shape<T, D, NW, PT, KT>>
+BERTC_INLINE void bertc_attention_simt_scores(const float *qw, const T *ks, const float *bs, const T *hb, int row0,
+                                              int k0, int kn, int len, int lane, float (&sc)[S::R][S::CH]) {
 #pragma unroll
     for (int ch = 0; ch < S::CH; ++ch) {
         const int j = ch * 32 + lane;
@@ -143,7 +173,8 @@ BERTC_INLINE void bertc_attention_simt_scores(const float *qw, const T *ks, cons
             }
             const float b = bs[j];
 #pragma unroll
-            for (int r = 0; r < S::R; ++r) sc[r][ch] = s[r] + b;
+            for (int r = 0; r < S::R; ++r)
+                sc[r][ch] = s[r] + b + bertc_attention_score_bias<T, BLD>(hb, b, row0 + r, k0 + j, len);
         }
     }
 }
@@ -219,10 +250,10 @@ BERTC_INLINE void bertc_attention_simt_pv(const float (&sc)[S::R][S::CH], const 
  * float, K [KT][KS], V [KT][D] and the bias [KT] float.  Every thread of
  * the block calls it with the same q0 (it synchronises).
  */
-template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int PT, int KT, int VEC>
+template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int NW, int PT, int KT, int VEC, int BLD>
 BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
-                                       const T *__restrict__ qkv, float scale_log2e, unsigned char *smem, int h,
-                                       int q0, int len) {
+                                       const T *__restrict__ qkv, const T *__restrict__ hb, float scale_log2e,
+                                       unsigned char *smem, int h, int q0, int len) {
     typedef bertc_attention_simt_shape<T, D, NW, PT, KT> S;
     constexpr int R = S::R, DV = D / VEC; /* vectors per row */
     static_assert(D % VEC == 0, "attention geometry");
@@ -268,7 +299,8 @@ BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restric
         bertc_attention_bias<KT, NW * 32>(bs, mask, vec4, k0, len, tid);
         __syncthreads();
         float sc[R][S::CH];
-        bertc_attention_simt_scores<T, D, NW, PT, KT>(qs + warp * R * D, ks, bs, kn, lane, sc);
+        bertc_attention_simt_scores<T, D, NW, PT, KT, BLD>(qs + warp * R * D, ks, bs, hb, q0 + warp * R, k0, kn, len,
+                                                            lane, sc);
         bertc_attention_simt_softmax<T, D, NW, PT, KT>(sc, m, l, acc, kn, lane);
         bertc_attention_simt_pv<T, D, NW, PT, KT>(sc, vs, kn, lane, acc);
     }
@@ -301,14 +333,14 @@ BERTC_INLINE void bertc_attention_simt(T *__restrict__ ctx, const int *__restric
 }
 
 /* The SIMT passes of a block of QT query rows from q0, PT rows at a time. */
-template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int QT, int PT, int KT, int VEC>
+template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int QT, int PT, int KT, int VEC, int BLD>
 BERTC_INLINE void bertc_attention_simt_passes(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
-                                              const T *__restrict__ qkv, float scale_log2e, unsigned char *smem,
-                                              int h, int q0, int len) {
+                                              const T *__restrict__ qkv, const T *__restrict__ hb, float scale_log2e,
+                                              unsigned char *smem, int h, int q0, int len) {
 #pragma unroll 1
     for (int qp = q0; qp < q0 + QT && qp < len; qp += PT)
-        bertc_attention_simt<T, D, LD, QO, KO, VO, CLD, 4, PT, KT, VEC>(ctx, mask, vec4, qkv, scale_log2e, smem, h, qp,
-                                                                       len);
+        bertc_attention_simt<T, D, LD, QO, KO, VO, CLD, 4, PT, KT, VEC, BLD>(ctx, mask, vec4, qkv, hb, scale_log2e, smem,
+                                                                            h, qp, len);
     bertc_trigger_dependents();
 }
 
@@ -333,15 +365,16 @@ BERTC_INLINE void bertc_attention_tc_fill(T *__restrict__ kdst, T *__restrict__ 
 }
 
 /*
- * One warp's key slice of a staged tile: S = Q K^T for its 16 rows and
- * NT * 8 keys, the masked online-softmax update of (m, l, o), O += P V.
+ * One warp's key slice of a staged tile: S = Q K^T for its 16 rows (from
+ * row0) and NT * 8 keys (from key0), the masked online-softmax update of
+ * (m, l, o), O += P V.  hb: head h's score bias (BLD > 0).
  */
-template <typename T, int D, int NT>
+template <typename T, int D, int NT, int BLD>
 BERTC_INLINE void bertc_attention_tc_slice(const unsigned (*qa)[4], const T *__restrict__ K, const T *__restrict__ V,
-                                           const float *__restrict__ bias, float scale_log2e, float (*o)[4],
-                                           float *m, float *l) {
+                                           const float *__restrict__ bias, const T *__restrict__ hb, int row0,
+                                           int key0, int len, float scale_log2e, float (*o)[4], float *m, float *l) {
     constexpr int DP = D + 8, ND = D / 16, NO = D / 8;
-    const int lane = (int)threadIdx.x & 31, t = lane & 3;
+    const int lane = (int)threadIdx.x & 31, t = lane & 3, r0 = row0 + (lane >> 2);
     float s[NT][4];
 #pragma unroll
     for (int i = 0; i < NT; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
@@ -364,9 +397,11 @@ BERTC_INLINE void bertc_attention_tc_slice(const unsigned (*qa)[4], const T *__r
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-            const float b = bias[nt * 8 + 2 * t + e];
-            s[nt][e] = fmaf(s[nt][e], scale_log2e, b);
-            s[nt][2 + e] = fmaf(s[nt][2 + e], scale_log2e, b);
+            const int key = nt * 8 + 2 * t + e;
+            const float b = bias[key];
+            s[nt][e] = fmaf(s[nt][e], scale_log2e, b) + bertc_attention_score_bias<T, BLD>(hb, b, r0, key0 + key, len);
+            s[nt][2 + e] =
+                fmaf(s[nt][2 + e], scale_log2e, b) + bertc_attention_score_bias<T, BLD>(hb, b, r0 + 8, key0 + key, len);
             mx0 = fmaxf(mx0, s[nt][e]);
             mx1 = fmaxf(mx1, s[nt][2 + e]);
         }
@@ -458,10 +493,10 @@ BERTC_INLINE void bertc_attention_tc_store(T *__restrict__ ctx, const float *so,
  * + 8], then per stage K and V [64][D + 8] and the bias [64] float; the
  * combine's states reuse the K/V tiles once the keys are done.
  */
-template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int QT, int WQ, int STAGES, int OV>
+template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, int QT, int WQ, int STAGES, int OV, int BLD>
 BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
-                                     const T *__restrict__ qkv, float scale_log2e, unsigned char *smem, int h, int q0,
-                                     int len) {
+                                     const T *__restrict__ qkv, const T *__restrict__ hb, float scale_log2e,
+                                     unsigned char *smem, int h, int q0, int len) {
     constexpr int KT = 64, WK = 4 / WQ, KW = KT / WK; /* keys per warp per tile */
     constexpr int DP = D + 8, ND = D / 16, NO = D / 8, QR = 16 * WQ, CPR = D / 8;
     static_assert(D % 16 == 0 && WQ * WK == 4 && KW % 16 == 0 && (QT == 8 || QT == QR), "attention geometry");
@@ -506,7 +541,8 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
                 bertc_ldmatrix_x4(qa[kd], qs + (wq * 16 + (lane & 15)) * DP + kd * 16 + (lane >> 4) * 8);
         }
         const int kb = st * KT + wk * KW;
-        bertc_attention_tc_slice<T, D, KW / 8>(qa, ks + kb * DP, vs + kb * DP, bs + kb, scale_log2e, o, m, l);
+        bertc_attention_tc_slice<T, D, KW / 8, BLD>(qa, ks + kb * DP, vs + kb * DP, bs + kb, hb, q0 + wq * 16,
+                                                    it * KT + wk * KW, len, scale_log2e, o, m, l);
         __syncthreads(); /* the stage is refilled next */
         if (STAGES == 1 && it + 1 < ntiles) {
             bertc_attention_tc_fill<T, D, LD, KO, VO, KT>(ks, vs, bs, qkv, mask, vec4, h, (it + 1) * KT, len, tid);
@@ -547,25 +583,25 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
  * grid-dependency wait.
  */
 template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, bool TC, int QT, int WQ, int STAGES, int PT,
-          int SKT, int VEC, int OV>
+          int SKT, int VEC, int OV, int BLD>
 BERTC_INLINE void bertc_attention_rows(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
-                                       const T *__restrict__ qkv, float scale_log2e, unsigned char *smem, int h,
-                                       int q0, int len) {
+                                       const T *__restrict__ qkv, const T *__restrict__ hb, float scale_log2e,
+                                       unsigned char *smem, int h, int q0, int len) {
     constexpr bool MMA = BERTC_HAS_MMA16816 || (BERTC_HAS_MMA1688_F16 && bertc_type<T>::IS_HALF);
     if constexpr (TC && MMA) {
-        bertc_attention_tc<T, D, LD, QO, KO, VO, CLD, QT, WQ, STAGES, OV>(ctx, mask, vec4, qkv, scale_log2e, smem, h, q0,
-                                                                         len);
+        bertc_attention_tc<T, D, LD, QO, KO, VO, CLD, QT, WQ, STAGES, OV, BLD>(ctx, mask, vec4, qkv, hb, scale_log2e,
+                                                                              smem, h, q0, len);
     } else {
-        bertc_attention_simt_passes<T, D, LD, QO, KO, VO, CLD, QT, PT, SKT, VEC>(ctx, mask, vec4, qkv, scale_log2e, smem,
-                                                                               h, q0, len);
+        bertc_attention_simt_passes<T, D, LD, QO, KO, VO, CLD, QT, PT, SKT, VEC, BLD>(ctx, mask, vec4, qkv, hb,
+                                                                                    scale_log2e, smem, h, q0, len);
     }
 }
 
 /* Entry for one request: block (h, query tile). */
 template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, bool TC, int QT, int WQ, int STAGES, int PT,
-          int SKT, int VEC, int OV>
+          int SKT, int VEC, int OV, int BLD>
 BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ req, const T *__restrict__ qkv,
-                                  float scale_log2e) {
+                                  const T *__restrict__ bias, float scale_log2e) {
     BERTC_DYNAMIC_SMEM(unsigned char, smem);
     const bertc_req_lens rl = bertc_req_read(req);
     const int h = (int)blockIdx.x;
@@ -573,10 +609,11 @@ BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ r
     if (q0 >= rl.len) return;
     const int *mask = req + BERTC_REQ_ATTENTION_MASK(rl.bucket);
     const bool vec4 = (rl.bucket & 1) == 0; /* the mask array starts 16-byte aligned */
+    const T *hb = BLD ? bias + (size_t)h * BLD * BLD : bias;
     bertc_grid_dependency_wait();
-    bertc_attention_rows<T, D, LD, QO, KO, VO, CLD, TC, QT, WQ, STAGES, PT, SKT, VEC, OV>(ctx, mask, vec4, qkv,
-                                                                                          scale_log2e, smem, h, q0,
-                                                                                          rl.len);
+    bertc_attention_rows<T, D, LD, QO, KO, VO, CLD, TC, QT, WQ, STAGES, PT, SKT, VEC, OV, BLD>(ctx, mask, vec4, qkv, hb,
+                                                                                               scale_log2e, smem, h,
+                                                                                               q0, rl.len);
 }
 
 /*

@@ -29,13 +29,17 @@
  * Packed (a token bucket's batch): one block per sequence, each doing
  * exactly the one-request block's work on its sequence's rows and mask
  * (from seq_start[]) into its own output row, so a sequence's pooled row
- * is bit for bit its row alone.
+ * is bit for bit its row alone.  MODE BERTC_POOL_ROW (packed only) takes
+ * row i of an input with a row per sequence (a lone Normalize after a
+ * Dense module), where alone a cls pool takes the one row: the same copy
+ * and norm, so the same bits.
  */
 #ifndef BERTC_POOL_CUH
 #define BERTC_POOL_CUH
 
 #define BERTC_POOL_CLS 0
 #define BERTC_POOL_MEAN 1
+#define BERTC_POOL_ROW 2
 
 /* One pooled row from the len rows of x and their mask: the block's work
  * for one request (or one sequence of a packed batch).  Called after the
@@ -54,7 +58,7 @@ BERTC_INLINE void bertc_pool_rows(T *__restrict__ out, const T *__restrict__ x, 
 #pragma unroll
     for (int j = 0; j < ITEMS * VEC; ++j) acc[j] = 0.0f;
 
-    if constexpr (MODE == BERTC_POOL_CLS) {
+    if constexpr (MODE != BERTC_POOL_MEAN) { /* cls, row: one row's copy */
         bertc_grid_dependency_wait();
         if (owner && len > 0) {
 #pragma unroll
@@ -152,8 +156,9 @@ BERTC_INLINE void bertc_pool_packed(T *__restrict__ out, const int *__restrict__
     const int i = (int)blockIdx.x;
     if (i >= bertc_req_nseq(req)) return;
     const bertc_req_seq sq = bertc_req_seq_rows(req, rl, i);
+    const size_t first = MODE == BERTC_POOL_ROW ? (size_t)i : (size_t)sq.start;
     bertc_pool_rows<T, H, VEC, CT, RG, ITEMS, THREADS, MODE, NORMALIZE>(
-        out + (size_t)i * H, x + (size_t)sq.start * H, req + BERTC_REQ_ATTENTION_MASK(rl.bucket) + sq.start, sq.len);
+        out + (size_t)i * H, x + first * H, req + BERTC_REQ_ATTENTION_MASK(rl.bucket) + sq.start, sq.len);
 }
 
 #endif /* BERTC_POOL_CUH */

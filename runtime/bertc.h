@@ -135,6 +135,12 @@ bertc_status bertc_plan_output_info(const bertc_plan *plan, int output, bertc_ou
 /* Index of the output called `name`, or -1. */
 int bertc_plan_output_index(const bertc_plan *plan, const char *name);
 
+/* The class names of a classification head's output "logits" (the model's
+ * id2label), in label order: count 0 when the plan has none; a name is
+ * NULL for an index outside 0 .. count - 1. */
+int bertc_plan_label_count(const bertc_plan *plan);
+const char *bertc_plan_label(const bertc_plan *plan, int label);
+
 /* --------------------------------------------------------------- contexts */
 
 typedef enum bertc_device_kind {

@@ -142,3 +142,9 @@ int bertc_plan_output_index(const bertc_plan *pl, const char *name) {
         if (!strcmp(pl->p.buckets[0].outputs[i].name, name)) return i;
     return -1;
 }
+
+int bertc_plan_label_count(const bertc_plan *pl) { return pl ? pl->p.nlabels : 0; }
+
+const char *bertc_plan_label(const bertc_plan *pl, int label) {
+    return pl && label >= 0 && label < pl->p.nlabels ? pl->p.labels[label] : NULL;
+}

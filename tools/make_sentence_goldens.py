@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""make_sentence_goldens — sentence-transformers reference embeddings for MiniLM.
+"""make_sentence_goldens — sentence-transformers reference embeddings.
 
 Usage (needs torch + transformers + sentence-transformers; CI never runs
 this, its output is committed; see docs/testing.md "Sentence-embedding
 goldens" for the exact environment):
-    HF_HUB_OFFLINE=1 /tmp/stenv/bin/python tools/make_sentence_goldens.py [--check]
---check computes everything and compares it with the committed file instead
-of writing it (exit 1 if the bytes differ).
+    HF_HUB_OFFLINE=1 /tmp/stenv/bin/python tools/make_sentence_goldens.py [--model NAME] [--check]
+NAME is all-MiniLM-L6-v2 (the default; build/hf/ from tools/fetch_minilm.sh)
+or all-mpnet-base-v2 (tools/fetch_mpnet.sh); the output is
+tests/golden/NAME-sentences.bsen.  --check computes everything and compares
+it with the committed file instead of writing it (exit 1 if the bytes
+differ).
 
 Design.  Truth for bertc's sentence embeddings (mean pooling over the
 attention mask, then L2 normalisation) is sentence-transformers itself:
@@ -59,9 +62,19 @@ import sentence_transformers
 from sentence_transformers import SentenceTransformer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = "all-MiniLM-L6-v2"
-MODEL_DIR = os.path.join(ROOT, "build", "hf", MODEL)
-OUT = os.path.join(ROOT, "tests", "golden", MODEL + "-sentences.bsen")
+MODELS = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+MODEL = MODELS[0]
+MODEL_DIR = OUT = None
+
+
+def select_model(name):
+    global MODEL, MODEL_DIR, OUT
+    MODEL = name
+    MODEL_DIR = os.path.join(ROOT, "build", "hf", MODEL)
+    OUT = os.path.join(ROOT, "tests", "golden", MODEL + "-sentences.bsen")
+
+
+select_model(MODEL)
 MAGIC = b"BSEN"
 VERSION = 1
 
@@ -80,10 +93,14 @@ LONG_PARAGRAPH = (
     "rounding that float32 arithmetic already introduces."
 )
 
-OVERLONG = " ".join(
-    "Item %d of the overlong list: the tokenizer must cut this text at 256 tokens, "
-    "counting the classification and separator tokens." % i for i in range(1, 21)
-)
+def overlong(items):
+    return " ".join(
+        "Item %d of the overlong list: the tokenizer must cut this text at 256 tokens, "
+        "counting the classification and separator tokens." % i for i in range(1, items + 1)
+    )
+
+
+OVERLONG = overlong(20)
 
 # (name, text).  The name goes into the header only; the file stores the text.
 SENTENCES = [
@@ -170,7 +187,7 @@ def build():
         "max_seq_length: %d" % max_seq,
         "dim: %d" % dim,
         "compute: SentenceTransformer.encode float32, one sentence per call, CPU, 1 thread",
-        "ids: SentenceTransformer.tokenize (str.strip, BertTokenizerFast, truncation to max_seq_length)",
+        "ids: SentenceTransformer.tokenize (str.strip, %s, truncation to max_seq_length)" % type(tok).__name__,
     ]
     body = []
     worst = [0.0, 0.0]
@@ -221,7 +238,11 @@ def build():
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed file, write nothing")
+    ap.add_argument("--model", default=MODELS[0], choices=MODELS)
     args = ap.parse_args(argv)
+    select_model(args.model)
+    if args.model == "all-mpnet-base-v2":  # max_seq_length 384: a longer text to cut
+        SENTENCES[-1] = ("overlong_truncated", overlong(30))
     if not os.path.exists(os.path.join(MODEL_DIR, "model.safetensors")):
         print("make_sentence_goldens: %s missing; run: make build/hf/%s/model.safetensors" % (MODEL_DIR, MODEL),
               file=sys.stderr)

@@ -242,9 +242,11 @@ def tensor_values(variant, name, shape, kind):
     return [std * rng.normalish() for _ in range(n)]
 
 
-def safetensors_bytes(variant, cfg):
+def safetensors_bytes(variant, cfg, tensors=None):
+    """model.safetensors of `tensors` ([(name, shape, kind)]; default: the
+    variant's BERT tensors), every value stored in cfg["dtype"]."""
     entries = []
-    for name, shape, kind in tensor_list(cfg):
+    for name, shape, kind in (tensor_list(cfg) if tensors is None else tensors):
         vals = tensor_values(variant, name, shape, kind)
         if kind == "position_ids":
             dtype, data = "I64", struct.pack("<%dq" % len(vals), *vals)

@@ -22,10 +22,13 @@
  * allows anyway (three of ~40 KiB on an A100), which lets ptxas use up to
  * 170 registers — the S tile, the O accumulators (head_dim / 2 per lane)
  * and Q's fragments (head_dim / 4) are all live across the key loop.  At
- * head_dim 128 two blocks (255 registers): O alone is 64 per lane.
+ * head_dim 128 two blocks (255 registers): O alone is 64 per lane.  A score
+ * bias (MPNet) adds a table read per score, whose loads ptxas hoists: two
+ * blocks there too (sm_75's pairs of m16n8k8 spilled at 170 registers with
+ * a 64-row query tile).
  */
 static int kernel_attention_min_blocks(const kernel_spec *s, const kernel_geometry *g) {
-    return g->tc ? (s->head_dim > 64 ? 2 : 3) : kernel_min_blocks(32 * g->nw);
+    return g->tc ? (s->head_dim > 64 || s->bias_ld ? 2 : 3) : kernel_min_blocks(32 * g->nw);
 }
 
 static int kernel_attention_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
@@ -34,9 +37,12 @@ static int kernel_attention_entry(const kernel_spec *s, char *buf, size_t cap, d
         snprintf(tile, sizeof tile, "p%d_%d_%d_%d", s->seq_qtile[0], s->seq_qtile[1], s->seq_qtile[2], s->seq_qtile[3]);
     else
         snprintf(tile, sizeof tile, "t%d", s->qtile);
-    return kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_%s_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
-                               kernel_dtype_tag(s->dtype), tile, s->heads, s->head_dim, kernel_float_bits(s->scale),
-                               s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld);
+    if (kernel_entry_printf(buf, cap, "attention", d, "bertc_attention_%s_%s_h%d_d%d_c%08x_ld%d_q%d_k%d_v%d_o%d",
+                            kernel_dtype_tag(s->dtype), tile, s->heads, s->head_dim, kernel_float_bits(s->scale),
+                            s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld))
+        return -1;
+    size_t n = strlen(buf);
+    return s->bias_ld ? kernel_entry_printf(buf + n, cap - n, "attention", d, "_b%d", s->bias_ld) : 0;
 }
 
 /* The template arguments of bertc_attention / bertc_attention_rows after
@@ -61,10 +67,11 @@ static int kernel_attention_packed_body(const kernel_spec *s, const kernel_geome
                        "    const bool vec4 = (rl.bucket & 1) == 0 && (w.start & 3) == 0;\n"
                        "    const %s *q = qkv + (size_t)w.start * %d;\n"
                        "    %s *c = ctx + (size_t)w.start * %d;\n"
+                       "    const %s *hb = bias + (size_t)blockIdx.x * %d * %d;\n"
                        "    bertc_grid_dependency_wait();\n"
                        "    switch (w.tile) {\n",
                        s->seq_qtile[0], s->seq_qtile[1], s->seq_qtile[2], s->seq_qtile[3], g->tiles[g->ntiles - 1], ty,
-                       s->qkv_ld, ty, s->ctx_ld);
+                       s->qkv_ld, ty, s->ctx_ld, ty, s->bias_ld, s->bias_ld);
     for (int i = 0; i < g->ntiles; i++) {
         kernel_spec vs = kernel_attention_variant(s, g->tiles[i]);
         kernel_geometry vg;
@@ -75,9 +82,9 @@ static int kernel_attention_packed_body(const kernel_spec *s, const kernel_geome
         if (i + 1 < g->ntiles) kernel_text_printf(t, "    case %d:", g->tiles[i]);
         else kernel_text_printf(t, "    default:");
         kernel_text_printf(t,
-                           " bertc_attention_rows<%s, %d, %d, %d, %d, %d, %d, %s>(c, mask, vec4, q, "
+                           " bertc_attention_rows<%s, %d, %d, %d, %d, %d, %d, %s, %d>(c, mask, vec4, q, hb, "
                            "__int_as_float((int)0x%08xu), smem, (int)blockIdx.x, w.q0, w.len); break;\n",
-                           ty, s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld, targs,
+                           ty, s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off, s->ctx_ld, targs, s->bias_ld,
                            kernel_float_bits((float)((double)s->scale * 1.4426950408889634074)));
     }
     kernel_text_printf(t, "    }\n");
@@ -95,16 +102,16 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     if (s->packed)
         kernel_text_printf(t,
                            "// bertc template=attention dtype=%s bucket=any packed=1 seq_qtile=%d,%d,%d,%d heads=%d "
-                           "head_dim=%d scale=%.9g qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d\n",
+                           "head_dim=%d scale=%.9g qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d bias_ld=%d\n",
                            plan_dtype_name(s->dtype), s->seq_qtile[0], s->seq_qtile[1], s->seq_qtile[2],
                            s->seq_qtile[3], s->heads, s->head_dim, (double)s->scale, s->qkv_ld, s->q_off, s->k_off,
-                           s->v_off, s->ctx_ld);
+                           s->v_off, s->ctx_ld, s->bias_ld);
     else
         kernel_text_printf(t,
                            "// bertc template=attention dtype=%s bucket=any qtile=%d heads=%d head_dim=%d scale=%.9g "
-                           "qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d\n",
+                           "qkv_ld=%d q_off=%d k_off=%d v_off=%d ctx_ld=%d bias_ld=%d\n",
                            plan_dtype_name(s->dtype), s->qtile, s->heads, s->head_dim, (double)s->scale, s->qkv_ld,
-                           s->q_off, s->k_off, s->v_off, s->ctx_ld);
+                           s->q_off, s->k_off, s->v_off, s->ctx_ld, s->bias_ld);
     if (s->packed) {
         kernel_text_printf(t, "// geometry: packed batches, a block per (head, query tile of one sequence); tiles");
         for (int i = 0; i < g.ntiles; i++) kernel_text_printf(t, " %d", g.tiles[i]);
@@ -125,22 +132,22 @@ static int kernel_attention_source(const kernel_spec *s, const char *name, kerne
     if (s->packed) {
         kernel_text_printf(t,
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *ctx, const int *req, "
-                           "const %s *qkv" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL,
-                           32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty);
+                           "const %s *qkv, const %s *bias" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL,
+                           32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty);
         if (kernel_attention_packed_body(s, &g, ov, t, d)) return -1;
         kernel_text_printf(t, "}\nBERTC_KERNEL_EXPORT(%s)\n", name);
         return 0;
     }
     kernel_text_printf(t,
                        "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *ctx, const int *req, "
-                       "const %s *qkv" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
-                       "__int_as_float((int)0x%08xu));\n"
+                       "const %s *qkv, const %s *bias" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
+                       "    bertc_attention<%s, %d, %d, %d, %d, %d, %d, %s, %d, %d, %d, %d, %d, %d, %d, %d>(ctx, req, qkv, "
+                       "bias, __int_as_float((int)0x%08xu));\n"
                        "}\n"
                        "BERTC_KERNEL_EXPORT(%s)\n",
-                       32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty, s->head_dim, s->qkv_ld,
+                       32 * g.nw, kernel_attention_min_blocks(s, &g), name, ty, ty, ty, ty, s->head_dim, s->qkv_ld,
                        s->q_off, s->k_off, s->v_off, s->ctx_ld, g.tc ? "true" : "false", g.qt, g.tc ? g.wq : 1,
-                       g.tc ? g.stages : 1, g.pt, g.skt, g.vec, ov, scale_log2e, name);
+                       g.tc ? g.stages : 1, g.pt, g.skt, g.vec, ov, s->bias_ld, scale_log2e, name);
     return 0;
 }
 

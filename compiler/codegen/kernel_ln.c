@@ -22,12 +22,13 @@ static const char *kernel_ln_index_name(kernel_index i) {
     case KERNEL_INDEX_INPUT_IDS: return "input_ids";
     case KERNEL_INDEX_TOKEN_TYPES: return "token_type_ids";
     case KERNEL_INDEX_POSITION: return "position";
+    case KERNEL_INDEX_PAD_POSITION: return "pad_position";
     default: return NULL;
     }
 }
 
 static char kernel_ln_index_letter(kernel_index i) {
-    return i == KERNEL_INDEX_INPUT_IDS ? 'i' : i == KERNEL_INDEX_TOKEN_TYPES ? 't' : 'p';
+    return i == KERNEL_INDEX_INPUT_IDS ? 'i' : i == KERNEL_INDEX_TOKEN_TYPES ? 't' : i == KERNEL_INDEX_POSITION ? 'p' : 'r';
 }
 
 /* The kind's name in messages: the file serves two kinds. */
@@ -49,6 +50,10 @@ static int kernel_ln_entry(const kernel_spec *s, char *buf, size_t cap, diag *d)
         if (kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "_%c%d", kernel_ln_index_letter(s->gather_index[i]),
                                 s->table_rows[i]))
             return -1;
+        n = strlen(buf);
+        if (s->gather_index[i] == KERNEL_INDEX_PAD_POSITION &&
+            kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "pad%d", s->pad_id))
+            return -1;
     }
     size_t n = strlen(buf);
     return s->packed ? kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "_packed") : 0;
@@ -69,6 +74,7 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
         for (int i = 0; i < s->ngathers; i++)
             kernel_text_printf(t, " gather_index%d=%s table_rows%d=%d", i, kernel_ln_index_name(s->gather_index[i]),
                                i, s->table_rows[i]);
+        kernel_text_printf(t, " pad_id=%d", s->pad_id);
     } else {
         kernel_text_printf(t, " has_bias=%d has_residual=%d", s->has_bias ? 1 : 0, s->has_residual ? 1 : 0);
     }
@@ -92,12 +98,12 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta"
                            KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s>(out, req, table0, "
+                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s>(out, req, table0, "
                            "table1, table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
                            threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->hidden, g.vec,
-                           g.threads, s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2],
+                           g.threads, s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], s->pad_id,
                            s->packed ? "true" : "false", eps, name);
     } else {
         kernel_text_printf(t,

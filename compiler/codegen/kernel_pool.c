@@ -45,7 +45,10 @@ static int kernel_pool_source(const kernel_spec *s, const char *name, kernel_tex
                        "BERTC_KERNEL_EXPORT(%s)\n",
                        g.threads, kernel_min_blocks(g.threads), name, ty, ty, s->packed ? "_packed" : "", ty,
                        s->hidden, g.vec, g.ct, g.rg,
-                       g.items, g.threads, s->pool_mode == PLAN_POOL_MEAN ? "BERTC_POOL_MEAN" : "BERTC_POOL_CLS",
+                       g.items, g.threads,
+                       s->pool_mode == PLAN_POOL_MEAN  ? "BERTC_POOL_MEAN"
+                       : s->pool_mode == PLAN_POOL_ROW ? "BERTC_POOL_ROW"
+                                                       : "BERTC_POOL_CLS",
                        s->normalize ? "true" : "false", name);
     return 0;
 }

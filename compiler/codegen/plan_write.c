@@ -331,6 +331,9 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_u32(b, (uint32_t)s->pool_mode);
     pw_u32(b, (uint32_t)s->normalize);
     pw_i32(b, s->qtile);
+    pw_i32(b, s->pad_id); /* format 6 */
+    pw_i32(b, s->bias_ld);
+    /* format 7: token buckets */
     pw_u32(b, (uint32_t)s->packed);
     for (int i = 0; i < 4; i++) pw_i32(b, s->seq_qtile[i]);
     pw_u32(b, 0);
@@ -505,7 +508,7 @@ static int pw_encode(pw_state *w, const plan *p) {
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++) {
         pw_section *s = &w->sec[k];
         s->kind = k;
-        s->present = k != PLAN_SECTION_TOKENIZER || p->tokenizer.present;
+        s->present = k == PLAN_SECTION_TOKENIZER ? p->tokenizer.present : k == PLAN_SECTION_LABELS ? p->nlabels > 0 : 1;
         if (s->present) s->name = pw_str(&w->st, plan_section_kind_name(k));
     }
     w->producer = pw_str(&w->st, p->producer);
@@ -563,6 +566,7 @@ static int pw_encode(pw_state *w, const plan *p) {
     }
 
     if (p->tokenizer.present) pw_tokenizer(&w->sec[PLAN_SECTION_TOKENIZER].buf, &w->st, &p->tokenizer);
+    for (int i = 0; i < p->nlabels; i++) pw_u32(&w->sec[PLAN_SECTION_LABELS].buf, pw_str(&w->st, p->labels[i]));
 
     /* Attach the byte pieces. */
     if (w->st.oom || w->sources.oom) return -1;

@@ -1,5 +1,11 @@
 /*
- * hf_import — a Hugging Face BERT checkpoint directory to a model YAML.
+ * hf_import — a Hugging Face encoder checkpoint directory to a model YAML.
+ *
+ * This file reads the directory (config.json through hf_family.c, which
+ * knows the families — BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA,
+ * MPNet — and their task heads; the tokenizer files; sentence-transformers'
+ * modules) and writes the YAML: its header, the family's graph, the
+ * sentence head.
  *
  * The importer is a translator with a narrow contract: it recognises exactly
  * the checkpoints whose computation it can state as the op graph of
@@ -28,7 +34,7 @@
  * snapshot links model.safetensors to a content-hashed blob, and the YAML
  * should keep the readable name).
  *
- * Activations: "gelu" and "gelu_python" are the erf form; "gelu_new",
+ * Activations (hf_family.c reads them): "gelu" and "gelu_python" are the erf form; "gelu_new",
  * "gelu_pytorch_tanh", "gelu_accurate" and "gelu_fast" are the tanh
  * approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).  gelu_fast writes
  * the same polynomial as x * 0.7978845608 * (1 + 0.044715x^2); its constant
@@ -50,511 +56,9 @@
 #include <sys/stat.h>
 
 #include "fileutil.h"
+#include "hf_internal.h"
 #include "hf_tokenizer.h"
-#include "ir.h"
-#include "json.h"
 #include "model.h"
-#include "safetensors.h"
-
-/* ------------------------------------------------------------ text buffer */
-
-/* A growing string; an allocation failure is remembered and reported once. */
-typedef struct hf_text {
-    char *p;
-    size_t len, cap;
-    int oom;
-} hf_text;
-
-static void hf_text_init(hf_text *t) {
-    t->p = NULL;
-    t->len = t->cap = 0;
-    t->oom = 0;
-}
-
-static void hf_text_free(hf_text *t) {
-    free(t->p);
-    hf_text_init(t);
-}
-
-static void hf_text_reserve(hf_text *t, size_t extra) {
-    if (t->oom || t->len + extra + 1 <= t->cap) return;
-    size_t cap = t->cap ? t->cap : 1024;
-    while (cap < t->len + extra + 1) cap *= 2;
-    char *p = realloc(t->p, cap);
-    if (!p) {
-        t->oom = 1;
-        return;
-    }
-    t->p = p;
-    t->cap = cap;
-}
-
-static void hf_text_append(hf_text *t, const char *s, size_t n) {
-    hf_text_reserve(t, n);
-    if (t->oom) return;
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
-}
-
-static void hf_text_printf(hf_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void hf_text_printf(hf_text *t, const char *fmt, ...) {
-    if (t->oom) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        t->oom = 1;
-        return;
-    }
-    hf_text_reserve(t, (size_t)n);
-    if (t->oom) return;
-    va_start(ap, fmt);
-    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
-
-/* ----------------------------------------------------------- small helpers */
-
-static char *hf_strdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-/* dir + "/" + name; NULL on allocation failure. */
-static char *hf_path_join(const char *dir, const char *name) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    size_t total = n + 1 + strlen(name) + 1;
-    char *p = malloc(total);
-    if (!p) return NULL;
-    if (n == 1 && dir[0] == '/')
-        snprintf(p, total, "/%s", name);
-    else
-        snprintf(p, total, "%.*s/%s", (int)n, dir, name);
-    return p;
-}
-
-static int hf_oom(diag *d) { return diag_set(d, DIAG_CODE_INTERNAL, "bertc import: out of memory"); }
-
-static int hf_is_regular_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/*
- * Shortest "%.Ng" spelling (N <= 9) that reads back as the same float32.
- * Nine significant digits always suffice, so the loop always ends in a
- * round-trip.
- */
-static void hf_float_format(char *buf, size_t cap, float v) {
-    for (int p = 1; p <= 9; p++) {
-        snprintf(buf, cap, "%.*g", p, (double)v);
-        if (strtof(buf, NULL) == v) return;
-    }
-}
-
-/* ------------------------------------------------------------ YAML scalars */
-
-/*
- * Can s be written as a plain YAML scalar, in block and in flow context, and
- * read back as the same string (not a number, bool or null)?  Deliberately
- * conservative: anything beyond [A-Za-z0-9_./+-] gets quotes.
- */
-static int hf_yaml_plain_ok(const char *s) {
-    if (!*s || s[0] == '-' || s[0] == '+') return 0;             /* "- x" is a list item */
-    if (s[0] == '.' && s[1] != '.' && s[1] != '/') return 0;      /* .inf, .nan; "../x" is fine */
-    if (s[0] >= '0' && s[0] <= '9') return 0;                    /* 0x1f, 1_000, 12e3 ... */
-    for (const char *c = s; *c; c++) {
-        unsigned char ch = (unsigned char)*c;
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '.' || ch == '/' || ch == '-' || ch == '+'))
-            return 0;
-    }
-    static const char *const special[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n",
-                                           "inf", "nan", "infinity", NULL};
-    for (const char *const *w = special; *w; w++)
-        if (!strcasecmp(s, *w)) return 0;
-    return 1;
-}
-
-/*
- * The code point of the well-formed UTF-8 sequence at s (its length in *n),
- * or -1 (*n = 1) for a byte that starts none: overlong forms, surrogates
- * and values past U+10FFFF are not well-formed.
- */
-static long hf_utf8_decode(const unsigned char *s, size_t *n) {
-    unsigned c = s[0];
-    *n = 1;
-    if (c < 0x80) return (long)c;
-    int len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
-    if (!len || (len == 3 && c > 0xef)) return -1;
-    long cp = (long)(c & (0x7f >> len));
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return -1;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    static const long min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
-    *n = (size_t)len;
-    return cp;
-}
-
-/*
- * May code point cp stand as itself inside a YAML double-quoted scalar?
- * YAML's printable set is TAB, LF, CR, 0x20-0x7E, NEL and 0xA0-0xD7FF,
- * 0xE000-0xFFFD, 0x10000 up; of those, the line breaks (LF, CR, NEL,
- * U+2028, U+2029) would be folded by a reader, and a BOM is taken as an
- * encoding mark.  Everything else is escaped.
- */
-static int hf_yaml_literal_ok(long cp) {
-    if (cp == 0x85 || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff) return 0;
-    return (cp >= 0x20 && cp <= 0x7e) || (cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) ||
-           cp >= 0x10000;
-}
-
-/*
- * A double-quoted YAML scalar.  Quotes and backslashes are escaped, so are
- * code points YAML does not allow or would fold (hf_yaml_literal_ok);
- * well-formed UTF-8 otherwise passes through.  A byte that is not UTF-8
- * cannot be said in YAML at all: it is written as U+FFFD and *lossy set,
- * so a caller for whom the exact bytes matter can refuse.
- */
-static void hf_yaml_quoted_lossy(hf_text *t, const char *s, int *lossy) {
-    hf_text_append(t, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)s; *c;) {
-        size_t n;
-        long cp = hf_utf8_decode(c, &n);
-        if (cp < 0) {
-            hf_text_append(t, "\\uFFFD", 6);
-            if (lossy) *lossy = 1;
-        } else if (cp == '"' || cp == '\\') {
-            char esc[2] = {'\\', (char)cp};
-            hf_text_append(t, esc, 2);
-        } else if (cp == '\n') {
-            hf_text_append(t, "\\n", 2);
-        } else if (cp == '\t') {
-            hf_text_append(t, "\\t", 2);
-        } else if (!hf_yaml_literal_ok(cp)) {
-            if (cp <= 0xff) hf_text_printf(t, "\\x%02lx", cp);
-            else if (cp <= 0xffff) hf_text_printf(t, "\\u%04lX", cp);
-            else hf_text_printf(t, "\\U%08lX", cp);
-        } else {
-            hf_text_append(t, (const char *)c, n);
-        }
-        c += n;
-    }
-    hf_text_append(t, "\"", 1);
-}
-
-static void hf_yaml_quoted(hf_text *t, const char *s) { hf_yaml_quoted_lossy(t, s, NULL); }
-
-static void hf_yaml_scalar(hf_text *t, const char *s) {
-    if (hf_yaml_plain_ok(s))
-        hf_text_append(t, s, strlen(s));
-    else
-        hf_yaml_quoted(t, s);
-}
-
-/* ------------------------------------------------------------------ config */
-
-typedef struct hf_config {
-    int64_t hidden, heads, layers, intermediate, vocab, max_pos, type_vocab;
-    float eps;
-    ir_act act;
-} hf_config;
-
-/* config.json and tokenizer_config.json are a few KiB; anything huge is not one. */
-#define HF_JSON_MAX ((size_t)16 << 20)
-
-/* A JSON document together with the file it came from, for diagnostics. */
-typedef struct hf_json_file {
-    char *path;
-    char *text;
-    size_t len;
-    json_doc doc;
-    int parsed;
-} hf_json_file;
-
-static void hf_json_file_init(hf_json_file *f) {
-    memset(f, 0, sizeof *f);
-}
-
-static void hf_json_file_free(hf_json_file *f) {
-    if (f->parsed) json_free(&f->doc);
-    free(f->text);
-    free(f->path);
-    hf_json_file_init(f);
-}
-
-/* Loads dir/name, whose top-level value must be of type `want`. */
-static int hf_json_file_load_as(hf_json_file *f, const char *dir, const char *name, json_type want, diag *d) {
-    if (!(f->path = hf_path_join(dir, name))) return hf_oom(d);
-    if (!(f->text = file_read_all(f->path, &f->len, HF_JSON_MAX, d))) return -1;
-    char err[1024];
-    if (json_parse(&f->doc, f->text, f->len, f->path, err, sizeof err))
-        return diag_set(d, DIAG_CODE_INPUT, "%s", err);
-    f->parsed = 1;
-    if (f->doc.root.type != want)
-        return diag_set(d, DIAG_CODE_INPUT, "%s: expected a JSON %s at the top level, got %s", f->path,
-                        want == JSON_TYPE_ARRAY ? "array" : "object", json_type_name(f->doc.root.type));
-    return 0;
-}
-
-static int hf_json_file_load(hf_json_file *f, const char *dir, const char *name, diag *d) {
-    return hf_json_file_load_as(f, dir, name, JSON_TYPE_OBJECT, d);
-}
-
-/* An error at a value of a JSON file: FILE:LINE:COL, the line and a caret. */
-static int hf_json_error(const hf_json_file *f, const json_value *v, diag *d, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int hf_json_error(const hf_json_file *f, const json_value *v, diag *d, const char *fmt, ...) {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    int line = 1, col = 1;
-    size_t end = v->offset < f->len ? v->offset : f->len;
-    for (size_t i = 0; i < end; i++) {
-        if (f->text[i] == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    return diag_set_at(d, DIAG_CODE_INPUT, f->path, f->text, f->len, line, col, "%s", msg);
-}
-
-/*
- * A short rendering of a JSON value for messages: 'roberta', true, null, and
- * numbers exactly as written in the file (-1e-12 stays -1e-12).
- */
-static const char *hf_json_show(const hf_json_file *f, const json_value *v, char *buf, size_t cap) {
-    switch (v->type) {
-    case JSON_TYPE_STRING: snprintf(buf, cap, "'%.200s'", v->string); break;
-    case JSON_TYPE_NUMBER: {
-        size_t n = 0;
-        while (v->offset + n < f->len && n < 64 && strchr("+-0123456789.eE", f->text[v->offset + n]) &&
-               f->text[v->offset + n] != '\0')
-            n++;
-        snprintf(buf, cap, "%.*s", (int)n, f->text + v->offset);
-        break;
-    }
-    case JSON_TYPE_BOOL: snprintf(buf, cap, "%s", v->boolean ? "true" : "false"); break;
-    case JSON_TYPE_NULL: snprintf(buf, cap, "null"); break;
-    default: snprintf(buf, cap, "%s", json_type_name(v->type)); break;
-    }
-    return buf;
-}
-
-/* A positive integer field; `def` (> 0) when absent, or 0 if required. */
-static int hf_config_int(const hf_json_file *f, const char *key, int64_t def, int64_t *out, diag *d) {
-    const json_value *v = json_get(&f->doc.root, key);
-    if (!v) {
-        if (def > 0) {
-            *out = def;
-            return 0;
-        }
-        return diag_set(d, DIAG_CODE_INPUT, "%s: missing required field '%s' (expected a positive integer)",
-                        f->path, key);
-    }
-    char shown[256];
-    if (v->type != JSON_TYPE_NUMBER || !v->number_is_int)
-        return hf_json_error(f, v, d, "%s must be a positive integer, got %s", key,
-                             hf_json_show(f, v, shown, sizeof shown));
-    if (v->integer < 1 || v->integer > INT32_MAX)
-        return hf_json_error(f, v, d, "%s must be a positive integer below 2^31, got %lld", key,
-                             (long long)v->integer);
-    *out = v->integer;
-    return 0;
-}
-
-/* A field that must be absent or false (is_decoder, add_cross_attention). */
-static int hf_config_false(const hf_json_file *f, const char *key, diag *d) {
-    const json_value *v = json_get(&f->doc.root, key);
-    if (!v || (v->type == JSON_TYPE_BOOL && !v->boolean)) return 0;
-    char shown[256];
-    return hf_json_error(f, v, d, "%s %s is not supported (expected false: bertc imports encoders only)", key,
-                         hf_json_show(f, v, shown, sizeof shown));
-}
-
-static const struct {
-    const char *hf;
-    ir_act act;
-} hf_activations[] = {
-    {"gelu", IR_ACT_GELU_ERF},          {"gelu_python", IR_ACT_GELU_ERF},
-    {"gelu_new", IR_ACT_GELU_TANH},     {"gelu_pytorch_tanh", IR_ACT_GELU_TANH},
-    {"gelu_accurate", IR_ACT_GELU_TANH}, {"gelu_fast", IR_ACT_GELU_TANH},
-    {"relu", IR_ACT_RELU},
-};
-
-static int hf_config_read(const hf_json_file *f, hf_config *c, diag *d) {
-    const json_value *root = &f->doc.root, *v;
-    char shown[256];
-
-    if (!(v = json_get(root, "model_type")))
-        return diag_set(d, DIAG_CODE_INPUT, "%s: missing field 'model_type' (expected 'bert')", f->path);
-    if (v->type != JSON_TYPE_STRING || strcmp(v->string, "bert"))
-        return hf_json_error(f, v, d, "model_type %s is not supported (expected 'bert')",
-                             hf_json_show(f, v, shown, sizeof shown));
-
-    if (hf_config_int(f, "hidden_size", 0, &c->hidden, d) ||
-        hf_config_int(f, "num_attention_heads", 0, &c->heads, d) ||
-        hf_config_int(f, "num_hidden_layers", 0, &c->layers, d) ||
-        hf_config_int(f, "intermediate_size", 0, &c->intermediate, d) ||
-        hf_config_int(f, "vocab_size", 0, &c->vocab, d) ||
-        hf_config_int(f, "max_position_embeddings", 0, &c->max_pos, d) ||
-        hf_config_int(f, "type_vocab_size", 2, &c->type_vocab, d))
-        return -1;
-    if (c->hidden % c->heads != 0)
-        return hf_json_error(f, json_get(root, "num_attention_heads"), d,
-                             "hidden_size %lld is not a multiple of num_attention_heads %lld",
-                             (long long)c->hidden, (long long)c->heads);
-
-    c->act = IR_ACT_GELU_ERF;
-    if ((v = json_get(root, "hidden_act"))) {
-        size_t i, n = sizeof hf_activations / sizeof hf_activations[0];
-        for (i = 0; i < n; i++)
-            if (v->type == JSON_TYPE_STRING && !strcmp(v->string, hf_activations[i].hf)) break;
-        if (i == n)
-            return hf_json_error(f, v, d,
-                                 "hidden_act %s is not supported (expected 'gelu', 'gelu_python', 'gelu_new', "
-                                 "'gelu_pytorch_tanh', 'gelu_accurate', 'gelu_fast' or 'relu')",
-                                 hf_json_show(f, v, shown, sizeof shown));
-        c->act = hf_activations[i].act;
-    }
-
-    double eps = 1e-12;
-    if ((v = json_get(root, "layer_norm_eps"))) {
-        if (v->type != JSON_TYPE_NUMBER)
-            return hf_json_error(f, v, d, "layer_norm_eps must be a positive number, got %s",
-                                 hf_json_show(f, v, shown, sizeof shown));
-        eps = v->number;
-        if (!(eps > 0) || !((float)eps > 0) || !isfinite((float)eps))
-            return hf_json_error(f, v, d, "layer_norm_eps must be a positive float32 number, got %s",
-                                 hf_json_show(f, v, shown, sizeof shown));
-    }
-    c->eps = (float)eps;
-
-    if ((v = json_get(root, "position_embedding_type")) &&
-        !(v->type == JSON_TYPE_STRING && !strcmp(v->string, "absolute")))
-        return hf_json_error(f, v, d, "position_embedding_type %s is not supported (expected 'absolute')",
-                             hf_json_show(f, v, shown, sizeof shown));
-    if (hf_config_false(f, "is_decoder", d) || hf_config_false(f, "add_cross_attention", d)) return -1;
-    if ((v = json_get(root, "chunk_size_feed_forward")) &&
-        !(v->type == JSON_TYPE_NUMBER && v->number_is_int && v->integer == 0))
-        return hf_json_error(f, v, d, "chunk_size_feed_forward %s is not supported (expected 0)",
-                             hf_json_show(f, v, shown, sizeof shown));
-    return 0;
-}
-
-/* ----------------------------------------------------------------- weights */
-
-/* How the checkpoint spells its tensor names. */
-typedef struct hf_names {
-    const char *prefix;        /* "" or "bert." */
-    const char *ln_gamma;      /* "weight" or "gamma" */
-    const char *ln_beta;       /* "bias" or "beta" */
-    int has_pooler;
-} hf_names;
-
-static const char *hf_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
-    size_t n = 0;
-    int k = snprintf(buf, cap, "[");
-    if (k > 0) n = (size_t)k;
-    for (int i = 0; i < ndim && n < cap; i++) {
-        k = snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-        if (k > 0) n += (size_t)k;
-    }
-    if (n < cap) snprintf(buf + n, cap - n, "]");
-    return buf;
-}
-
-/* The tensor `name` exists, is F32/F16/BF16 and has shape [d0] or [d0, d1]. */
-static int hf_weight_check(const st_file *st, const char *name, int ndim, int64_t d0, int64_t d1, diag *d) {
-    int64_t want[2] = {d0, d1};
-    char ws[64], hs[256];
-    hf_shape_str(want, ndim, ws, sizeof ws);
-    const st_tensor *t = st_file_find(st, name);
-    if (!t)
-        return diag_set(d, DIAG_CODE_INPUT, "%s: no tensor '%s' (expected a float tensor of shape %s)", st->path,
-                        name, ws);
-    if (t->dtype != ST_DTYPE_F32 && t->dtype != ST_DTYPE_F16 && t->dtype != ST_DTYPE_BF16)
-        return diag_set(d, DIAG_CODE_INPUT, "%s: tensor '%s' has dtype %s (expected F32, F16 or BF16)", st->path,
-                        name, st_dtype_name(t->dtype));
-    int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == want[i];
-    if (!ok)
-        return diag_set(d, DIAG_CODE_INPUT, "%s: tensor '%s' has shape %s (expected %s)", st->path, name,
-                        hf_shape_str(t->shape, t->ndim, hs, sizeof hs), ws);
-    return 0;
-}
-
-static int hf_weights_check(const st_file *st, const hf_config *c, hf_names *nm, diag *d) {
-    if (st_file_find(st, "bert.embeddings.word_embeddings.weight"))
-        nm->prefix = "bert.";
-    else if (st_file_find(st, "embeddings.word_embeddings.weight"))
-        nm->prefix = "";
-    else
-        return diag_set(d, DIAG_CODE_INPUT,
-                        "%s: no tensor 'embeddings.word_embeddings.weight' or "
-                        "'bert.embeddings.word_embeddings.weight' (expected a BERT checkpoint)",
-                        st->path);
-
-    /* Old TensorFlow conversions name LayerNorm parameters gamma/beta. */
-    char name[512], modern[512];
-    snprintf(name, sizeof name, "%sembeddings.LayerNorm.gamma", nm->prefix);
-    snprintf(modern, sizeof modern, "%sembeddings.LayerNorm.weight", nm->prefix);
-    int legacy = st_file_find(st, name) && !st_file_find(st, modern);
-    nm->ln_gamma = legacy ? "gamma" : "weight";
-    nm->ln_beta = legacy ? "beta" : "bias";
-
-    const int64_t H = c->hidden, I = c->intermediate;
-#define HF_CHECK(ndim, d0, d1, ...)                                        \
-    do {                                                                   \
-        snprintf(name, sizeof name, __VA_ARGS__);                          \
-        if (hf_weight_check(st, name, ndim, d0, d1, d)) return -1;         \
-    } while (0)
-    const char *p = nm->prefix, *g = nm->ln_gamma, *b = nm->ln_beta;
-    HF_CHECK(2, c->vocab, H, "%sembeddings.word_embeddings.weight", p);
-    HF_CHECK(2, c->max_pos, H, "%sembeddings.position_embeddings.weight", p);
-    HF_CHECK(2, c->type_vocab, H, "%sembeddings.token_type_embeddings.weight", p);
-    HF_CHECK(1, H, 0, "%sembeddings.LayerNorm.%s", p, g);
-    HF_CHECK(1, H, 0, "%sembeddings.LayerNorm.%s", p, b);
-    for (int64_t l = 0; l < c->layers; l++) {
-        static const char *const qkv[] = {"query", "key", "value"};
-        for (int j = 0; j < 3; j++) {
-            HF_CHECK(2, H, H, "%sencoder.layer.%lld.attention.self.%s.weight", p, (long long)l, qkv[j]);
-            HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.self.%s.bias", p, (long long)l, qkv[j]);
-        }
-        HF_CHECK(2, H, H, "%sencoder.layer.%lld.attention.output.dense.weight", p, (long long)l);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.dense.bias", p, (long long)l);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.LayerNorm.%s", p, (long long)l, g);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.attention.output.LayerNorm.%s", p, (long long)l, b);
-        HF_CHECK(2, I, H, "%sencoder.layer.%lld.intermediate.dense.weight", p, (long long)l);
-        HF_CHECK(1, I, 0, "%sencoder.layer.%lld.intermediate.dense.bias", p, (long long)l);
-        HF_CHECK(2, H, I, "%sencoder.layer.%lld.output.dense.weight", p, (long long)l);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.dense.bias", p, (long long)l);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.LayerNorm.%s", p, (long long)l, g);
-        HF_CHECK(1, H, 0, "%sencoder.layer.%lld.output.LayerNorm.%s", p, (long long)l, b);
-    }
-    char pw[64], pb[64];
-    snprintf(pw, sizeof pw, "%spooler.dense.weight", p);
-    snprintf(pb, sizeof pb, "%spooler.dense.bias", p);
-    nm->has_pooler = st_file_find(st, pw) && st_file_find(st, pb);
-    if (nm->has_pooler) {
-        HF_CHECK(2, H, H, "%s", pw);
-        HF_CHECK(1, H, 0, "%s", pb);
-    }
-#undef HF_CHECK
-    return 0;
-}
 
 /* --------------------------------------------------------------- tokenizer */
 
@@ -602,10 +106,20 @@ static int hf_tokenizer_class(const hf_json_file *f, hf_tokenizer *tk, diag *d) 
     const json_value *v = json_get(&f->doc.root, "tokenizer_class");
     char shown[256];
     if (!v || v->type == JSON_TYPE_NULL) return 0;
-    if (tk->source == HF_TOK_VOCAB_TXT &&
-        !(v->type == JSON_TYPE_STRING && (!strcmp(v->string, "BertTokenizer") || !strcmp(v->string, "BertTokenizerFast"))))
+    /* vocab.txt alone: the WordPiece tokenizers of BERT and those built on it
+     * (DistilBERT's and ELECTRA's are BERT's; MPNet's is BERT's with <s> and
+     * </s> for [CLS] and [SEP] and its own pair template, hf_tokenizer.c). */
+    static const char *const classes[] = {"BertTokenizer", "DistilBertTokenizer", "ElectraTokenizer", "MPNetTokenizer"};
+    int known = 0;
+    if (v->type == JSON_TYPE_STRING)
+        for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+            size_t n = strlen(classes[i]);
+            known |= !strncmp(v->string, classes[i], n) && (!v->string[n] || !strcmp(v->string + n, "Fast"));
+        }
+    if (tk->source == HF_TOK_VOCAB_TXT && !known)
         return hf_json_error(f, v, d,
-                             "tokenizer_class %s is not supported (expected 'BertTokenizer' or 'BertTokenizerFast')",
+                             "tokenizer_class %s is not supported (expected 'BertTokenizer', 'DistilBertTokenizer', "
+                             "'ElectraTokenizer' or 'MPNetTokenizer', or their Fast forms)",
                              hf_json_show(f, v, shown, sizeof shown));
     if (v->type != JSON_TYPE_STRING || !hf_tokenizer_class_known(v->string) ||
         (tk->source == HF_TOK_BPE_FILES && strncmp(v->string, "RobertaTokenizer", 16)))
@@ -686,9 +200,12 @@ static char *hf_path_relative(const char *from, const char *target) {
 /*
  * A sentence-transformers directory says how its sentence embedding is made
  * in modules.json: a list of modules run in order, each {type, path}.  bertc
- * states exactly the common heads as ops: Transformer (the BERT itself, in
- * HF_DIR), Pooling (cls or mean, from PATH/config.json) and an optional
- * Normalize.  Anything else — another module (Dense, ...), another pooling
+ * states exactly the common heads as ops: Transformer (the encoder itself,
+ * in HF_DIR), Pooling (cls or mean, from PATH/config.json), an optional
+ * Dense (a Linear from the pooled size to out_features, with its bias and
+ * a Tanh, ReLU or Identity activation; its weights are PATH/model.safetensors,
+ * which the YAML names through `extra_weights` with the prefix "PATH/") and
+ * an optional Normalize.  Anything else — another module, another pooling
  * mode (max, weightedmean, lasttoken, mean_sqrt_len) or several modes at once
  * (the embedding would be their concatenation) — is refused naming the file
  * and the key, for the same reason the config is checked strictly: a graph
@@ -701,6 +218,12 @@ typedef struct hf_head {
     ir_pool_mode mode;
     int normalize;              /* a Normalize module follows it */
     char pool_config[512];      /* the Pooling module's config.json, relative to the directory */
+    int dense;                  /* a Dense module follows the Pooling */
+    char dense_dir[256];        /* its path, relative to the directory */
+    int64_t dense_out;          /* out_features */
+    int dense_bias;
+    int dense_has_act;
+    ir_act dense_act;
 } hf_head;
 
 #define HF_ST_TYPE "sentence_transformers.models."
@@ -815,6 +338,115 @@ static int hf_st_max_seq_read(const char *hf_dir, hf_tokenizer *tk, diag *d) {
     return rc;
 }
 
+/* PATH/model.safetensors of a Dense module: linear.weight [out, in] (and linear.bias). */
+static int hf_st_dense_weights(const char *hf_dir, const hf_config *cfg, hf_head *head, diag *d) {
+    char rel[600];
+    snprintf(rel, sizeof rel, "%s/model.safetensors", head->dense_dir);
+    char *path = hf_path_join(hf_dir, rel);
+    if (!path) return hf_oom(d);
+    int rc;
+    st_file st;
+    if (!hf_is_regular_file(path))
+        rc = diag_set(d, DIAG_CODE_INPUT, "%s: no such file (bertc reads a Dense module's weights from safetensors; "
+                                          "a pytorch_model.bin must be converted)", path);
+    else if (!(rc = st_file_open(&st, path, d))) {
+        rc = hf_weight_check(&st, "linear.weight", 2, head->dense_out, cfg->hidden, d) ||
+             (head->dense_bias && hf_weight_check(&st, "linear.bias", 1, head->dense_out, 0, d));
+        st_file_close(&st);
+    }
+    free(path);
+    return rc ? -1 : 0;
+}
+
+/* PATH/config.json of a Dense module, and its weights. */
+static int hf_st_dense_read(const char *hf_dir, const char *path, const hf_config *cfg, hf_head *head, diag *d) {
+    static const struct {
+        const char *name;
+        int has_act;
+        ir_act act;
+    } acts[] = {{"torch.nn.modules.activation.Tanh", 1, IR_ACT_TANH},
+                {"torch.nn.modules.activation.ReLU", 1, IR_ACT_RELU},
+                {"torch.nn.modules.linear.Identity", 0, IR_ACT_TANH}};
+    char rel[600], shown[256];
+    if (!*path || strlen(path) >= sizeof head->dense_dir || strchr(path, '"') || strstr(path, ".."))
+        return diag_set(d, DIAG_CODE_INPUT, "%s/modules.json: Dense path '%s' is not supported (expected a plain "
+                                            "sub-folder such as 2_Dense)", hf_dir, path);
+    snprintf(head->dense_dir, sizeof head->dense_dir, "%s", path);
+    snprintf(rel, sizeof rel, "%s/config.json", path);
+    hf_json_file f;
+    hf_json_file_init(&f);
+    int rc = hf_json_file_load(&f, hf_dir, rel, d);
+    const json_value *v;
+    int64_t in_features = 0;
+    if (!rc) rc = hf_config_int(&f, "in_features", 0, &in_features, d) || hf_config_int(&f, "out_features", 0, &head->dense_out, d);
+    if (!rc && (v = json_get(&f.doc.root, "in_features")) && v->integer != cfg->hidden)
+        rc = hf_json_error(&f, v, d, "in_features %lld does not match the pooled size %lld", (long long)v->integer,
+                           (long long)cfg->hidden);
+    head->dense_bias = 1;
+    if (!rc && (v = json_get(&f.doc.root, "bias")) && !(rc = v->type != JSON_TYPE_BOOL))
+        head->dense_bias = v->boolean;
+    else if (!rc && v)
+        rc = hf_json_error(&f, v, d, "bias must be true or false, got %s", hf_json_show(&f, v, shown, sizeof shown));
+    size_t k = sizeof acts / sizeof acts[0], i = k;
+    if (!rc && (v = json_get(&f.doc.root, "activation_function")) && v->type == JSON_TYPE_STRING)
+        for (i = 0; i < k && strcmp(v->string, acts[i].name); i++) {}
+    if (!rc && (!v || i == k))
+        rc = v ? hf_json_error(&f, v, d, "activation_function %s is not supported (expected Tanh, ReLU or Identity "
+                                         "from torch.nn.modules)", hf_json_show(&f, v, shown, sizeof shown))
+               : diag_set(d, DIAG_CODE_INPUT, "%s: missing field 'activation_function'", f.path);
+    if (!rc) {
+        head->dense_has_act = acts[i].has_act;
+        head->dense_act = acts[i].act;
+        head->dense = 1;
+    }
+    hf_json_file_free(&f);
+    return rc ? -1 : hf_st_dense_weights(hf_dir, cfg, head, d);
+}
+
+/* One modules.json entry of type `kind` into head; *seen tracks the order. */
+static int hf_st_module(const hf_json_file *f, const json_value *e, size_t i, const char *hf_dir,
+                        const hf_config *cfg, hf_head *head, int *seen, diag *d) {
+    const char *type, *path;
+    if (hf_st_string(f, e, i, "type", &type, d) || hf_st_string(f, e, i, "path", &path, d)) return -1;
+    const json_value *tv = json_get(e, "type"), *pv = json_get(e, "path");
+    const char *kind = strncmp(type, HF_ST_TYPE, strlen(HF_ST_TYPE)) ? "" : type + strlen(HF_ST_TYPE);
+    if (*seen == 3 && strcmp(kind, "Normalize"))
+        return hf_json_error(f, tv, d, "type '%s' after Normalize is not supported (expected Normalize last)", type);
+    if (!strcmp(kind, "Transformer")) {
+        if (i != 0) return hf_json_error(f, tv, d, "type '%s' as module %zu is not supported (expected it first)", type, i);
+        if (*path && strcmp(path, "."))
+            return hf_json_error(f, pv, d, "path '%s' of the Transformer module is not supported (expected '': "
+                                           "bertc reads the transformer from %s itself)", path, hf_dir);
+        *seen = 1;
+        return 0;
+    }
+    if (!strcmp(kind, "Pooling")) {
+        if (*seen != 1)
+            return hf_json_error(f, tv, d, "type '%s' as module %zu is not supported (expected one Pooling "
+                                           "right after the Transformer)", type, i);
+        *seen = 2;
+        if (hf_st_pooling_read(hf_dir, path, cfg, head, d)) return -1;
+        head->present = 1;
+        return 0;
+    }
+    if (!strcmp(kind, "Dense")) {
+        if (*seen != 2 || head->dense)
+            return hf_json_error(f, tv, d, "type '%s' as module %zu is not supported (expected one Dense "
+                                           "right after the Pooling)", type, i);
+        return hf_st_dense_read(hf_dir, path, cfg, head, d);
+    }
+    if (!strcmp(kind, "Normalize")) {
+        if (*seen != 2)
+            return hf_json_error(f, tv, d, "type '%s' as module %zu is not supported (expected one Normalize "
+                                           "after the Pooling [and Dense])", type, i);
+        *seen = 3;
+        head->normalize = 1;
+        return 0;
+    }
+    return hf_json_error(f, tv, d, "module type '%s' is not supported (expected " HF_ST_TYPE "Transformer, "
+                                   "Pooling, Dense or Normalize)", type);
+}
+
 /* HF_DIR/modules.json, if there is one -> head (present = 0 without it). */
 static int hf_st_read(const char *hf_dir, const hf_config *cfg, hf_head *head, diag *d) {
     memset(head, 0, sizeof *head);
@@ -825,45 +457,15 @@ static int hf_st_read(const char *hf_dir, const hf_config *cfg, hf_head *head, d
     if (!exists) return 0;
     hf_json_file f;
     hf_json_file_init(&f);
-    int rc = hf_json_file_load_as(&f, hf_dir, "modules.json", JSON_TYPE_ARRAY, d);
-    int seen_transformer = 0, seen_normalize = 0;
+    int rc = hf_json_file_load_as(&f, hf_dir, "modules.json", JSON_TYPE_ARRAY, d), seen = 0;
     for (size_t i = 0; !rc && i < f.doc.root.count; i++) {
         const json_value *e = &f.doc.root.items[i];
-        const char *type, *path;
         char shown[256];
-        if (e->type != JSON_TYPE_OBJECT) {
+        if (e->type != JSON_TYPE_OBJECT)
             rc = hf_json_error(&f, e, d, "module %zu must be an object with 'type' and 'path', got %s", i,
                                hf_json_show(&f, e, shown, sizeof shown));
-            break;
-        }
-        if ((rc = hf_st_string(&f, e, i, "type", &type, d)) || (rc = hf_st_string(&f, e, i, "path", &path, d))) break;
-        const json_value *tv = json_get(e, "type"), *pv = json_get(e, "path");
-        const char *kind = strncmp(type, HF_ST_TYPE, strlen(HF_ST_TYPE)) ? "" : type + strlen(HF_ST_TYPE);
-        if (!strcmp(kind, "Transformer")) {
-            if (i != 0) {
-                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected it first)", type, i);
-            } else if (*path && strcmp(path, ".")) {
-                rc = hf_json_error(&f, pv, d, "path '%s' of the Transformer module is not supported (expected '': "
-                                              "bertc reads the transformer from %s itself)", path, hf_dir);
-            }
-            seen_transformer = 1;
-        } else if (!strcmp(kind, "Pooling")) {
-            if (!seen_transformer || head->present)
-                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected one Pooling "
-                                              "right after the Transformer)", type, i);
-            else if (!(rc = hf_st_pooling_read(hf_dir, path, cfg, head, d)))
-                head->present = 1;
-        } else if (!strcmp(kind, "Normalize")) {
-            if (!head->present || seen_normalize)
-                rc = hf_json_error(&f, tv, d, "type '%s' as module %zu is not supported (expected one Normalize "
-                                              "right after the Pooling)", type, i);
-            seen_normalize = head->normalize = 1;
-        } else {
-            rc = hf_json_error(&f, tv, d, "module type '%s' is not supported (expected " HF_ST_TYPE "Transformer, "
-                                          "Pooling or Normalize)", type);
-        }
-        if (!rc && seen_normalize && strcmp(kind, "Normalize"))
-            rc = hf_json_error(&f, tv, d, "type '%s' after Normalize is not supported (expected Normalize last)", type);
+        else
+            rc = hf_st_module(&f, e, i, hf_dir, cfg, head, &seen, d);
     }
     hf_json_file_free(&f);
     return rc;
@@ -876,16 +478,38 @@ typedef struct hf_yaml_inputs {
     const char *weights_rel;
     const char *vocab_rel;      /* vocab.txt, NULL: not named */
     const char *tok_rel[3];     /* tokenizer.json, vocab.json, merges.txt; NULL: not named */
+    const char *dense_rel;      /* the Dense module's weights, NULL if none */
     const hf_config *cfg;
     const hf_names *names;
     const hf_tokenizer *tok;
     const hf_head *head;
 } hf_yaml_inputs;
 
+/* Inputs and outputs; a head's logits first (what `bertc run --output` writes). */
+static void hf_yaml_interface(hf_text *t, const hf_yaml_inputs *in) {
+    const hf_config *c = in->cfg;
+    hf_text_printf(t, "inputs:\n  input_ids: {dtype: int32, shape: [S]}\n");
+    if (hf_family_has_types(c)) hf_text_printf(t, "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n");
+    hf_text_printf(t, "  attention_mask: {dtype: int32, shape: [S], default: 1}\noutputs:\n");
+    if (c->task != HF_TASK_NONE) hf_text_printf(t, "  logits: logits\n");
+    hf_text_printf(t, "  last_hidden_state: h%lld\n", (long long)c->layers);
+    if (in->names->has_pooler) hf_text_printf(t, "  pooler_output: pooled\n");
+    if (in->head->present) hf_text_printf(t, "  sentence_embedding: sentence_embedding\n");
+    if (c->task == HF_TASK_NONE) return;
+    hf_text_printf(t, "labels: [");
+    for (int64_t i = 0; i < c->num_labels; i++) {
+        if (i) hf_text_printf(t, ", ");
+        if (c->labels)
+            hf_yaml_quoted(t, c->labels[i]);
+        else
+            hf_text_printf(t, "LABEL_%lld", (long long)i);
+    }
+    hf_text_printf(t, "]\n");
+}
+
 /* The header: provenance, name, weights, sizes, inputs and outputs. */
 static void hf_yaml_header(hf_text *t, const hf_yaml_inputs *in) {
     const hf_config *c = in->cfg;
-    long long L = (long long)c->layers;
     hf_text_printf(t, "# generated by bertc import from ");
     for (const char *ch = in->name; *ch; ch++) /* a comment ends at a line break; printable ASCII only */
         hf_text_append(t, ((unsigned char)*ch < 0x20 || (unsigned char)*ch >= 0x7f) ? "?" : ch, 1);
@@ -893,19 +517,19 @@ static void hf_yaml_header(hf_text *t, const hf_yaml_inputs *in) {
     hf_yaml_scalar(t, in->name);
     hf_text_printf(t, "\nweights: ");
     hf_yaml_scalar(t, in->weights_rel);
-    hf_text_printf(t, "\nmax_seq_len: %lld\n", (long long)c->max_pos);
+    if (in->dense_rel) {
+        char prefix[300];
+        snprintf(prefix, sizeof prefix, "%s/", in->head->dense_dir);
+        hf_text_printf(t, "\nextra_weights: {");
+        hf_yaml_quoted(t, prefix);
+        hf_text_printf(t, ": ");
+        hf_yaml_scalar(t, in->dense_rel);
+        hf_text_printf(t, "}");
+    }
+    hf_text_printf(t, "\nmax_seq_len: %lld\n", (long long)hf_family_max_seq(c));
     hf_text_printf(t, "dims: {H: %lld, NH: %lld, HD: %lld}\n", (long long)c->hidden, (long long)c->heads,
                    (long long)(c->hidden / c->heads));
-    hf_text_printf(t,
-                   "inputs:\n"
-                   "  input_ids: {dtype: int32, shape: [S]}\n"
-                   "  token_type_ids: {dtype: int32, shape: [S], default: 0}\n"
-                   "  attention_mask: {dtype: int32, shape: [S], default: 1}\n"
-                   "outputs:\n"
-                   "  last_hidden_state: h%lld\n",
-                   L);
-    if (in->names->has_pooler) hf_text_printf(t, "  pooler_output: pooled\n");
-    if (in->head->present) hf_text_printf(t, "  sentence_embedding: sentence_embedding\n");
+    hf_yaml_interface(t, in);
 }
 
 /* The tokenizer section (tokenizer_config.json's settings). */
@@ -921,7 +545,8 @@ static void hf_yaml_tokenizer(hf_text *t, const hf_yaml_inputs *in) {
         hf_yaml_scalar(t, files[i]);
         hf_text_printf(t, "\n");
     }
-    if (tk->source != HF_TOK_VOCAB_TXT && tk->klass) {
+    /* Over vocab.txt only MPNet's class changes the ids (its template); BERT's is the default. */
+    if (tk->klass && (tk->source != HF_TOK_VOCAB_TXT || hf_tokenizer_class_is_mpnet(tk->klass))) {
         hf_text_printf(t, "  class: ");
         hf_yaml_quoted(t, tk->klass);
         hf_text_printf(t, "\n");
@@ -942,106 +567,46 @@ static void hf_yaml_tokenizer(hf_text *t, const hf_yaml_inputs *in) {
     }
 }
 
-/* The embeddings: three gathers, their sum and the LayerNorm. */
-static void hf_yaml_embeddings(hf_text *t, const hf_yaml_inputs *in, const char *eps) {
-    const char *p = in->names->prefix, *g = in->names->ln_gamma, *b = in->names->ln_beta;
-    hf_text_printf(t,
-                   "graph:\n"
-                   "  # embeddings\n"
-                   "  - {op: arange, out: position_ids, like: input_ids}\n"
-                   "  - {op: gather, out: word_emb, table: %sembeddings.word_embeddings.weight, index: input_ids}\n"
-                   "  - {op: gather, out: pos_emb, table: %sembeddings.position_embeddings.weight, index: position_ids}\n"
-                   "  - {op: gather, out: type_emb, table: %sembeddings.token_type_embeddings.weight, index: token_type_ids}\n"
-                   "  - {op: add, out: emb_sum0, a: word_emb, b: pos_emb}\n"
-                   "  - {op: add, out: emb_sum, a: emb_sum0, b: type_emb}\n"
-                   "  - {op: layer_norm, out: h0, x: emb_sum, gamma: %sembeddings.LayerNorm.%s, beta: %sembeddings.LayerNorm.%s, eps: %s}\n",
-                   p, p, p, p, g, p, b, eps);
-}
-
-/* One encoder layer, repeated: self-attention, its output, the FFN. */
-static void hf_yaml_layers(hf_text *t, const hf_yaml_inputs *in, const char *eps) {
-    const hf_config *c = in->cfg;
-    const char *p = in->names->prefix, *g = in->names->ln_gamma, *b = in->names->ln_beta;
-    char scale[32];
-    hf_float_format(scale, sizeof scale, (float)(1.0 / sqrt((double)(c->hidden / c->heads))));
-    long long L = (long long)c->layers;
-    hf_text_printf(t,
-                   "  # encoder layers\n"
-                   "  - repeat: %lld\n"
-                   "    index: i\n"
-                   "    ops:\n",
-                   L);
-    static const char *const qkv[3][2] = {{"q", "query"}, {"k", "key"}, {"v", "value"}};
-    for (int j = 0; j < 3; j++) {
-        const char *s = qkv[j][0], *w = qkv[j][1];
-        hf_text_printf(t,
-                       "      - {op: matmul, out: %s_mm, x: \"h{i}\", weight: \"%sencoder.layer.{i}.attention.self.%s.weight\"}\n"
-                       "      - {op: bias_add, out: %s, x: %s_mm, bias: \"%sencoder.layer.{i}.attention.self.%s.bias\"}\n"
-                       "      - {op: reshape, out: %s_r, x: %s, shape: [S, NH, HD]}\n"
-                       "      - {op: transpose, out: %s_h, x: %s_r, perm: [1, 0, 2]}\n",
-                       s, p, w, s, s, p, w, s, s, s, s);
-    }
-    hf_text_printf(t,
-                   "      - {op: batched_matmul, out: scores, a: q_h, b: k_h, transpose_b: true}\n"
-                   "      - {op: scale, out: scores_s, x: scores, by: %s}\n"
-                   "      - {op: mask, out: scores_m, x: scores_s, mask: attention_mask}\n"
-                   "      - {op: softmax, out: probs, x: scores_m}\n"
-                   "      - {op: batched_matmul, out: ctx_h, a: probs, b: v_h}\n"
-                   "      - {op: transpose, out: ctx_t, x: ctx_h, perm: [1, 0, 2]}\n"
-                   "      - {op: reshape, out: ctx, x: ctx_t, shape: [S, H]}\n",
-                   scale);
-    hf_text_printf(t,
-                   "      - {op: matmul, out: ao_mm, x: ctx, weight: \"%sencoder.layer.{i}.attention.output.dense.weight\"}\n"
-                   "      - {op: bias_add, out: ao, x: ao_mm, bias: \"%sencoder.layer.{i}.attention.output.dense.bias\"}\n"
-                   "      - {op: add, out: ao_res, a: ao, b: \"h{i}\"}\n"
-                   "      - {op: layer_norm, out: attn_out, x: ao_res, gamma: \"%sencoder.layer.{i}.attention.output.LayerNorm.%s\", beta: \"%sencoder.layer.{i}.attention.output.LayerNorm.%s\", eps: %s}\n",
-                   p, p, p, g, p, b, eps);
-    hf_text_printf(t,
-                   "      - {op: matmul, out: inter_mm, x: attn_out, weight: \"%sencoder.layer.{i}.intermediate.dense.weight\"}\n"
-                   "      - {op: bias_add, out: inter_b, x: inter_mm, bias: \"%sencoder.layer.{i}.intermediate.dense.bias\"}\n"
-                   "      - {op: activation, out: inter, x: inter_b, fn: %s}\n"
-                   "      - {op: matmul, out: out_mm, x: inter, weight: \"%sencoder.layer.{i}.output.dense.weight\"}\n"
-                   "      - {op: bias_add, out: out_b, x: out_mm, bias: \"%sencoder.layer.{i}.output.dense.bias\"}\n"
-                   "      - {op: add, out: out_res, a: out_b, b: attn_out}\n"
-                   "      - {op: layer_norm, out: \"h{i+1}\", x: out_res, gamma: \"%sencoder.layer.{i}.output.LayerNorm.%s\", beta: \"%sencoder.layer.{i}.output.LayerNorm.%s\", eps: %s}\n",
-                   p, p, ir_act_name(c->act), p, p, p, g, p, b, eps);
-}
-
-/* The pooler and the sentence-transformers head, when the model has them. */
-static void hf_yaml_heads(hf_text *t, const hf_yaml_inputs *in) {
-    const char *p = in->names->prefix;
+/* The sentence-transformers head: pool [-> Dense] [-> l2_normalize]. */
+static void hf_yaml_sentence(hf_text *t, const hf_yaml_inputs *in) {
+    const hf_head *hd = in->head;
+    if (!hd->present) return;
     long long L = (long long)in->cfg->layers;
-    if (in->names->has_pooler)
+    const char *pool_out = hd->normalize || hd->dense ? "sentence_pool" : "sentence_embedding";
+    hf_text_printf(t, "  # sentence-transformers head (modules.json): %s pooling%s%s\n", ir_pool_mode_name(hd->mode),
+                   hd->dense ? ", Dense" : "", hd->normalize ? ", L2 normalisation" : "");
+    if (hd->mode == IR_POOL_MEAN)
+        hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mask: attention_mask, mode: mean}\n", pool_out, L);
+    else
+        hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mode: cls}\n", pool_out, L);
+    const char *last = pool_out;
+    if (hd->dense) {
+        const char *dense_out = hd->normalize ? "sentence_dense" : "sentence_embedding", *p = hd->dense_dir;
         hf_text_printf(t,
-                       "  # pooler: dense + tanh on the first ([CLS]) token\n"
-                       "  - {op: slice, out: cls, x: h%lld, axis: 0, start: 0, len: 1}\n"
-                       "  - {op: matmul, out: pool_mm, x: cls, weight: %spooler.dense.weight}\n"
-                       "  - {op: bias_add, out: pool_b, x: pool_mm, bias: %spooler.dense.bias}\n"
-                       "  - {op: activation, out: pool_t, x: pool_b, fn: tanh}\n"
-                       "  - {op: reshape, out: pooled, x: pool_t, shape: [H]}\n",
-                       L, p, p);
-
-    if (in->head->present) {
-        const hf_head *hd = in->head;
-        const char *pool_out = hd->normalize ? "sentence_pool" : "sentence_embedding";
-        hf_text_printf(t, "  # sentence-transformers head (modules.json): %s pooling%s\n",
-                       ir_pool_mode_name(hd->mode), hd->normalize ? ", L2 normalisation" : "");
-        if (hd->mode == IR_POOL_MEAN)
-            hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mask: attention_mask, mode: mean}\n", pool_out, L);
-        else
-            hf_text_printf(t, "  - {op: pool, out: %s, x: h%lld, mode: cls}\n", pool_out, L);
-        if (hd->normalize) hf_text_printf(t, "  - {op: l2_normalize, out: sentence_embedding, x: %s}\n", pool_out);
+                       "  - {op: reshape, out: dense_x, x: sentence_pool, shape: [1, H]}\n"
+                       "  - {op: matmul, out: dense_mm, x: dense_x, weight: \"%s/linear.weight\"}\n",
+                       p);
+        const char *cur = "dense_mm";
+        if (hd->dense_bias) {
+            hf_text_printf(t, "  - {op: bias_add, out: dense_b, x: dense_mm, bias: \"%s/linear.bias\"}\n", p);
+            cur = "dense_b";
+        }
+        if (hd->dense_has_act) {
+            hf_text_printf(t, "  - {op: activation, out: dense_act, x: %s, fn: %s}\n", cur, ir_act_name(hd->dense_act));
+            cur = "dense_act";
+        }
+        hf_text_printf(t, "  - {op: reshape, out: %s, x: %s, shape: [%lld]}\n", dense_out, cur,
+                       (long long)hd->dense_out);
+        last = dense_out;
     }
+    if (hd->normalize) hf_text_printf(t, "  - {op: l2_normalize, out: sentence_embedding, x: %s}\n", last);
 }
 
 static void hf_yaml_write(hf_text *t, const hf_yaml_inputs *in) {
-    char eps[32];
-    hf_float_format(eps, sizeof eps, in->cfg->eps);
     hf_yaml_header(t, in);
     hf_yaml_tokenizer(t, in);
-    hf_yaml_embeddings(t, in, eps);
-    hf_yaml_layers(t, in, eps);
-    hf_yaml_heads(t, in);
+    hf_family_yaml(t, in->cfg, in->names);
+    hf_yaml_sentence(t, in);
 }
 
 /* ------------------------------------------------------------------ output */
@@ -1091,7 +656,7 @@ typedef struct hf_import_state {
     hf_tokenizer tok;
     hf_head head;
     char *hf_real, *out_dir;                   /* the checkpoint's and the YAML folder's real paths */
-    char *weights_rel, *vocab_rel;             /* paths relative to the YAML */
+    char *weights_rel, *vocab_rel, *dense_rel; /* paths relative to the YAML */
     char *tok_rel[3];                          /* tokenizer.json, vocab.json, merges.txt relative to the YAML */
     tokdesc *want_desc;                        /* hf_import_tokenizer_desc: the validated description goes here */
 } hf_import_state;
@@ -1103,7 +668,9 @@ static void hf_import_state_free(hf_import_state *s) {
     free(s->out_dir);
     free(s->weights_rel);
     free(s->vocab_rel);
+    free(s->dense_rel);
     for (int i = 0; i < 3; i++) free(s->tok_rel[i]);
+    hf_config_free(&s->cfg);
 }
 
 static int hf_import_check_dir(const char *hf_dir, const char *out_yaml, diag *d) {
@@ -1157,7 +724,8 @@ static int hf_vocab_check(const char *vocab_path, const hf_tokenizer *tok, diag 
     size_t len;
     char *text = file_read_all(vocab_path, &len, (size_t)64 << 20, d);
     if (!text) return -1;
-    static const char *const defaults[3] = {"[UNK]", "[CLS]", "[SEP]"};
+    static const char *const bert[3] = {"[UNK]", "[CLS]", "[SEP]"}, *const mpnet[3] = {"[UNK]", "<s>", "</s>"};
+    const char *const *defaults = tok->klass && hf_tokenizer_class_is_mpnet(tok->klass) ? mpnet : bert;
     int rc = len == 0 ? diag_set(d, DIAG_CODE_INPUT, "%s: the vocabulary is empty", vocab_path) : 0;
     for (int i = 0; !rc && i < 3; i++) {
         const char *t = tok->tokens[i] ? tok->tokens[i] : defaults[i];
@@ -1241,7 +809,7 @@ static int hf_import_tokenizer(const char *hf_dir, hf_import_state *s, diag *d) 
         (hf_json_file_load(&s->tok_file, hf_dir, "tokenizer_config.json", d) || hf_tokenizer_read(&s->tok_file, tk, d)))
         rc = -1;
     free(tc_path);
-    if (!rc && tk->source != HF_TOK_VOCAB_TXT && !tk->klass) tk->klass = hf_tokenizer_default_class(s);
+    if (!rc && !tk->klass) tk->klass = hf_tokenizer_default_class(s);
     if (!rc && tk->source == HF_TOK_VOCAB_TXT) {
         char *vocab_path = hf_path_join(hf_dir, "vocab.txt");
         rc = vocab_path ? hf_vocab_check(vocab_path, tk, d) : hf_oom(d);
@@ -1281,6 +849,14 @@ static int hf_import_paths(const char *hf_dir, const char *out_yaml, hf_import_s
                       hf_utf8_valid(s->weights_rel) ? vocab_abs : weights_abs);
     free(weights_abs);
     free(vocab_abs);
+    if (!rc && s->head.dense) { /* dense_dir is checked ASCII-safe by hf_st_dense_read */
+        char rel[600], *abs;
+        snprintf(rel, sizeof rel, "%s/model.safetensors", s->head.dense_dir);
+        if (!(abs = hf_path_join(s->hf_real, rel)) || !(s->dense_rel = hf_path_relative(s->out_dir, abs))) rc = hf_oom(d);
+        else if (!hf_utf8_valid(s->dense_rel))
+            rc = diag_set(d, DIAG_CODE_INPUT, "%s: the path to it is not valid UTF-8, which a YAML file cannot hold", abs);
+        free(abs);
+    }
     return rc;
 }
 
@@ -1319,16 +895,20 @@ static int hf_import_verify(const hf_text *text, const char *out_yaml, const hf_
 
 /* The output is none of the files import reads. */
 static int hf_import_check_output(const char *hf_dir, const char *out_yaml, const hf_import_state *s, diag *d) {
-    const char *names[10] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
+    char dense_cfg[600], dense_st[600];
+    snprintf(dense_cfg, sizeof dense_cfg, "%s/config.json", s->head.dense_dir);
+    snprintf(dense_st, sizeof dense_st, "%s/model.safetensors", s->head.dense_dir);
+    const char *names[12] = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json", "modules.json",
                              "sentence_bert_config.json", s->head.present ? s->head.pool_config : NULL,
+                             s->head.dense ? dense_cfg : NULL, s->head.dense ? dense_st : NULL,
                              "tokenizer.json", "vocab.json", "merges.txt"};
-    char *inputs[10] = {0};
+    char *inputs[12] = {0};
     int rc = 0;
-    for (int i = 0; i < 10 && !rc; i++)
+    for (int i = 0; i < 12 && !rc; i++)
         if (names[i] && !(inputs[i] = hf_path_join(hf_dir, names[i]))) rc = hf_oom(d);
     const char *out[1] = {out_yaml}, *what[1] = {"-o"};
-    if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 10, d);
-    for (int i = 0; i < 10; i++) free(inputs[i]);
+    if (!rc) rc = file_outputs_check(out, what, 1, (const char *const *)inputs, 12, d);
+    for (int i = 0; i < 12; i++) free(inputs[i]);
     return rc;
 }
 
@@ -1368,6 +948,7 @@ int hf_import_run(const char *hf_dir, const char *out_yaml, diag *d) {
         .weights_rel = s.weights_rel,
         .vocab_rel = s.vocab_rel,
         .tok_rel = {s.tok_rel[0], s.tok_rel[1], s.tok_rel[2]},
+        .dense_rel = s.dense_rel,
         .cfg = &s.cfg,
         .names = &s.names,
         .tok = &s.tok,

@@ -652,6 +652,8 @@ static int hf_class_of(const char *name) {
 
 int hf_tokenizer_class_known(const char *name) { return hf_class_of(name) >= 0; }
 
+int hf_tokenizer_class_is_mpnet(const char *name) { return name && hf_class_of(name) == HF_CLASS_MPNET; }
+
 /* Which top-level components tokenizer.json has: what the classes look at. */
 typedef struct hf_tok_shape {
     int norm_bert;          /* the normalizer is a BertNormalizer */
@@ -861,14 +863,38 @@ static int hf_tok_from_bpe_files(const ir_tokenizer *c, tokdesc *t, diag *d) {
     return 0;
 }
 
+/*
+ * MPNetTokenizerFast over vocab.txt (transformers' MPNetConverter): BERT's
+ * WordPiece with <s>/</s>/<pad>/<mask> for the defaults, <mask> stripping
+ * the space before it, and the pair template <s> A </s></s> B </s>, every
+ * type id 0 as MPNetTokenizerFast's create_token_type_ids_from_sequences
+ * gives them (MPNet reads no token types).
+ */
+static int hf_tok_mpnet_vocab(tokdesc *t, diag *d) {
+    int32_t cls = t->single[0].id, sep = t->single[2].id;
+    tokdesc_item p[6] = {{TOKDESC_ITEM_SPECIAL, cls, 0}, {TOKDESC_ITEM_SEQ_A, 0, 0}, {TOKDESC_ITEM_SPECIAL, sep, 0},
+                         {TOKDESC_ITEM_SPECIAL, sep, 0}, {TOKDESC_ITEM_SEQ_B, 0, 0}, {TOKDESC_ITEM_SPECIAL, sep, 0}};
+    free(t->pair);
+    t->pair = NULL;
+    if (hf_tok_items(&t->pair, &t->npair, p, 6)) return hf_oom(d);
+    for (int i = 0; i < t->nadded; i++)
+        if (!strcmp(t->added[i].content, "<mask>")) t->added[i].flags |= TOKDESC_ADDED_LSTRIP;
+    return 0;
+}
+
 static int hf_tok_from_vocab_txt(const ir_tokenizer *c, tokdesc *t, diag *d) {
     size_t len;
     char *text = file_read_all(c->vocab_path, &len, (size_t)64 << 20, d);
     if (!text) return -1;
+    int mpnet = hf_tokenizer_class_is_mpnet(c->tokenizer_class);
     const char *tokens[5] = {c->unk_token, c->cls_token, c->sep_token, c->pad_token, c->mask_token};
+    static const char *const mpnet_defaults[5] = {"[UNK]", "<s>", "</s>", "<pad>", "<mask>"};
+    for (int i = 0; mpnet && i < 5; i++)
+        if (!tokens[i]) tokens[i] = mpnet_defaults[i];
     int rc = tokdesc_from_vocab_txt(t, text, len, c->do_lower_case, c->strip_accents, c->tokenize_chinese_chars, tokens, d);
     free(text);
     if (rc) diag_prefix(d, "%s: ", c->vocab_path);
+    else if (mpnet && (rc = hf_tok_mpnet_vocab(t, d))) tokdesc_free(t);
     return rc;
 }
 

@@ -9,7 +9,9 @@
  *                             Unigram), post-processor, added tokens;
  *   vocab.json + merges.txt   a byte-level BPE (RoBERTa) as transformers'
  *                             RobertaTokenizerFast builds it from them;
- *   vocab.txt                 WordPiece as BertTokenizerFast builds it.
+ *   vocab.txt                 WordPiece as BertTokenizerFast builds it
+ *                             (MPNetTokenizerFast's specials and pair
+ *                             template when the class is MPNet's).
  *
  * Over tokenizer.json, the settings of tokenizer_config.json that the
  * tokenizer class applies when transformers builds it (ir_tokenizer: the
@@ -36,5 +38,8 @@ int hf_tokenizer_json_parse(const char *name, const char *text, size_t len, tokd
 
 /* 1 if AutoTokenizer's class `name` is one bertc knows (see docs/tokenizer.md). */
 int hf_tokenizer_class_known(const char *name);
+
+/* 1 if `name` is MPNet's class: over vocab.txt it has its own specials and pair template. */
+int hf_tokenizer_class_is_mpnet(const char *name);
 
 #endif

@@ -60,6 +60,7 @@ typedef struct op_rec {
     ir_pool_mode pool_mode;
     int64_t shape[IR_MAX_DIMS];
     int nshape;
+    int64_t pad, buckets, max_distance, rows, dim;
     /* toposort state */
     int mark;               /* 0 new, 1 on stack, 2 done */
     int node;               /* ir node index once emitted */
@@ -110,6 +111,7 @@ typedef struct loader {
     int noutputs;
     repeat_ctx rep;
     int weights_line, weights_col;
+    int labels_line, labels_col;
 } loader;
 
 /* ------------------------------------------------------------------ utils */
@@ -377,6 +379,10 @@ static const op_spec OP_SPECS[] = {
     {"slice", IR_OP_SLICE, {{"x", OPK_TENSOR, 1}, {"axis", OPK_PARAM, 1}, {"start", OPK_PARAM, 1}, {"len", OPK_PARAM, 1}}},
     {"pool", IR_OP_POOL, {{"x", OPK_TENSOR, 1}, {"mask", OPK_TENSOR, 0}, {"mode", OPK_PARAM, 1}}},
     {"l2_normalize", IR_OP_L2_NORMALIZE, {{"x", OPK_TENSOR, 1}}},
+    {"pad_positions", IR_OP_PAD_POSITIONS, {{"ids", OPK_TENSOR, 1}, {"pad", OPK_PARAM, 1}}},
+    {"rel_pos_bias", IR_OP_REL_POS_BIAS,
+     {{"table", OPK_WEIGHT, 1}, {"like", OPK_TENSOR, 1}, {"buckets", OPK_PARAM, 1}, {"max_distance", OPK_PARAM, 1}}},
+    {"sinusoid", IR_OP_SINUSOID, {{"rows", OPK_PARAM, 1}, {"dim", OPK_PARAM, 1}}},
 };
 
 static const op_spec *op_spec_find(const char *name) {
@@ -445,6 +451,11 @@ static int parse_param(loader *L, const char *key, const yaml_node_t *v, op_rec 
     if (!strcmp(key, "axis")) { if (get_int(L, v, "axis", 0, IR_MAX_DIMS - 1, &i64)) return -1; r->axis = (int)i64; return 0; }
     if (!strcmp(key, "start")) return get_int(L, v, "start", 0, INT32_MAX, &r->start);
     if (!strcmp(key, "len")) return get_int(L, v, "len", 1, INT32_MAX, &r->len);
+    if (!strcmp(key, "pad")) return get_int(L, v, "pad", 0, INT32_MAX, &r->pad);
+    if (!strcmp(key, "buckets")) return get_int(L, v, "buckets", 4, 1 << 16, &r->buckets);
+    if (!strcmp(key, "max_distance")) return get_int(L, v, "max_distance", 2, 1 << 20, &r->max_distance);
+    if (!strcmp(key, "rows")) return get_int(L, v, "rows", 1, 1 << 20, &r->rows);
+    if (!strcmp(key, "dim")) return get_int(L, v, "dim", 1, 1 << 20, &r->dim);
     return err_node(L, v, "internal: unhandled parameter '%s'", key);
 }
 
@@ -471,7 +482,8 @@ static int parse_op(loader *L, const yaml_node_t *n) {
     const op_spec *spec = op_spec_find(opname);
     if (!spec) {
         return err_node(L, opn, "unknown op '%s' (expected one of: arange, gather, add, bias_add, layer_norm, matmul, "
-                        "activation, reshape, transpose, batched_matmul, scale, mask, softmax, slice, pool, l2_normalize)", opname);
+                        "activation, reshape, transpose, batched_matmul, scale, mask, softmax, slice, pool, l2_normalize, "
+                        "pad_positions, rel_pos_bias, sinusoid)", opname);
     }
     const char *allowed[10] = {"op", "out"};
     int na = 2;
@@ -705,6 +717,86 @@ static int parse_tokenizer_source(loader *L, const yaml_node_t *n, ir_tokenizer 
     return 0;
 }
 
+/* The composite lookup: an extra file by prefix, else the main file. */
+static const weights_tensor *model_weights_find(const void *impl, const char *name) {
+    const model *m = impl;
+    for (int i = 0; i < m->nextra; i++) {
+        size_t n = strlen(m->extra_prefix[i]);
+        if (!strncmp(name, m->extra_prefix[i], n)) {
+            weights w;
+            st_file_weights(&m->extra[i], &w);
+            return weights_find(&w, name + n);
+        }
+    }
+    return weights_find(&m->main_weights, name);
+}
+
+static int parse_extra_weights(loader *L, const yaml_node_t *n) {
+    model *m = L->m;
+    if (expect_mapping(L, n, "extra_weights (prefix: file)")) return -1;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_get(L, p->key), *v = node_get(L, p->value);
+        const char *prefix, *file;
+        if (get_string(L, k, "a tensor-name prefix", &prefix) || get_string(L, v, "a safetensors file", &file)) return -1;
+        if (prefix[strlen(prefix) - 1] != '/')
+            return err_node(L, k, "the prefix '%s' must end with '/' (tensors are named PREFIX/NAME)", prefix);
+        for (int i = 0; i < m->nextra; i++)
+            if (!strncmp(prefix, m->extra_prefix[i], strlen(m->extra_prefix[i])) ||
+                !strncmp(prefix, m->extra_prefix[i], strlen(prefix)))
+                return err_node(L, k, "the prefix '%s' overlaps '%s'", prefix, m->extra_prefix[i]);
+        if (m->nextra == MODEL_MAX_EXTRA_WEIGHTS)
+            return err_node(L, k, "at most %d extra weight files are supported", MODEL_MAX_EXTRA_WEIGHTS);
+        char *path = path_join(L->base_dir, file);
+        if (!path || !(m->extra_prefix[m->nextra] = xstrdup(prefix))) {
+            free(path);
+            return oom(L);
+        }
+        diag sd;
+        diag_init(&sd);
+        int rc = st_file_open(&m->extra[m->nextra], path, &sd);
+        free(path);
+        if (rc) {
+            free(m->extra_prefix[m->nextra]);
+            return err_node(L, v, "cannot use the weights file: %s", sd.text);
+        }
+        m->nextra++;
+    }
+    return 0;
+}
+
+/* labels: [name, ...] — the class names of the `logits` output. */
+static int parse_labels(loader *L, const yaml_node_t *n) {
+    ir_graph *g = &L->m->graph;
+    if (n->type != YAML_SEQUENCE_NODE) return err_node(L, n, "expected labels (a list of class names), got %s", node_kind(n));
+    int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (count < 1 || count > IR_MAX_LABELS) return err_node(L, n, "labels has %d names (expected 1 to %d)", count, IR_MAX_LABELS);
+    if (!(g->labels = calloc((size_t)count, sizeof *g->labels))) return oom(L);
+    for (int i = 0; i < count; i++) {
+        const char *s;
+        if (get_string(L, node_get(L, n->data.sequence.items.start[i]), "a class name", &s)) return -1;
+        if (!(g->labels[g->nlabels++] = xstrdup(s))) return oom(L);
+    }
+    L->labels_line = line_of(n);
+    L->labels_col = col_of(n);
+    return 0;
+}
+
+/* With labels, the output `logits` must have one column per label. */
+static int check_labels(loader *L) {
+    const ir_graph *g = &L->m->graph;
+    if (!g->nlabels) return 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        if (strcmp(g->outputs[i].name, "logits")) continue;
+        const ir_node *n = &g->nodes[g->outputs[i].node];
+        char b[96];
+        if (n->ndim < 1 || n->shape[n->ndim - 1] != g->nlabels)
+            return err_at(L, L->labels_line, L->labels_col, "%d labels, but the output logits '%s' is %s (expected "
+                          "[..., %d])", g->nlabels, n->name, ir_shape_str(n, b, sizeof b), g->nlabels);
+        return 0;
+    }
+    return err_at(L, L->labels_line, L->labels_col, "labels name the classes of an output 'logits', and there is none");
+}
+
 static int parse_tokenizer(loader *L, const yaml_node_t *n) {
     static const char *const keys[] = {"json", "vocab", "vocab_json", "merges", "class", "do_lower_case",
                                        "strip_accents", "tokenize_chinese_chars", "add_prefix_space", "trim_offsets",
@@ -833,6 +925,12 @@ static int weight_node(loader *L, const op_operand *o) {
 
 static int emit(loader *L) {
     ir_graph *g = &L->m->graph;
+    /* A gather's table may be a compile-time tensor of the graph (a sinusoid):
+     * a name some op defines is that tensor, not a weight. */
+    for (int i = 0; i < L->nops; i++)
+        if (L->ops[i].op == IR_OP_GATHER && L->ops[i].operands[0].is_weight &&
+            producer_of(L, L->ops[i].operands[0].name) >= 0)
+            L->ops[i].operands[0].is_weight = 0;
     int *order = malloc((size_t)L->nops * sizeof *order);
     int *stack = malloc((size_t)(L->nops + 1) * sizeof *stack);
     int *input_node = malloc(3 * sizeof *input_node);
@@ -885,6 +983,14 @@ static int emit(loader *L) {
         n->start = r->start;
         n->len = r->len;
         n->pool_mode = r->pool_mode;
+        n->pad_id = (int32_t)r->pad;
+        n->buckets = (int)r->buckets;
+        n->max_distance = (int)r->max_distance;
+        if (r->op == IR_OP_SINUSOID) {
+            n->ndim = 2;
+            n->shape[0] = r->rows;
+            n->shape[1] = r->dim;
+        }
         if (r->op == IR_OP_RESHAPE) {
             n->ndim = r->nshape;
             for (int k = 0; k < r->nshape; k++) n->shape[k] = r->shape[k];
@@ -906,8 +1012,8 @@ static int emit(loader *L) {
 /* ------------------------------------------------------------ top level */
 
 static int parse_document(loader *L) {
-    static const char *const keys[] = {"bertc", "name", "weights", "max_seq_len", "dims", "inputs",
-                                       "outputs", "tokenizer", "graph", NULL};
+    static const char *const keys[] = {"bertc", "name", "weights", "extra_weights", "max_seq_len", "dims", "inputs",
+                                       "outputs", "labels", "tokenizer", "graph", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&L->doc);
     if (!root) return err_at(L, 1, 1, "the file is empty (expected a model description)");
     if (expect_mapping(L, root, "a model description") || check_keys(L, root, keys, "the model description")) return -1;
@@ -929,6 +1035,7 @@ static int parse_document(loader *L) {
     if ((v = map_get(L, root, "tokenizer")) && parse_tokenizer(L, v)) return -1;
     if (map_require(L, root, "graph", "the model description", &v) || parse_graph(L, v)) return -1;
     if (map_require(L, root, "outputs", "the model description", &v) || parse_outputs(L, v)) return -1;
+    if ((v = map_get(L, root, "labels")) && parse_labels(L, v)) return -1;
     if (map_require(L, root, "weights", "the model description", &v) || get_string(L, v, "weights (a path)", &s))
         return -1;
     if (!(g->weights_path = path_join(L->base_dir, s))) return oom(L);
@@ -940,9 +1047,15 @@ static int parse_document(loader *L) {
     if (st_file_open(&L->m->file, g->weights_path, &sd))
         return err_at(L, L->weights_line, L->weights_col, "cannot use the weights file: %s", sd.text);
     L->m->file_open = 1;
-    st_file_weights(&L->m->file, &L->m->weights);
+    st_file_weights(&L->m->file, &L->m->main_weights);
+    L->m->weights = L->m->main_weights;
+    if ((v = map_get(L, root, "extra_weights"))) {
+        if (parse_extra_weights(L, v)) return -1;
+        L->m->weights.impl = L->m;
+        L->m->weights.find = model_weights_find;
+    }
     if (emit(L)) return -1;
-    return ir_graph_infer(g, L->file, L->src, L->len, L->d);
+    return ir_graph_infer(g, L->file, L->src, L->len, L->d) || check_labels(L) ? -1 : 0;
 }
 
 static void loader_free(loader *L) {
@@ -1052,6 +1165,10 @@ int model_load(model *m, const char *yaml_path, diag *d) {
 void model_free(model *m) {
     ir_graph_free(&m->graph);
     if (m->file_open) st_file_close(&m->file);
+    for (int i = 0; i < m->nextra; i++) {
+        st_file_close(&m->extra[i]);
+        free(m->extra_prefix[i]);
+    }
     free(m->yaml_text);
     memset(m, 0, sizeof *m);
 }

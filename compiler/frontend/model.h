@@ -16,12 +16,25 @@
 #include "safetensors.h"
 
 #define MODEL_FORMAT_VERSION 1
+#define MODEL_MAX_EXTRA_WEIGHTS 4
 
+/*
+ * `extra_weights: {PREFIX: FILE, ...}` adds safetensors files whose tensors
+ * the graph names as PREFIX + their name in FILE (a sentence-transformers
+ * Dense module's "linear.weight" in 2_Dense/model.safetensors is
+ * "2_Dense/linear.weight").  `weights` finds a name in the file whose
+ * prefix it starts with, else in the main file; it points into the model,
+ * so a loaded model is not copied by value.
+ */
 typedef struct model {
     ir_graph graph;
     st_file file;             /* the safetensors file the YAML names */
     int file_open;
-    weights weights;          /* the file through the weights interface: what later stages use */
+    weights main_weights;     /* the main file alone */
+    st_file extra[MODEL_MAX_EXTRA_WEIGHTS];
+    char *extra_prefix[MODEL_MAX_EXTRA_WEIGHTS];
+    int nextra;
+    weights weights;          /* all the files through the weights interface: what later stages use */
     char *yaml_text;          /* kept for diagnostics of later stages */
     size_t yaml_len;
 } model;

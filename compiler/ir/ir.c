@@ -75,6 +75,8 @@ void ir_graph_free(ir_graph *g) {
     free(t->sep_token);
     free(t->pad_token);
     free(t->mask_token);
+    for (int i = 0; i < g->nlabels; i++) free(g->labels[i]);
+    free(g->labels);
     ir_graph_init(g);
 }
 
@@ -170,6 +172,10 @@ int ir_graph_clone(ir_graph *dst, const ir_graph *src) {
               ir_dup_into(&dt->json_path, st->json_path) | ir_dup_into(&dt->bpe_vocab_path, st->bpe_vocab_path) |
               ir_dup_into(&dt->bpe_merges_path, st->bpe_merges_path) |
               ir_dup_into(&dt->tokenizer_class, st->tokenizer_class);
+    if (src->nlabels && !failed) {
+        if (!(dst->labels = calloc((size_t)src->nlabels, sizeof *dst->labels))) failed = 1;
+        for (int i = 0; !failed && i < src->nlabels; i++, dst->nlabels++) failed |= ir_dup_into(&dst->labels[i], src->labels[i]);
+    }
     if (failed) {
         ir_graph_free(dst);
         return -1;
@@ -207,6 +213,9 @@ const char *ir_op_name(ir_op op) {
         [IR_OP_SLICE] = "slice",
         [IR_OP_POOL] = "pool",
         [IR_OP_L2_NORMALIZE] = "l2_normalize",
+        [IR_OP_PAD_POSITIONS] = "pad_positions",
+        [IR_OP_REL_POS_BIAS] = "rel_pos_bias",
+        [IR_OP_SINUSOID] = "sinusoid",
         [IR_OP_CONST] = "const",
         [IR_OP_CONCAT] = "concat",
         [IR_OP_LINEAR] = "linear",
@@ -322,10 +331,12 @@ void ir_graph_dump(const ir_graph *g, void *file) {
                     n->has_residual ? "yes" : "no", n->has_act ? ir_act_name(n->act) : "none");
             break;
         case IR_OP_ATTENTION:
-            fprintf(f, " heads=%d head_dim=%d scale=%g q_off=%d k_off=%d v_off=%d mask=%s", n->heads,
+            fprintf(f, " heads=%d head_dim=%d scale=%g q_off=%d k_off=%d v_off=%d mask=%s bias=%s", n->heads,
                     n->head_dim, (double)n->scale, n->q_off, n->k_off, n->v_off,
-                    n->nsrc > 3 ? "yes" : "no");
+                    ir_attention_has_mask(n) ? "yes" : "no", n->has_bias ? "yes" : "no");
             break;
+        case IR_OP_PAD_POSITIONS: fprintf(f, " pad=%d", (int)n->pad_id); break;
+        case IR_OP_REL_POS_BIAS: fprintf(f, " buckets=%d max_distance=%d", n->buckets, n->max_distance); break;
         case IR_OP_ADD_LN:
             fprintf(f, " eps=%g bias=%s residual=%s", (double)n->eps, n->has_bias ? "yes" : "no",
                     n->has_residual ? "yes" : "no");
@@ -376,6 +387,8 @@ static const char *ir_operand_key_of_op(ir_op op, int i) {
         [IR_OP_SLICE] = {"x"},
         [IR_OP_POOL] = {"x", "mask"},
         [IR_OP_L2_NORMALIZE] = {"x"},
+        [IR_OP_PAD_POSITIONS] = {"ids"},
+        [IR_OP_REL_POS_BIAS] = {"table", "like"},
     };
     const char *k = (unsigned)op < IR_OP_COUNT && i >= 0 && i < IR_MAX_SRCS ? keys[op][i] : NULL;
     return k ? k : "operand";
@@ -395,6 +408,7 @@ static const char *ir_operand_key(const ir_node *n, int i) {
         return "residual";
     case IR_OP_ATTENTION: {
         static const char *const keys[4] = {"q", "k", "v", "mask"};
+        if (n->has_bias && i == n->nsrc - 1) return "bias";
         return i >= 0 && i < 4 ? keys[i] : "operand";
     }
     case IR_OP_ADD_LN:
@@ -415,10 +429,11 @@ static const char *ir_operand_key(const ir_node *n, int i) {
  * from 1 to IR_MAX_SRCS (its own nsrc). */
 static int ir_node_arity(const ir_node *n) {
     switch (n->op) {
-    case IR_OP_CONST: return 0;
+    case IR_OP_CONST:
+    case IR_OP_SINUSOID: return 0;
     case IR_OP_CONCAT: return n->nsrc >= 1 ? n->nsrc : 1;
     case IR_OP_LINEAR: return 2 + !!n->has_bias + !!n->has_residual;
-    case IR_OP_ATTENTION: return n->nsrc == 4 ? 4 : 3;
+    case IR_OP_ATTENTION: return 3 + ir_attention_has_mask(n) + !!n->has_bias;
     case IR_OP_ADD_LN: return 3 + !!n->has_residual + !!n->has_bias;
     case IR_OP_EMBED_LN:
         return n->ngathers >= 1 && n->ngathers <= IR_MAX_GATHERS ? 2 + 2 * n->ngathers : -2;
@@ -431,6 +446,7 @@ static int ir_node_arity(const ir_node *n) {
     case IR_OP_SCALE:
     case IR_OP_SOFTMAX:
     case IR_OP_SLICE:
+    case IR_OP_PAD_POSITIONS:
     case IR_OP_L2_NORMALIZE: return 1;
     case IR_OP_POOL: return n->nsrc == 2 ? 2 : 1;
     case IR_OP_GATHER:
@@ -438,6 +454,7 @@ static int ir_node_arity(const ir_node *n) {
     case IR_OP_BIAS_ADD:
     case IR_OP_MATMUL:
     case IR_OP_BATCHED_MATMUL:
+    case IR_OP_REL_POS_BIAS:
     case IR_OP_MASK: return 2;
     case IR_OP_LAYER_NORM: return 3;
     default: return -1;
@@ -863,8 +880,12 @@ static int ir_infer_attention(const ir_infer_ctx *c, ir_node *n) {
         return IR_INFER_FAIL(c, n, IR_NODE_FMT "k '%s' is %s but v '%s' is %s (expected as many rows)",
                              IR_NODE_ARGS(n), k->name, ir_shape_str(k, bk, sizeof bk), v->name,
                              ir_shape_str(v, b, sizeof b));
-    if (n->nsrc == 4) {
+    if (ir_attention_has_mask(n)) {
         if (ir_check_int(c, n, 3) || ir_check_dims(c, n, 3, k->shape, 1)) return -1;
+    }
+    if (n->has_bias) {
+        const int64_t want[3] = {n->heads, ir_src(c, n, 0)->shape[0], k->shape[0]};
+        if (ir_check_float(c, n, n->nsrc - 1) || ir_check_dims(c, n, n->nsrc - 1, want, 3)) return -1;
     }
     n->dtype = IR_DTYPE_F32;
     n->ndim = 2;
@@ -913,6 +934,53 @@ static int ir_infer_embed_ln(const ir_infer_ctx *c, ir_node *n) {
     n->ndim = 2;
     n->shape[0] = rows;
     n->shape[1] = D;
+    return 0;
+}
+
+/* [S] like an arange: the one operand (index k) must have S rows. */
+static int ir_check_like_seq(const ir_infer_ctx *c, const ir_node *n, int k) {
+    const ir_node *like = ir_src(c, n, k);
+    if (like->ndim >= 1 && like->shape[0] == IR_DIM_SEQ) return 0;
+    char b[96];
+    return IR_INFER_FAIL(c, n, IR_NODE_FMT "%s '%s' is %s (expected [S, ...])", IR_NODE_ARGS(n),
+                         ir_operand_key(n, k), like->name, ir_shape_str(like, b, sizeof b));
+}
+
+/* The position ops: pad_positions, rel_pos_bias, sinusoid. */
+static int ir_infer_positions(const ir_infer_ctx *c, ir_node *n) {
+    char b[96];
+    if (n->op == IR_OP_PAD_POSITIONS) {
+        if (ir_check_int(c, n, 0) || ir_check_ndim(c, n, 0, 1, "a 1-D [S]") || ir_check_like_seq(c, n, 0)) return -1;
+        if (n->pad_id < 0)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "pad is %d (expected a token id >= 0)", IR_NODE_ARGS(n),
+                                 (int)n->pad_id);
+        n->dtype = IR_DTYPE_I32;
+        n->ndim = 1;
+        n->shape[0] = IR_DIM_SEQ;
+        return 0;
+    }
+    if (n->op == IR_OP_SINUSOID) {
+        if (n->ndim != 2 || n->shape[0] < 1 || n->shape[1] < 1)
+            return IR_INFER_FAIL(c, n, IR_NODE_FMT "shape %s (expected [rows, dim], both >= 1)", IR_NODE_ARGS(n),
+                                 ir_shape_str(n, b, sizeof b));
+        n->dtype = IR_DTYPE_F32;
+        return 0;
+    }
+    const ir_node *table = ir_src(c, n, 0);
+    if (ir_check_float(c, n, 0) || ir_check_ndim(c, n, 0, 2, "a 2-D table [buckets, heads]") ||
+        ir_check_like_seq(c, n, 1))
+        return -1;
+    if (table->shape[0] != n->buckets || table->shape[1] < 1 || n->buckets < 2 || n->buckets % 4 != 0)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "table '%s' is %s but buckets is %d (expected [buckets, heads], "
+                             "buckets a positive multiple of 4)", IR_NODE_ARGS(n), table->name,
+                             ir_shape_str(table, b, sizeof b), n->buckets);
+    if (n->max_distance <= n->buckets / 4)
+        return IR_INFER_FAIL(c, n, IR_NODE_FMT "max_distance %d (expected more than buckets / 4 = %d)",
+                             IR_NODE_ARGS(n), n->max_distance, n->buckets / 4);
+    n->dtype = IR_DTYPE_F32;
+    n->ndim = 3;
+    n->shape[0] = table->shape[1];
+    n->shape[1] = n->shape[2] = IR_DIM_SEQ;
     return 0;
 }
 
@@ -976,6 +1044,9 @@ static int ir_infer_node(const ir_infer_ctx *c, ir_node *n) {
         n->dtype = IR_DTYPE_F32;
         ir_copy_shape(n, ir_src(c, n, 0));
         return 0;
+    case IR_OP_PAD_POSITIONS:
+    case IR_OP_REL_POS_BIAS:
+    case IR_OP_SINUSOID: return ir_infer_positions(c, n);
     case IR_OP_CONST: return ir_infer_const(c, n);
     case IR_OP_CONCAT: return ir_infer_concat(c, n);
     case IR_OP_LINEAR: return ir_infer_linear(c, n);

@@ -36,6 +36,7 @@
 #define IR_MAX_SRCS 8
 #define IR_MAX_GATHERS 3 /* EMBED_LN: at most word, position, token type */
 #define IR_DIM_SEQ (-1)   /* the symbolic sequence length S */
+#define IR_MAX_LABELS 4096 /* class names of a classification head */
 
 typedef enum ir_dtype {
     IR_DTYPE_F32,
@@ -66,6 +67,12 @@ typedef enum ir_op {
                            * s with src1 mask[s] != 0 (MEAN; sum / max(count, 1e-9)); then
                            * x / max(||x||_2, 1e-12) when `normalize` (set by fuse_pool_normalize) */
     IR_OP_L2_NORMALIZE,   /* src0 [..., N] / max(||row||_2, 1e-12) over the last axis */
+    IR_OP_PAD_POSITIONS,  /* src0 ids [S] int32 -> [S] int32: pad_id where ids[s] == pad_id, else
+                           * pad_id + #{t <= s : ids[t] != pad_id} (RoBERTa's position ids) */
+    IR_OP_REL_POS_BIAS,   /* src0 table [buckets, NH], src1 like [S, ...] -> [NH, S, S]:
+                           * table[bucket(k - q)][h], the bidirectional log bucket of MPNet/T5 */
+    IR_OP_SINUSOID,       /* no sources -> [rows, dim] (shape set before infer): sin/cos
+                           * position table, DistilBERT's create_sinusoidal_embeddings */
 
     /*
      * Ops the fusion passes create (compiler/passes/); the YAML cannot
@@ -77,7 +84,9 @@ typedef enum ir_op {
     IR_OP_LINEAR,         /* act(((x · wᵀ) + bias) + residual): src0 x [M, K], src1 w [N, K],
                            * then bias [N] if has_bias, then residual [M, N] if has_residual */
     IR_OP_ATTENTION,      /* multi-head attention: src0 q, src1 k, src2 v (2-D, columns from
-                           * q_off/k_off/v_off), optional src3 mask [Sk] int32 -> [Sq, heads*head_dim] */
+                           * q_off/k_off/v_off), optional src3 mask [Sk] int32, then, if has_bias,
+                           * an additive score bias [heads, Sq, Sk] (after the scale, before the
+                           * mask) -> [Sq, heads*head_dim] */
     IR_OP_ADD_LN,         /* LayerNorm((x + bias) + residual)·gamma + beta: src0 x, src1 gamma,
                            * src2 beta, then residual if has_residual, then bias if has_bias */
     IR_OP_EMBED_LN,       /* LayerNorm(sum_g gather(table_g, index_g))·gamma + beta: src0 gamma,
@@ -123,11 +132,13 @@ typedef struct ir_node {
     int unused;                  /* INPUT: declared but no output depends on it (pass_dce) */
     ir_pool_mode pool_mode;      /* POOL */
     int normalize;               /* POOL: L2-normalise the pooled row (fused l2_normalize) */
+    int32_t pad_id;              /* PAD_POSITIONS */
+    int buckets, max_distance;   /* REL_POS_BIAS */
 
     /* Parameters of the fused ops.  CONCAT reuses `axis`, LINEAR `act`,
      * ATTENTION `scale`, ADD_LN and EMBED_LN `eps`. */
     float *data;                 /* CONST: row-major float32 values, owned by the node */
-    int has_bias, has_residual;  /* LINEAR, ADD_LN: which optional sources are present */
+    int has_bias, has_residual;  /* LINEAR, ADD_LN, ATTENTION (bias): which optional sources are present */
     int has_act;                 /* LINEAR: apply `act` last */
     int heads, head_dim;         /* ATTENTION */
     int q_off, k_off, v_off;     /* ATTENTION: first column of q, k, v in src0, src1, src2 */
@@ -174,6 +185,8 @@ typedef struct ir_graph {
     int64_t max_seq_len;
     int has_tokenizer;
     ir_tokenizer tokenizer;
+    char **labels;               /* class names of the output `logits` (config.json's id2label) */
+    int nlabels;
 } ir_graph;
 
 void ir_graph_init(ir_graph *g);
@@ -196,6 +209,10 @@ void ir_node_release(ir_node *n);
  * YAML place that defined it (`file` / `src` are used for the caret).
  */
 int ir_graph_infer(ir_graph *g, const char *file, const char *src, size_t src_len, diag *d);
+
+/* An ATTENTION node reads a mask (src3) when it has one more source than q,
+ * k, v and the optional bias. */
+static inline int ir_attention_has_mask(const ir_node *n) { return n->nsrc - 3 - !!n->has_bias >= 1; }
 
 /* Number of elements with S bound to seq_len. */
 int64_t ir_node_numel(const ir_node *n, int64_t seq_len);

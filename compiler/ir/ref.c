@@ -247,6 +247,82 @@ static int ref_op_arange(ref_ctx *c, int i) {
     return 0;
 }
 
+/* RoBERTa's create_position_ids_from_input_ids, one request. */
+static int ref_op_pad_positions(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const int32_t *ids = ref_src_i32(c, n, 0);
+    int32_t *out = ref_alloc(c, i);
+    if (!out) return -1;
+    ref_pad_positions(ids, c->seq, n->pad_id, out);
+    return 0;
+}
+
+void ref_pad_positions(const int32_t *ids, int64_t len, int32_t pad, int32_t *out) {
+    int64_t count = 0;
+    for (int64_t s = 0; s < len; s++) {
+        count += ids[s] != pad;
+        out[s] = ids[s] != pad ? (int32_t)(pad + count) : pad;
+    }
+}
+
+/*
+ * MPNet's relative_position_bucket (T5's bidirectional form) for the
+ * relative position rel = key - query, reproduced operation by operation:
+ * half the buckets for each direction (keys before the query first), exact
+ * buckets for |rel| < buckets/4, then a log scale up to max_distance.
+ * transformers computes the log branch in float32 — log of n / max_exact,
+ * divided by log(max_distance / max_exact) (a double, rounded to float32 by
+ * the division), times the bucket span, truncated — so this does too; the
+ * tests check every |rel| up to 1100 against transformers' buckets.
+ */
+int ref_rel_pos_bucket(int64_t rel, int buckets, int max_distance) {
+    int64_t n = -rel;
+    int half = buckets / 2, ret = n < 0 ? half : 0;
+    n = n < 0 ? -n : n;
+    int max_exact = half / 2;
+    if (n < max_exact) return ret + (int)n;
+    float l = logf((float)n / (float)max_exact) / (float)log((double)max_distance / (double)max_exact);
+    int64_t large = max_exact + (int64_t)(l * (float)(half - max_exact));
+    return ret + (int)(large < half - 1 ? large : half - 1);
+}
+
+void ref_rel_pos_bias_fill(const float *table, int heads, int buckets, int max_distance, int64_t seq, int64_t ld,
+                           float *out) {
+    for (int64_t q = 0; q < seq; q++)
+        for (int64_t k = 0; k < seq; k++) {
+            const float *row = table + (size_t)ref_rel_pos_bucket(k - q, buckets, max_distance) * (size_t)heads;
+            for (int h = 0; h < heads; h++) out[((size_t)h * (size_t)ld + (size_t)q) * (size_t)ld + (size_t)k] = row[h];
+        }
+}
+
+static int ref_op_rel_pos_bias(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    const float *table = ref_src_f32(c, n, 0);
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    ref_rel_pos_bias_fill(table, (int)n->shape[0], n->buckets, n->max_distance, c->seq, c->seq, out);
+    return 0;
+}
+
+/*
+ * DistilBERT's create_sinusoidal_embeddings: pos / 10000^(2 (j / 2) / dim)
+ * in double, sin for even j and cos for odd j, rounded to float32 (numpy
+ * computes in float64, torch.FloatTensor rounds).
+ */
+float ref_sinusoid_value(int64_t pos, int64_t j, int64_t dim) {
+    double a = (double)pos / pow(10000.0, (double)(2 * (j / 2)) / (double)dim);
+    return (float)(j % 2 ? cos(a) : sin(a));
+}
+
+static int ref_op_sinusoid(ref_ctx *c, int i) {
+    const ir_node *n = &c->g->nodes[i];
+    float *out = ref_alloc(c, i);
+    if (!out) return -1;
+    for (int64_t p = 0; p < n->shape[0]; p++)
+        for (int64_t j = 0; j < n->shape[1]; j++) out[p * n->shape[1] + j] = ref_sinusoid_value(p, j, n->shape[1]);
+    return 0;
+}
+
 /* Every id of source `index_src` of node n must be a row of the table in
  * source `table_src`. */
 static int ref_check_ids(ref_ctx *c, const ir_node *n, int table_src, int index_src) {
@@ -649,7 +725,8 @@ static int ref_op_linear(ref_ctx *c, int i) {
 /*
  * Per head and query row, the unfused chain in one pass over the keys:
  * scores rounded to float as batched_matmul stores them, then scale, then
- * the mask addition, the softmax row, and the probabilities times v summed
+ * the bias (an add in float, as the unfused add stores it), then the mask
+ * addition, the softmax row, and the probabilities times v summed
  * over keys in key order in double (batched_matmul without transpose_b);
  * the result lands at columns [h·D, (h+1)·D) of its row, which is what the
  * transpose [1, 0, 2] and the reshape to [S, heads·D] did.
@@ -662,7 +739,8 @@ static int ref_op_attention(ref_ctx *c, int i) {
     ref_bind_shape(&c->g->nodes[n->src[2]], c->seq, sv);
     int64_t rows = sq[0], keys = sk[0], H = n->heads, D = n->head_dim, width = H * D;
     const float *q = ref_src_f32(c, n, 0), *k = ref_src_f32(c, n, 1), *v = ref_src_f32(c, n, 2);
-    const int32_t *mask = n->nsrc > 3 ? ref_src_i32(c, n, 3) : NULL;
+    const int32_t *mask = ir_attention_has_mask(n) ? ref_src_i32(c, n, 3) : NULL;
+    const float *bias = n->has_bias ? ref_src_f32(c, n, n->nsrc - 1) : NULL;
     float *out = ref_alloc(c, i);
     if (!out) return -1;
     size_t nk = (size_t)(keys ? keys : 1);
@@ -680,6 +758,7 @@ static int ref_op_attention(ref_ctx *c, int i) {
             for (int64_t t = 0; t < keys; t++) {
                 float sc = (float)ref_dot(qr, k + t * sk[1] + n->k_off + h * D, D);
                 if (n->scale != 1.0f) sc = ref_scale_value(sc, n->scale);
+                if (bias) sc = sc + bias[(h * rows + s) * keys + t];
                 if (mask) sc = ref_mask_value(sc, mask[t]);
                 scores[t] = sc;
             }
@@ -833,6 +912,9 @@ static int ref_run_node(ref_ctx *c, int i) {
     case IR_OP_INPUT: return ref_bind_input(c, i);
     case IR_OP_WEIGHT: return 0;  /* bound up front, widened on first use */
     case IR_OP_ARANGE: return ref_op_arange(c, i);
+    case IR_OP_PAD_POSITIONS: return ref_op_pad_positions(c, i);
+    case IR_OP_REL_POS_BIAS: return ref_op_rel_pos_bias(c, i);
+    case IR_OP_SINUSOID: return ref_op_sinusoid(c, i);
     case IR_OP_GATHER: return ref_op_gather(c, i);
     case IR_OP_ADD: return ref_op_add(c, i);
     case IR_OP_BIAS_ADD: return ref_op_bias_add(c, i);

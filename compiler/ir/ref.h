@@ -50,4 +50,20 @@ const ref_tensor *ref_result_find(const ref_result *res, const char *name);
  */
 int ref_eval_static(const ir_graph *g, const weights *weights, int node, float **data, diag *d);
 
+/*
+ * The position helpers the reference ops are made of, shared with the
+ * lowering (which writes the same values into the plan's weight blob).
+ * ref_pad_positions: RoBERTa's position ids of `ids` (pad_positions op).
+ * ref_rel_pos_bucket: MPNet's bucket of the relative position key - query.
+ * ref_rel_pos_bias_fill: out[h][q][k] = table[bucket(k - q)][h] for q, k <
+ *   seq, rows of ld elements and heads of ld rows (ld >= seq); table is
+ *   [buckets, heads].
+ * ref_sinusoid_value: DistilBERT's sinusoidal table at (pos, j) for width dim.
+ */
+void ref_pad_positions(const int32_t *ids, int64_t len, int32_t pad, int32_t *out);
+int ref_rel_pos_bucket(int64_t rel, int buckets, int max_distance);
+void ref_rel_pos_bias_fill(const float *table, int heads, int buckets, int max_distance, int64_t seq, int64_t ld,
+                           float *out);
+float ref_sinusoid_value(int64_t pos, int64_t j, int64_t dim);
+
 #endif

@@ -134,7 +134,9 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     p->max_seq_len = g->max_seq_len;
     if (lower_signature(g, p, d)) return -1;
     lower_weights lw;
-    if (lower_weights_build(g, w, o->precision, &lw, d)) {
+    int longest = 1;
+    for (int b = 0; b < o->nbuckets; b++) longest = o->buckets[b] > longest ? o->buckets[b] : longest;
+    if (lower_weights_build(g, w, o->precision, longest, &lw, d)) {
         lower_weights_free(&lw);
         return -1;
     }
@@ -145,8 +147,8 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     int total = o->nbuckets + o->ntoken_buckets;
     p->buckets = calloc((size_t)total + 1, sizeof *p->buckets);
     int rc = p->buckets ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    lower_ctx c = {.g = g, .w = &lw, .prec = o->precision, .es = (size_t)plan_dtype_size(o->precision), .o = o,
-                   .p = p, .d = d};
+    lower_ctx c = {.g = g, .w = &lw, .longest = longest, .prec = o->precision,
+                   .es = (size_t)plan_dtype_size(o->precision), .o = o, .p = p, .d = d};
     for (int b = 0; !rc && b < total; b++) {
         int tokens = b >= o->nbuckets;
         sched_bucket *out = &p->buckets[p->nbuckets++];

@@ -23,7 +23,10 @@ typedef struct lower_weights {
     int count;                   /* graph nodes */
 } lower_weights;
 
-int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, lower_weights *out, diag *d);
+/* `longest`: the longest bucket, the side of a rel_pos_bias table (which
+ * depends on S and goes into the blob once, [heads, longest, longest]). */
+int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, int longest, lower_weights *out,
+                        diag *d);
 void lower_weights_free(lower_weights *w);
 
 /* ---- arena (lower_arena.c) */
@@ -58,6 +61,7 @@ typedef struct lower_view {
 typedef struct lower_ctx {
     const ir_graph *g;
     const lower_weights *w;
+    int longest;                 /* the longest bucket: rows of a score-bias table */
     plan_dtype prec;
     size_t es;                   /* bytes per element in the plan precision */
     int bucket;

@@ -160,6 +160,8 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
     if (kernel_dims_in(s, c->bucket, c->seqs, &st->launch.dims, c->d)) return -1;
+    /* a batch's sequences are as long as the longest length bucket at most */
+    if (c->seqs && kernel_launch_check_rows(s, c->longest, c->d)) return -1;
     /* the prefetch pair stays NONE until lower_prefetch knows the next step */
     st->launch.nargs = nargs + KERNEL_PREFETCH_ARGS;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
@@ -168,9 +170,19 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     return 0;
 }
 
-static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index *kind) {
+static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index *kind, int *pad) {
     const ir_node *n = &c->g->nodes[idx];
     if (n->op == IR_OP_ARANGE) { *kind = KERNEL_INDEX_POSITION; return 0; }
+    if (n->op == IR_OP_PAD_POSITIONS) {
+        const ir_node *ids = &c->g->nodes[n->src[0]];
+        if (ids->op != IR_OP_INPUT || strcmp(ids->name, "input_ids"))
+            return fail_node(c, owner, "pad_positions must read the input_ids input, not '%s'", ids->name);
+        if (*pad >= 0 && *pad != n->pad_id)
+            return fail_node(c, owner, "%s: two pad_positions gathers with different pad ids", "one kernel");
+        *pad = n->pad_id;
+        *kind = KERNEL_INDEX_PAD_POSITION;
+        return 0;
+    }
     if (n->op == IR_OP_INPUT && !strcmp(n->name, "input_ids")) { *kind = KERNEL_INDEX_INPUT_IDS; return 0; }
     if (n->op == IR_OP_INPUT && !strcmp(n->name, "token_type_ids")) { *kind = KERNEL_INDEX_TOKEN_TYPES; return 0; }
     return fail_node(c, owner, "gather index '%s' is not input_ids, token_type_ids or an arange", n->name);
@@ -189,15 +201,17 @@ static int lower_embed_ln(lower_ctx *c, int i) {
     if (n->ngathers < 1 || n->ngathers > KERNEL_MAX_GATHERS) return fail_node(c, n, "%s gathers (expected 1 to 3)", "too many");
     sched_ref tables[KERNEL_MAX_GATHERS] = {REF_NONE, REF_NONE, REF_NONE};
     double bytes = 0;
+    int pad = -1;
     for (int g = 0; g < n->ngathers; g++) {
         int t = n->src[2 + 2 * g], x = n->src[3 + 2 * g];
         if (c->w->offset[t] < 0) return fail_node(c, n, "gather table %s is not a weight", c->g->nodes[t].name);
-        if (index_kind(c, n, x, &s.gather_index[g])) return -1;
+        if (index_kind(c, n, x, &s.gather_index[g], &pad)) return -1;
         s.table_rows[g] = (int)c->g->nodes[t].shape[0];
         tables[g] = weight_ref(c, t);
         bytes += (double)c->bucket * (double)s.hidden * (double)c->es;
         if (s.gather_index[g] != KERNEL_INDEX_POSITION) bytes += 4.0 * c->bucket;
     }
+    s.pad_id = pad > 0 ? pad : 0;
     if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, tables[0], tables[1], tables[2],
                         weight_ref(c, n->src[0]), weight_ref(c, n->src[1])};
@@ -268,11 +282,14 @@ static int lower_attention(lower_ctx *c, int i) {
     if (!q || !k || !v) return fail_node(c, n, "%s operands must be activations", "q, k and v");
     if (q->root != k->root || q->root != v->root || q->ld != k->ld || q->ld != v->ld)
         return fail_node(c, n, "%s must be column blocks of one tensor (merge the q/k/v projections)", "q, k and v");
-    if (n->nsrc > 3) {
+    if (ir_attention_has_mask(n)) {
         const ir_node *m = &c->g->nodes[n->src[3]];
         if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
             return fail_node(c, n, "the mask must be the attention_mask input, not '%s'", m->name);
     }
+    int bias = n->has_bias ? n->src[n->nsrc - 1] : -1;
+    if (bias >= 0 && (c->g->nodes[bias].op != IR_OP_REL_POS_BIAS || c->w->offset[bias] < 0))
+        return fail_node(c, n, "the score bias must be a rel_pos_bias, not '%s'", c->g->nodes[bias].name);
     const lower_view *root = &c->v[q->root];
     kernel_spec s;
     memset(&s, 0, sizeof s);
@@ -294,10 +311,12 @@ static int lower_attention(lower_ctx *c, int i) {
     } else {
         s.qtile = kernel_attention_qtile(&s, c->bucket);
     }
+    /* the bias table covers the longest length bucket, so every sequence of a batch */
+    s.bias_ld = bias >= 0 ? c->longest : 0;
     if (make_output(c, i)) return -1;
-    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref};
-    return emit_kernel_step(c, n, &s, args, 3, 4.0 * b * keys * h + 5.0 * b * keys * n->heads,
-                            (double)c->es * (4.0 * b * h) + 4.0 * b);
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE};
+    return emit_kernel_step(c, n, &s, args, 4, 4.0 * b * keys * h + 5.0 * b * keys * n->heads,
+                            (double)c->es * (4.0 * b * h + (bias >= 0 ? b * keys * n->heads : 0.0)) + 4.0 * b);
 }
 
 /*
@@ -310,7 +329,13 @@ static int lower_pool(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const lower_view *x = act_view(c, n, 0);
     if (require_contiguous(c, n, x, "x")) return -1;
-    if (!x->seq_rows) return fail_node(c, n, "x must have one row per token (%s)", "[S, H]");
+    /* A lone l2_normalize of one row (after a Dense module) is a cls pool of
+     * that row with normalize set: the POOL kernel's cls mode reads row 0
+     * only.  In a token bucket the row is one per sequence: row mode. */
+    int lone = n->op == IR_OP_L2_NORMALIZE;
+    if (lone && x->rows != 1 && !x->per_seq)
+        return fail_node(c, n, "l2_normalize lowers for %s only", "one row ([N] or [1, N])");
+    if (!lone && !x->seq_rows) return fail_node(c, n, "x must have one row per token (%s)", "[S, H]");
     if (n->nsrc > 1) {
         const ir_node *m = &c->g->nodes[n->src[1]];
         if (m->op != IR_OP_INPUT || strcmp(m->name, "attention_mask"))
@@ -321,15 +346,15 @@ static int lower_pool(lower_ctx *c, int i) {
     s.kind = KERNEL_KIND_POOL;
     s.dtype = c->prec;
     s.hidden = (int)x->cols;
-    s.pool_mode = lower_pool_mode(n->pool_mode);
-    s.normalize = n->normalize ? 1 : 0;
     s.packed = c->seqs > 0;
+    s.pool_mode = lone ? (s.packed ? PLAN_POOL_ROW : PLAN_POOL_CLS) : lower_pool_mode(n->pool_mode);
+    s.normalize = lone || n->normalize ? 1 : 0;
     if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref};
-    double b = c->bucket, h = (double)s.hidden;
+    double b = c->bucket, h = (double)s.hidden, outs = c->seqs ? c->seqs : 1;
     int mean = s.pool_mode == PLAN_POOL_MEAN;
-    double flops = (mean ? b * h + h : 0.0) + (s.normalize ? 3.0 * h : 0.0);
-    double bytes = (double)c->es * ((mean ? b * h : h) + h) + (mean ? 4.0 * b : 0.0);
+    double flops = (mean ? b * h + outs * h : 0.0) + (s.normalize ? 3.0 * outs * h : 0.0);
+    double bytes = (double)c->es * ((mean ? b * h : outs * h) + outs * h) + (mean ? 4.0 * b : 0.0);
     return emit_kernel_step(c, n, &s, args, 3, flops, bytes);
 }
 
@@ -481,12 +506,15 @@ int lower_node(lower_ctx *c, int i) {
     case IR_OP_INPUT:
     case IR_OP_WEIGHT:
     case IR_OP_CONST:
+    case IR_OP_REL_POS_BIAS: /* a table of the weight blob (lower_weights.c) */
+    case IR_OP_PAD_POSITIONS:
     case IR_OP_ARANGE: return 0;
     case IR_OP_EMBED_LN: return lower_embed_ln(c, i);
     case IR_OP_ADD_LN: return lower_add_ln(c, i);
     case IR_OP_ATTENTION: return lower_attention(c, i);
     case IR_OP_LINEAR: return lower_linear(c, i);
-    case IR_OP_POOL: return lower_pool(c, i);
+    case IR_OP_POOL:
+    case IR_OP_L2_NORMALIZE: return lower_pool(c, i);
     case IR_OP_SLICE:
     case IR_OP_RESHAPE: return lower_reshape_slice(c, i);
     default:

@@ -4,6 +4,11 @@
  * aligned (what cuBLASLt and 16-byte vector loads want), in graph order so
  * the same graph always gives the same bytes.
  *
+ * A rel_pos_bias (MPNet's relative-position score bias) is stored here too,
+ * as a [heads, L, L] table for the longest bucket L computed with the
+ * reference executor's own code: it depends on key - query only, so every
+ * shorter bucket reads its top-left corner, and every layer the same table.
+ *
  * Conversion runs at memory speed, because it touches every parameter of
  * the model (110 M for BERT-base) on every compile, cached or not:
  *
@@ -24,16 +29,20 @@
 
 #include "half.h"
 #include "lower_internal.h"
+#include "ref.h"
 
 #define LOWER_WEIGHTS_RUN 4096 /* elements converted per step */
 
-static int64_t lower_numel(const ir_node *n) {
+static int64_t lower_numel(const ir_node *n, int longest) {
+    if (n->op == IR_OP_REL_POS_BIAS) return n->shape[0] * (int64_t)longest * longest;
     int64_t e = 1;
     for (int k = 0; k < n->ndim; k++) e *= n->shape[k];
     return e;
 }
 
-static int lower_is_param(const ir_node *n) { return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST; }
+static int lower_is_param(const ir_node *n) {
+    return n->op == IR_OP_WEIGHT || n->op == IR_OP_CONST || n->op == IR_OP_REL_POS_BIAS;
+}
 
 /* float -> float16.  A run whose every value gives a normal half (the
  * common case) takes a loop without branches, the arithmetic of
@@ -93,7 +102,7 @@ static void lower_widen(uint8_t *dst, const weights_tensor *t, int64_t n) {
 }
 
 /* Offsets of the parameters some other node reads; the blob's size. */
-static uint64_t lower_weights_layout(const ir_graph *g, size_t es, int64_t *offset, char *used) {
+static uint64_t lower_weights_layout(const ir_graph *g, size_t es, int longest, int64_t *offset, char *used) {
     for (int i = 0; i < g->count; i++) {
         offset[i] = -1;
         if (lower_is_param(&g->nodes[i])) continue;
@@ -103,19 +112,38 @@ static uint64_t lower_weights_layout(const ir_graph *g, size_t es, int64_t *offs
     for (int i = 0; i < g->count; i++) {
         if (!used[i] || !lower_is_param(&g->nodes[i])) continue;
         offset[i] = (int64_t)size;
-        size = lower_align_up(size + (uint64_t)lower_numel(&g->nodes[i]) * es);
+        size = lower_align_up(size + (uint64_t)lower_numel(&g->nodes[i], longest) * es);
     }
     return size;
 }
 
+/* The [heads, longest, longest] score bias of a rel_pos_bias node. */
+static int lower_rel_pos_bias(const ir_graph *g, const ir_node *n, const weights *w, plan_dtype precision,
+                              int longest, uint8_t *dst, diag *d) {
+    float *table = NULL, *vals = NULL;
+    int64_t numel = lower_numel(n, longest);
+    if (ref_eval_static(g, w, n->src[0], &table, d)) return -1;
+    if (!(vals = malloc((size_t)numel * sizeof *vals))) {
+        free(table);
+        return diag_set(d, DIAG_CODE_INTERNAL, "out of memory for the %s table", n->name);
+    }
+    ref_rel_pos_bias_fill(table, (int)n->shape[0], n->buckets, n->max_distance, longest, longest, vals);
+    lower_store(dst, precision, vals, numel);
+    free(table);
+    free(vals);
+    return 0;
+}
+
 /* Converts one parameter into the blob. */
-static int lower_weights_fill(const ir_node *n, const weights *w, plan_dtype precision, uint8_t *dst, diag *d) {
-    int64_t numel = lower_numel(n);
+static int lower_weights_fill(const ir_graph *g, const ir_node *n, const weights *w, plan_dtype precision, int longest,
+                              uint8_t *dst, diag *d) {
+    int64_t numel = lower_numel(n, longest);
     size_t es = (size_t)plan_dtype_size(precision);
     if (n->op == IR_OP_CONST) {
         lower_store(dst, precision, n->data, numel);
         return 0;
     }
+    if (n->op == IR_OP_REL_POS_BIAS) return lower_rel_pos_bias(g, n, w, precision, longest, dst, d);
     const weights_tensor *t = weights_find(w, n->weight);
     if (!t || weights_tensor_numel(t) != numel || !weights_dtype_is_float(t->dtype))
         return diag_set(d, DIAG_CODE_INPUT, "%s: weight '%s' is missing or changed size", w ? w->path : "weights",
@@ -137,7 +165,8 @@ static int lower_weights_fill(const ir_node *n, const weights *w, plan_dtype pre
     return 0;
 }
 
-int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, lower_weights *out, diag *d) {
+int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precision, int longest, lower_weights *out,
+                        diag *d) {
     memset(out, 0, sizeof *out);
     out->count = g->count;
     out->offset = malloc((size_t)(g->count ? g->count : 1) * sizeof *out->offset);
@@ -146,14 +175,15 @@ int lower_weights_build(const ir_graph *g, const weights *w, plan_dtype precisio
         free(used);
         return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     }
-    out->size = lower_weights_layout(g, (size_t)plan_dtype_size(precision), out->offset, used);
+    out->size = lower_weights_layout(g, (size_t)plan_dtype_size(precision), longest, out->offset, used);
     free(used);
     out->blob = calloc(out->size ? out->size : 1, 1);
     if (!out->blob)
         return diag_set(d, DIAG_CODE_INTERNAL, "out of memory for %llu bytes of weights",
                         (unsigned long long)out->size);
     for (int i = 0; i < g->count; i++)
-        if (out->offset[i] >= 0 && lower_weights_fill(&g->nodes[i], w, precision, out->blob + out->offset[i], d))
+        if (out->offset[i] >= 0 &&
+            lower_weights_fill(g, &g->nodes[i], w, precision, longest, out->blob + out->offset[i], d))
             return -1;
     return 0;
 }

@@ -31,7 +31,8 @@ static int pass_fold_constants_run(ir_graph *g, const pass_ctx *ctx, diag *d) {
     const weights *weights = ctx ? ctx->weights : NULL;
     for (int i = 0; i < g->count; i++) {
         ir_node *n = &g->nodes[i];
-        if (n->nsrc == 0 || n->op == IR_OP_INPUT || n->op == IR_OP_ARANGE) continue;
+        /* a sinusoid has no sources and is a compile-time table all the same */
+        if ((n->nsrc == 0 && n->op != IR_OP_SINUSOID) || n->op == IR_OP_INPUT || n->op == IR_OP_ARANGE) continue;
         int foldable = 1;
         for (int s = 0; s < n->nsrc; s++)
             foldable &= pass_fold_is_leaf_const(&g->nodes[n->src[s]]);

@@ -5,11 +5,13 @@
  *
  *     q2d [S, NH·HD] -> reshape [S, NH, HD] -> transpose [1, 0, 2] = qh
  *     (k2d and v2d the same way: kh, vh)
- *     batched_matmul(qh, kh, transpose_b) [-> scale] [-> mask(., m)]
- *       -> softmax -> batched_matmul(., vh) -> transpose [1, 0, 2]
- *       -> reshape [S, NH·HD]
+ *     batched_matmul(qh, kh, transpose_b) [-> scale] [-> add(., bias)]
+ *       [-> mask(., m)] -> softmax -> batched_matmul(., vh)
+ *       -> transpose [1, 0, 2] -> reshape [S, NH·HD]
  *
- * becomes ATTENTION(q, k, v [, m]) with heads NH, head_dim HD, the scale
+ * where bias is a rel_pos_bias (MPNet's relative-position bias, shared by
+ * every layer, so it is read, not absorbed), becomes ATTENTION(q, k, v
+ * [, m] [, bias]) with heads NH, head_dim HD, the scale
  * (1 when there is no scale op) and column offsets: when q2d (k2d, v2d) is
  * a column slice of a 2-D tensor — merge_qkv's output — and the slice is
  * read only by this pattern, the slice is absorbed and its start becomes
@@ -80,11 +82,19 @@ static void pass_attn_fuse_one(ir_graph *g, pass_uses *u, int last) {
     if (bmm2->op != IR_OP_BATCHED_MATMUL || bmm2->transpose_b) return;
     int sm = bmm2->src[0], vh = bmm2->src[1];
     if (g->nodes[sm].op != IR_OP_SOFTMAX) return;
-    int cur = g->nodes[sm].src[0], mask_node = -1, scale_node = -1, mask = -1;
+    int cur = g->nodes[sm].src[0], mask_node = -1, scale_node = -1, mask = -1, bias_node = -1, bias = -1;
     if (g->nodes[cur].op == IR_OP_MASK) {
         mask_node = cur;
         mask = g->nodes[cur].src[1];
         cur = g->nodes[cur].src[0];
+    }
+    if (g->nodes[cur].op == IR_OP_ADD) { /* a score bias: one side a rel_pos_bias */
+        int a = g->nodes[cur].src[0], b = g->nodes[cur].src[1];
+        int side = g->nodes[b].op == IR_OP_REL_POS_BIAS ? 1 : g->nodes[a].op == IR_OP_REL_POS_BIAS ? 0 : -1;
+        if (side < 0) return;
+        bias_node = cur;
+        bias = side ? b : a;
+        cur = side ? a : b;
     }
     if (g->nodes[cur].op == IR_OP_SCALE) {
         scale_node = cur;
@@ -109,6 +119,7 @@ static void pass_attn_fuse_one(ir_graph *g, pass_uses *u, int last) {
     pat[npat++] = pv;
     pat[npat++] = sm;
     if (mask_node >= 0) pat[npat++] = mask_node;
+    if (bias_node >= 0) pat[npat++] = bias_node;
     if (scale_node >= 0) pat[npat++] = scale_node;
     pat[npat++] = qk;
     for (int k = 0; k < 3; k++) {
@@ -135,10 +146,13 @@ static void pass_attn_fuse_one(ir_graph *g, pass_uses *u, int last) {
         }
     }
 
-    int src[4] = {op[0].src, op[1].src, op[2].src, mask};
+    int src[5] = {op[0].src, op[1].src, op[2].src}, nsrc = 3;
+    if (mask >= 0) src[nsrc++] = mask;
+    if (bias >= 0) src[nsrc++] = bias;
     float scale = scale_node >= 0 ? g->nodes[scale_node].scale : 1.0f;
     ir_node *n = &g->nodes[last];
-    pass_node_become(n, IR_OP_ATTENTION, src, mask >= 0 ? 4 : 3);
+    pass_node_become(n, IR_OP_ATTENTION, src, nsrc);
+    n->has_bias = bias >= 0;
     n->heads = (int)op[0].heads;
     n->head_dim = (int)op[0].head_dim;
     n->scale = scale;

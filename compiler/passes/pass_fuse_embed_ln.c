@@ -3,7 +3,7 @@
  *
  * Pattern: layer_norm(x) where x is a tree of adds whose leaves are 1..3
  * gathers, each from a compile-time table with an index that is a request
- * input or an arange (position ids); every add and gather read only by its
+ * input, an arange or a pad_positions (position ids); every add and gather read only by its
  * parent.  It becomes EMBED_LN(gamma, beta, table_0, index_0, ...), and the
  * gathered rows never exist as tensors.
  *
@@ -14,9 +14,10 @@
  * add(leaf, A) are both "A's list, then the leaf".  The fused result is
  * therefore bit-identical to the tree's, whatever its shape.
  *
- * Why the index must be an input or an arange: the EMBED_LN kernel reads
- * token ids, token types or the position s straight from the request block
- * (kernels.h), with no index tensor in between.  A table must be a weight
+ * Why the index must be an input, an arange or a pad_positions: the
+ * EMBED_LN kernel reads token ids, token types or the position s straight
+ * from the request block (kernels.h), with no index tensor in between, and
+ * computes RoBERTa's position ids from the ids there.  A table must be a weight
  * (or become a CONST) because it lives in the plan's weight blob.
  */
 #include "pass_rewrite.h"
@@ -29,7 +30,7 @@ static int pass_embed_walk(const ir_graph *g, const pass_uses *u, int node, pass
     if (n->op == IR_OP_GATHER) {
         const ir_node *ix = &g->nodes[n->src[1]];
         if (m->ngathers == IR_MAX_GATHERS || !u->is_static[n->src[0]]) return 0;
-        if (ix->op != IR_OP_INPUT && ix->op != IR_OP_ARANGE) return 0;
+        if (ix->op != IR_OP_INPUT && ix->op != IR_OP_ARANGE && ix->op != IR_OP_PAD_POSITIONS) return 0;
         m->table[m->ngathers] = n->src[0];
         m->index[m->ngathers++] = n->src[1];
         m->absorb[m->nabsorb++] = node;

@@ -53,7 +53,7 @@ int pass_uses_init(pass_uses *u, const ir_graph *g, diag *d) {
             u->user[j] = i;
             all_static &= u->is_static[j];
         }
-        if (nd->op == IR_OP_WEIGHT || nd->op == IR_OP_CONST) u->is_static[i] = 1;
+        if (nd->op == IR_OP_WEIGHT || nd->op == IR_OP_CONST || nd->op == IR_OP_SINUSOID) u->is_static[i] = 1;
         else if (nd->op != IR_OP_INPUT && nd->op != IR_OP_ARANGE) u->is_static[i] = (unsigned char)all_static;
     }
     for (int o = 0; o < g->noutputs; o++) {

@@ -24,7 +24,7 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 6
+#define PLAN_FORMAT_VERSION 7
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -84,6 +84,8 @@ typedef struct plan {
     sched_bucket *buckets;           /* length buckets ascending, then token buckets ascending */
     uint64_t arena_bytes;            /* max over buckets */
     plan_tokenizer tokenizer;
+    int nlabels;                     /* class names of the output `logits` (config.json's id2label) */
+    char **labels;
 
     /* reader state */
     void *map;                       /* the file's bytes; NULL on the writer side */

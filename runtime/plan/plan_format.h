@@ -49,11 +49,12 @@
  * from turning into a huge allocation: copies stay within ~30x the file size.
  */
 #define PLAN_MAX_STRING 4095
+#define PLAN_MAX_LABELS 4096         /* class names in the LABELS section */
 
 /* Fixed record sizes, in bytes (docs/plan-format.md gives every field). */
 #define PLAN_SECTION_ENTRY_SIZE 32
 #define PLAN_SIGNATURE_SIZE 80
-#define PLAN_KERNEL_RECORD_SIZE 176  /* 144 in version 1, before the POOL kernel's fields; spec.qtile took the last pad in 5; packed and seq_qtile in 6 */
+#define PLAN_KERNEL_RECORD_SIZE 184  /* 144 in version 1, 152 in 2..5 (spec.qtile took the last pad in 5); pad_id and bias_ld in 6; packed, seq_qtile and a reserved word in 7 */
 #define PLAN_IMAGE_RECORD_SIZE 40
 #define PLAN_STATS_RECORD_SIZE 16
 #define PLAN_BUCKET_RECORD_SIZE 24
@@ -111,10 +112,11 @@ typedef enum plan_section_kind {
     PLAN_SECTION_KERNELS = 3,
     PLAN_SECTION_IMAGES = 4,
     PLAN_SECTION_SCHEDULES = 5,
-    PLAN_SECTION_TOKENIZER = 6,      /* the only optional one */
+    PLAN_SECTION_TOKENIZER = 6,      /* optional (and LABELS) */
     PLAN_SECTION_KERNEL_SOURCES = 7,
     PLAN_SECTION_IMAGE_DATA = 8,
     PLAN_SECTION_WEIGHTS = 9,
+    PLAN_SECTION_LABELS = 10,        /* optional: u32 string indices, the class names of `logits` */
     PLAN_SECTION_KIND_END,
 } plan_section_kind;
 
@@ -122,6 +124,7 @@ static inline const char *plan_section_kind_name(uint32_t kind) {
     static const char *const names[PLAN_SECTION_KIND_END] = {
         "?",         "STRINGS",        "SIGNATURE",  "KERNELS", "IMAGES",
         "SCHEDULES", "TOKENIZER",      "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS",
+        "LABELS",
     };
     return kind >= 1 && kind < PLAN_SECTION_KIND_END ? names[kind] : "?";
 }

@@ -81,6 +81,7 @@
 #define KERNEL_POOL_THREADS 256
 #define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
 #define KERNEL_POOL_MAX_HIDDEN 16384
+#define KERNEL_ATTENTION_MAX_BIAS_LD 4096 /* rows of a score-bias table (heads x rows^2 elements) */
 
 int kernel_vec_elems(int size, const int *vals, int n) {
     int v = 16 / size;
@@ -100,7 +101,7 @@ int kernel_kind_packs(kernel_kind kind) {
 }
 
 int kernel_kind_arg_count(kernel_kind kind) {
-    static const int nargs[] = {7, 7, 3, 6, 3};
+    static const int nargs[] = {7, 7, 4, 6, 3};
     return (unsigned)kind < KERNEL_KIND_COUNT ? nargs[kind] + KERNEL_PREFETCH_ARGS : 0;
 }
 
@@ -126,9 +127,14 @@ static int kernel_ln_check(const kernel_spec *s, diag *d) {
     if (s->ngathers < 1 || s->ngathers > KERNEL_MAX_GATHERS)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: %d gathers (1..%d)", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < s->ngathers; g++) {
-        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_POSITION)
+        if ((unsigned)s->gather_index[g] > KERNEL_INDEX_PAD_POSITION)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d has an unknown index kind %d", g,
                             (int)s->gather_index[g]);
+        /* RoBERTa's positions start at the pad id's row (the launch checks
+         * that the bucket's last one, pad_id + bucket, is a row too) */
+        if (s->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (s->pad_id < 0 || s->pad_id >= s->table_rows[g]))
+            return diag_set(d, DIAG_CODE_INPUT, "kernel embed_ln: gather %d: pad id %d is not a row of its %d", g,
+                            s->pad_id, s->table_rows[g]);
         if (s->table_rows[g] < 1)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel embed_ln: gather %d table has %d rows", g,
                             s->table_rows[g]);
@@ -183,6 +189,9 @@ static int kernel_attention_check(const kernel_spec *s, diag *d) {
     if (s->ctx_ld < width || s->ctx_ld % 2)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: ctx_ld %d must be even and >= heads*head_dim %d",
                         s->ctx_ld, width);
+    if (s->bias_ld < 0 || s->bias_ld > KERNEL_ATTENTION_MAX_BIAS_LD)
+        return diag_set(d, DIAG_CODE_INPUT, "kernel attention: score-bias table of %d rows (0 for none, else up to %d)",
+                        s->bias_ld, KERNEL_ATTENTION_MAX_BIAS_LD);
     if (!s->packed) {
         if (s->qtile != 8 && s->qtile != 16 && s->qtile != 32 && s->qtile != 64)
             return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d (8, 16, 32 or 64)", s->qtile);
@@ -371,6 +380,8 @@ static int kernel_pool_check(const kernel_spec *s, diag *d) {
     if (s->hidden < 1 || s->hidden > KERNEL_POOL_MAX_HIDDEN)
         return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d is not supported (1..%d)", s->hidden,
                         KERNEL_POOL_MAX_HIDDEN);
+    if (s->pool_mode == PLAN_POOL_ROW && !s->packed)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: mode row in a one-request kernel (packed batches only)");
     if ((unsigned)s->pool_mode >= PLAN_POOL_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: unknown pooling mode %d", (int)s->pool_mode);
     if (s->normalize != 0 && s->normalize != 1)
@@ -395,6 +406,13 @@ static int kernel_pool_geometry(const kernel_spec *s, kernel_geometry *g, diag *
 
 /* ------------------------------------------------------------ dispatch */
 
+/* An embed_ln gathering RoBERTa's positions (the only reader of pad_id). */
+static int kernel_spec_pad_gather(const kernel_spec *s) {
+    for (int g = 0; s->kind == KERNEL_KIND_EMBED_LN && g < s->ngathers && g < KERNEL_MAX_GATHERS; g++)
+        if (s->gather_index[g] == KERNEL_INDEX_PAD_POSITION) return 1;
+    return 0;
+}
+
 int kernel_spec_check(const kernel_spec *s, diag *d) {
     if ((unsigned)s->kind >= KERNEL_KIND_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
@@ -412,6 +430,12 @@ int kernel_spec_check(const kernel_spec *s, diag *d) {
                         s->bucket);
     if (!kernel_kind_bucket_free(s->kind) && (s->bucket < 1 || s->bucket > KERNEL_MAX_BUCKET))
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: bucket %d outside 1..%d", name, s->bucket, KERNEL_MAX_BUCKET);
+    if (s->pad_id != 0 && !kernel_spec_pad_gather(s))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: pad id %d without a pad-position gather (expected 0)", name,
+                        s->pad_id);
+    if (s->bias_ld != 0 && s->kind != KERNEL_KIND_ATTENTION)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: score-bias rows %d (only attention has a bias: 0)", name,
+                        s->bias_ld);
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
     case KERNEL_KIND_ADD_LN: return kernel_ln_check(s, d);
@@ -444,6 +468,24 @@ static kernel_spec kernel_spec_at(const kernel_spec *s, int seq_len) {
     return e;
 }
 
+/*
+ * What a bucket-free kernel's spec cannot promise alone, for sequences of
+ * up to `rows` rows: RoBERTa's positions reach pad_id + rows, a row of the
+ * table; the score-bias table covers the [rows, rows] corner.
+ */
+int kernel_launch_check_rows(const kernel_spec *e, int rows, diag *d) {
+    for (int g = 0; kernel_spec_pad_gather(e) && g < e->ngathers; g++)
+        if (e->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (int64_t)e->pad_id + rows >= e->table_rows[g])
+            return diag_set(d, DIAG_CODE_INPUT,
+                            "kernel embed_ln: gather %d: positions after pad id %d reach %lld in a bucket of %d, past "
+                            "its %d rows", g, e->pad_id, (long long)e->pad_id + rows, rows, e->table_rows[g]);
+    if (e->kind == KERNEL_KIND_ATTENTION && e->bias_ld != 0 && e->bias_ld < rows)
+        return diag_set(d, DIAG_CODE_INPUT,
+                        "kernel attention: a score-bias table of %d rows cannot serve a bucket of %d (0 or bucket <= "
+                        "rows <= %d)", e->bias_ld, rows, KERNEL_ATTENTION_MAX_BIAS_LD);
+    return 0;
+}
+
 int kernel_launch_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d) {
     kernel_geometry g;
     memset(dims, 0, sizeof *dims);
@@ -462,6 +504,9 @@ int kernel_launch_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_la
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: a one-request kernel in a token bucket (it must be packed)",
                         name);
     if (kernel_geometry_of(s, &g, d)) return -1;
+    /* a token bucket's sequences are bounded by the plan's longest length
+     * bucket, not by its tokens: its caller checks that (kernel_launch_check_rows) */
+    if (!seqs && kernel_launch_check_rows(&e, e.bucket, d)) return -1;
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
     case KERNEL_KIND_ADD_LN: kernel_ln_dims(&e, &g, dims); break;
@@ -516,6 +561,8 @@ void kernel_args_in(const kernel_spec *spec, int seq_len, int seqs, kernel_arg *
         hi = hi > s->v_off ? hi : s->v_off;
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->ctx_ld, s->heads * s->head_dim)};
         a[2] = (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->qkv_ld, hi + s->heads * s->head_dim)};
+        a[3] = s->bias_ld ? kernel_arg_read((uint64_t)s->heads * (uint64_t)s->bias_ld * (uint64_t)s->bias_ld, s)
+                          : (kernel_arg){KERNEL_ARG_UNUSED, 0};
         break;
     }
     case KERNEL_KIND_GEMM:
@@ -525,9 +572,13 @@ void kernel_args_in(const kernel_spec *spec, int seq_len, int seqs, kernel_arg *
         a[4] = s->has_bias ? kernel_arg_read((uint64_t)s->n, s) : unused;
         a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
         break;
-    default:
+    default: /* POOL: cls and row read one row; packed, a row per sequence anywhere in the rows */
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, (s->packed ? (uint64_t)seqs : 1u) * h * (uint64_t)plan_dtype_size(s->dtype)};
-        a[2] = kernel_arg_read(rows * h, s);
+        a[2] = kernel_arg_read(s->packed && s->pool_mode != PLAN_POOL_ROW ? rows * h
+                               : s->packed                               ? (uint64_t)seqs * h
+                               : s->pool_mode == PLAN_POOL_MEAN          ? rows * h
+                                                                         : h,
+                               s);
         break;
     }
     /* the pair's extent is the distance between them (the reader checks it) */

@@ -80,6 +80,13 @@ int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d);
  * a token bucket, an unpacked embed_ln, attention or pool only in a length
  * bucket. */
 int kernel_launch_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d);
+/* What a bucket-free spec cannot promise alone for sequences of up to
+ * `rows` rows (RoBERTa's positions inside the table, the score-bias table
+ * large enough).  kernel_launch_dims_in checks it for a length bucket's
+ * rows; for a token bucket, whose sequences are bounded by the plan's
+ * longest length bucket and not by its tokens, the caller checks it with
+ * that length. */
+int kernel_launch_check_rows(const kernel_spec *s, int rows, diag *d);
 /* kernel_launch_dims_in in a length bucket. */
 int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
 /* Pointer arguments of a kind's kernels, the prefetch pair included; 0 for

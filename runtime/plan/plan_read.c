@@ -78,7 +78,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 6, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 7, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -102,9 +102,10 @@ _Static_assert(KERNEL_KIND_EMBED_LN == 0 && KERNEL_KIND_ADD_LN == 1 && KERNEL_KI
                    KERNEL_KIND_GEMM == 3 && KERNEL_KIND_POOL == 4 && KERNEL_KIND_COUNT == 5,
                "kernel_kind values are part of the plan format");
 _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && KERNEL_INDEX_POSITION == 2 &&
+                   KERNEL_INDEX_PAD_POSITION == 3 &&
                    KERNEL_MAX_GATHERS == 3,
                "kernel_index values are part of the plan format");
-_Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_COUNT == 2,
+_Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_ROW == 2 && PLAN_POOL_COUNT == 3,
                "plan_pool_mode values are part of the plan format");
 _Static_assert(PLAN_IMAGE_CUBIN == 0 && PLAN_IMAGE_PTX == 1 && PLAN_IMAGE_EMU == 2,
                "plan_image_kind values are part of the plan format");
@@ -152,6 +153,8 @@ void plan_free(plan *p) {
     for (int i = 0; p->buckets && i < p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
     free(p->buckets);
     tokdesc_free(&p->tokenizer);
+    for (int i = 0; p->labels && i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     if (writer_side && p->owns_weights) free((void *)p->weights);
     if (p->map) {
         if (p->map_heap) free(p->map);
@@ -538,7 +541,7 @@ static int prd_table(prd *r) {
     }
     r->ctx[0] = '\0';
     for (uint32_t k = 1; k < PLAN_SECTION_KIND_END; k++)
-        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER)
+        if (!r->sec[k].present && k != PLAN_SECTION_TOKENIZER && k != PLAN_SECTION_LABELS)
             return PRD_FAIL(r, r->table_off, "required section %s is missing", plan_section_kind_name(k));
 
     /* Regions, sorted by offset: no overlaps, zeros in between. */
@@ -705,8 +708,9 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (s->ngathers < 0 || s->ngathers > KERNEL_MAX_GATHERS)
         return CUR_FAIL(c, "field spec.ngathers: %d is not in 0..%d", s->ngathers, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        if (cur_enum(c, "spec.gather_index", "a gather index (0 input_ids, 1 token types, 2 position)",
-                     KERNEL_INDEX_POSITION + 1, &v))
+        if (cur_enum(c, "spec.gather_index",
+                     "a gather index (0 input_ids, 1 token types, 2 position, 3 position after the pad id)",
+                     KERNEL_INDEX_PAD_POSITION + 1, &v))
             return -1;
         s->gather_index[g] = (kernel_index)v;
     }
@@ -728,11 +732,13 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (cur_bool(c, "spec.has_act", &s->has_act) || cur_enum(c, "spec.act", "an activation", PLAN_ACT_COUNT, &v))
         return -1;
     s->act = (plan_act)v;
-    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean)", PLAN_POOL_COUNT, &v) ||
+    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean, 2 row)", PLAN_POOL_COUNT, &v) ||
         cur_bool(c, "spec.normalize", &s->normalize))
         return -1;
     s->pool_mode = (plan_pool_mode)v;
     s->qtile = cur_i32(c);
+    if (cur_i32_min(c, "spec.pad_id", 0, &s->pad_id) || cur_i32_min(c, "spec.bias_ld", 0, &s->bias_ld)) return -1;
+    /* format 7: token buckets */
     if (cur_bool(c, "spec.packed", &s->packed)) return -1;
     for (int i = 0; i < 4; i++) s->seq_qtile[i] = cur_i32(c);
     if (cur_zero(c, 4, "spec.reserved")) return -1;
@@ -917,6 +923,10 @@ static int prd_launch_dims(prd_cur *c, const sched_bucket *b, const plan_kernel 
     diag_init(&kd);
     if (kernel_launch_dims_in(&pk->spec, b->seq_len, b->max_seqs, &want, &kd))
         return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
+    /* a token bucket's sequences are at most the longest length bucket
+     * (the length buckets come first, so they are read already) */
+    if (b->max_seqs && kernel_launch_check_rows(&pk->spec, plan_max_len(c->r->p), &kd))
+        return CUR_FAIL(c, "field launch.kernel: %s (the longest sequence of a batch)", kd.text);
     const kernel_launch_dims *g = &l->dims;
     if (!memcmp(g->grid, want.grid, sizeof want.grid) && !memcmp(g->block, want.block, sizeof want.block) &&
         g->shared_bytes == want.shared_bytes)
@@ -1483,6 +1493,26 @@ static int prd_tok_data(prd *r, uint64_t at, plan_tokenizer *t) {
     return 0;
 }
 
+/* LABELS: one string index per class, 1 .. PLAN_MAX_LABELS of them. */
+static int prd_labels(prd *r) {
+    const prd_section *s = &r->sec[PLAN_SECTION_LABELS];
+    plan *p = r->p;
+    if (!s->present) return 0;
+    prd_where_section(r, PLAN_SECTION_LABELS);
+    if (s->size == 0 || s->size % 4 || s->size / 4 > PLAN_MAX_LABELS)
+        return PRD_FAIL(r, s->off, "the section has %llu bytes (expected 4 bytes per label, 1 to %d labels)",
+                        (unsigned long long)s->size, PLAN_MAX_LABELS);
+    int n = (int)(s->size / 4);
+    if (!(p->labels = calloc((size_t)n, sizeof *p->labels))) return prd_oom(r);
+    prd_cur c;
+    if (prd_record(r, &c, s->off, s->size)) return -1;
+    for (; p->nlabels < n; p->nlabels++) {
+        prd_ctx(r, "label %d", p->nlabels);
+        if (cur_str(&c, "name", 0, &p->labels[p->nlabels])) return -1;
+    }
+    return prd_record_done(&c);
+}
+
 static int prd_tokenizer(prd *r) {
     plan_tokenizer *t = &r->p->tokenizer;
     const prd_section *s = &r->sec[PLAN_SECTION_TOKENIZER];
@@ -1522,7 +1552,7 @@ static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *nam
     r.p = p;
     r.where = "header";
     if (prd_header(&r) || prd_table(&r) || prd_strings(&r) || prd_signature(&r) || prd_kernels(&r) ||
-        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r))
+        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r) || prd_labels(&r))
         return -1;
     return 0;
 }

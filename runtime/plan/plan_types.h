@@ -115,6 +115,9 @@ typedef enum plan_act {
 typedef enum plan_pool_mode {
     PLAN_POOL_CLS,        /* row 0, the [CLS] token; the mask is not read */
     PLAN_POOL_MEAN,       /* mean over the rows the attention mask keeps */
+    /* format 7, packed only: row i of a row-per-sequence input (a lone
+     * l2_normalize after a Dense module; alone that is a cls pool of its one row) */
+    PLAN_POOL_ROW,
     PLAN_POOL_COUNT,
 } plan_pool_mode;
 
@@ -135,7 +138,7 @@ static inline const char *plan_act_name(plan_act a) {
 }
 
 static inline const char *plan_pool_mode_name(plan_pool_mode m) {
-    static const char *const names[] = {"cls", "mean"};
+    static const char *const names[] = {"cls", "mean", "row"};
     return (unsigned)m < PLAN_POOL_COUNT ? names[m] : "?";
 }
 
@@ -178,10 +181,13 @@ typedef enum kernel_kind {
      * out[s, :] = LayerNorm(sum_g table_g[index_g(s), :]) * gamma + beta
      * args: (T *out, const int *req, const T *table0, const T *table1,
      *        const T *table2, const T *gamma, const T *beta)
-     * index_g(s) is input_ids[s], token_type_ids[s] or s (position),
-     * per gather_index[g]; unused tables are NULL.  Ids are clamped to the
+     * index_g(s) is input_ids[s], token_type_ids[s], s (position) or
+     * RoBERTa's position id (pad_id where input_ids[s] == pad_id, else
+     * pad_id + the count of non-pad ids in [0, s]), per gather_index[g];
+     * unused tables are NULL.  Ids are clamped to the
      * table (the runtime validates them before the launch).  Packed: the
-     * position is position[s], s's place in its own sequence.
+     * position is position[s], s's place in its own sequence, and the
+     * pad-position count runs over s's own sequence only.
      */
     KERNEL_KIND_EMBED_LN,
     /*
@@ -196,10 +202,14 @@ typedef enum kernel_kind {
      * with maskbias[k] = float32 min where attention_mask[k] == 0, and keys
      * k >= L excluded.  q, k, v are column blocks of the row-major matrix
      * qkv (leading dimension qkv_ld) at column offsets q_off, k_off, v_off.
+     * With bias_ld > 0, bias[h][s][k] (a [heads, bias_ld, bias_ld] table,
+     * bias_ld >= bucket) is added to the scaled score of every visible key.
      * Packed: the same per sequence of seq_start[], over its own rows and
-     * keys only, each sequence with the query tile its length takes alone
-     * (seq_qtile), so its rows come out as they would alone.
-     * args: (T *ctx, const int *req, const T *qkv)
+     * keys only (s and k the places in the sequence, so bias_ld >= the
+     * longest sequence, not the token count), each sequence with the query
+     * tile its length takes alone (seq_qtile), so its rows come out as they
+     * would alone.
+     * args: (T *ctx, const int *req, const T *qkv, const T *bias)
      */
     KERNEL_KIND_ATTENTION,
     /*
@@ -216,7 +226,9 @@ typedef enum kernel_kind {
      *   out[:] = normalize ? p / max(||p||_2, 1e-12) : p
      * x is [bucket, hidden] with contiguous rows; out is one row [hidden].
      * Rows >= L and masked rows are never read.  One block.  Packed: block
-     * i pools sequence i's rows into out[i, :], for i < n.
+     * i pools sequence i's rows into out[i, :], for i < n; pool_mode ROW
+     * (packed only) takes x's row i instead, of an x with a row per
+     * sequence (a lone Normalize: alone, cls of a one-row x).
      * args: (T *out, const int *req, const T *x)
      */
     KERNEL_KIND_POOL,
@@ -233,6 +245,7 @@ typedef enum kernel_index {
     KERNEL_INDEX_INPUT_IDS,
     KERNEL_INDEX_TOKEN_TYPES,
     KERNEL_INDEX_POSITION,
+    KERNEL_INDEX_PAD_POSITION,
 } kernel_index;
 
 /* The compile-time constants of one kernel; each kind reads only its own
@@ -248,6 +261,7 @@ typedef struct kernel_spec {
     int ngathers;                /* EMBED_LN: 1..3 */
     kernel_index gather_index[KERNEL_MAX_GATHERS];
     int table_rows[KERNEL_MAX_GATHERS];
+    int pad_id;                  /* EMBED_LN: the pad id of a PAD_POSITION gather, else 0 */
     int has_bias, has_residual;  /* ADD_LN, GEMM */
 
     /* ATTENTION */
@@ -256,10 +270,11 @@ typedef struct kernel_spec {
     int qkv_ld, q_off, k_off, v_off;
     int ctx_ld;
     int qtile;                   /* query rows per block: 8, 16, 32 or 64 (kernel_attention_qtile); 0 packed */
-    /* packed ATTENTION: a sequence of length <= seq_qtile[0] takes query
-     * tiles of 8 rows, <= [1] of 16, <= [2] of 32, <= [3] of 64 (ascending;
-     * equal neighbours leave a tile out; a longer one takes the largest
-     * tile in use): the tile its length bucket's kernel uses alone */
+    int bias_ld;                 /* 0: no score bias; else rows (and heads' row count) of the bias table */
+    /* format 7: packed ATTENTION: a sequence of length <= seq_qtile[0] takes
+     * query tiles of 8 rows, <= [1] of 16, <= [2] of 32, <= [3] of 64
+     * (ascending; equal neighbours leave a tile out; a longer one takes the
+     * largest tile in use): the tile its length bucket's kernel uses alone */
     int seq_qtile[4];
 
     /* GEMM */

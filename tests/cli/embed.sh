@@ -83,4 +83,26 @@ if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); L=d["lengths"][0
 else
     fail bench-per-step-json-valid "$(head -c 300 "$T/out")"
 fi
+# --predict GPU: the performance model's time of every step beside the measured one,
+# the same numbers `bertc inspect --predict` gives for the bucket (a plan with GPU images)
+GPLAN="$BUILD/plans/tiny-bert-fp16.plan"
+expect bench-per-step-predict 0 "$B" bench "$GPLAN" --device emu --per-step --predict h100 --json --iters 1 --seq-len 9
+"$B" inspect "$GPLAN" --predict h100 --json >"$T/model.json" 2>/dev/null
+if python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+L = d["lengths"][0]
+b = [x for x in m["buckets"] if x["seq_len"] >= 9][0]
+assert d["predicted_for"] == "h100", d["predicted_for"]
+got = [s["predicted_us"] for s in L["steps"]]
+want = [s["predicted_us"] for s in b["steps"]]
+assert len(got) == len(want) and all(abs(g - w) <= 0.01 + 1e-3 * w for g, w in zip(got, want)), (got, want)
+' "$T/out" "$T/model.json"; then
+    pass bench-per-step-predict-json
+else
+    fail bench-per-step-predict-json "$(head -c 300 "$T/out")"
+fi
+expect bench-per-step-predict-unknown 1 "$B" bench "$PLAN" --device emu --per-step --predict z80
+contains bench-per-step-predict-unknown-msg "$T/err" "unknown GPU 'z80' (known: t4, a10"
+expect bench-predict-alone 1 "$B" bench "$PLAN" --device emu --predict h100
 expect bench-json-alone 1 "$B" bench "$PLAN" --device emu --json

@@ -18,6 +18,8 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${BERTC_BUILD_DIR:-build}
 PY=${PYTHON:-python3}
 TINY="tiny-bert tiny-bert-prefixed tiny-bert-relu tiny-bert-tanh"
+# the other families (tools/make_tiny_family.py, goldens by tools/make_family_goldens.py)
+FAMILY="tiny-roberta tiny-xlmr-tokcls tiny-distilbert tiny-electra tiny-mpnet tiny-mpnet-seqcls tiny-cross-encoder"
 MINILM=all-MiniLM-L6-v2
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bertc-fixtures.XXXXXX") || exit 1
@@ -74,7 +76,7 @@ for i in range(n):
         sys.exit("%s: case %d has an empty or repeated name" % (path, i))
     names.add(name)
     S, H, flags = u32("len"), u32("hidden"), u32("flags")
-    if S == 0 or H == 0 or flags & ~7:
+    if S == 0 or H == 0 or flags & ~31:
         sys.exit("%s: case %s: bad len/hidden/flags %d/%d/%d" % (path, name, S, H, flags))
     ids = struct.unpack("<%di" % S, take(4 * S, "input_ids"))
     for bit, what in ((1, "token_type_ids"), (2, "attention_mask")):
@@ -85,6 +87,12 @@ for i in range(n):
     lhs = struct.unpack("<%df" % (S * H), take(4 * S * H, "last_hidden_state"))
     if flags & 4:
         take(4 * H, "pooler_output")
+    for bit, what in ((8, "logits"), (16, "sentence_embedding")):
+        if flags & bit:
+            k = u32(what + " count")
+            vals = struct.unpack("<%df" % k, take(4 * k, what))
+            if k == 0 or any(v != v for v in vals):
+                sys.exit("%s: case %s: %s empty or NaN" % (path, name, what))
     if any(v != v for v in lhs) or max(abs(v) for v in lhs) == 0:
         sys.exit("%s: case %s: last_hidden_state is NaN or all zero" % (path, name))
     if min(ids) < 0:
@@ -98,7 +106,7 @@ print(fields["model"], fields["model_sha256"], n)
 EOF
 }
 
-for name in $TINY $MINILM; do
+for name in $TINY $FAMILY $MINILM; do
     gold=tests/golden/$name.bgld
     if [ ! -f "$gold" ]; then
         fail "golden_format_$name" "$gold is missing (run tools/make_goldens.py)"
@@ -158,6 +166,29 @@ for name in $TINY; do
         fail "fixture_matches_build_$name" "$why"
     else
         pass "fixture_matches_build_$name"
+    fi
+done
+
+# The family fixtures: regenerated, the checkpoint the golden names, and
+# every file (sub-folders too: sentence-transformers modules) as built.
+for name in $FAMILY; do
+    gen=$tmp/$name
+    if ! "$PY" tools/make_tiny_family.py --variant "$name" "$gen" 2>"$tmp/err"; then
+        fail "fixture_regenerates_$name" "make_tiny_family.py failed: $(tail -n 1 "$tmp/err")"
+        continue
+    fi
+    pass "fixture_regenerates_$name"
+    want=$(cut -d' ' -f2 "$tmp/$name.info" 2>/dev/null)
+    got=$(sha256 "$gen/model.safetensors")
+    if [ -z "$want" ] || [ "$got" != "$want" ]; then
+        fail "fixture_matches_golden_$name" "regenerated model.safetensors has sha256 $got, the golden names '$want' (rerun tools/make_family_goldens.py)"
+    else
+        pass "fixture_matches_golden_$name"
+    fi
+    if diff -rq "$gen" "$BUILD/hf/$name" >"$tmp/diff" 2>&1; then
+        pass "fixture_matches_build_$name"
+    else
+        fail "fixture_matches_build_$name" "$(head -n 1 "$tmp/diff") (make fixtures)"
     fi
 done
 

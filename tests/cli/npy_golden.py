@@ -9,6 +9,12 @@
   npy_golden.py embedding GOLDEN CASE cls|mean|pooler 0|1 E.npy RTOL
       exit 0 when E (the pooled, optionally L2-normalised, outputs of
       transformers for the case) matches within RTOL * max |want|
+  npy_golden.py logits GOLDEN CASE L.npy|JSON TOL
+      exit 0 when a head's logits (an .npy, or the "logits" of bertc's --json
+      output) match the case's within TOL * max(max |want|, 1)
+  npy_golden.py sentence GOLDEN CASE JSON TOL
+      exit 0 when the "embedding" of bertc's --json output matches the case's
+      sentence_embedding (sentence-transformers') within TOL * max |want|
 
 It reads both formats independently of bertc's C code, so a bug in the C
 .npy writer or golden reader cannot cancel out.
@@ -55,6 +61,13 @@ def read_golden(path):
         case["mask"] = struct.unpack(f"<{length}i", take(4 * length)) if flags & 2 else None
         case["last"] = struct.unpack(f"<{length * hidden}f", take(4 * length * hidden))
         case["pooled"] = struct.unpack(f"<{hidden}f", take(4 * hidden)) if flags & 4 else None
+        for bit, key in ((8, "logits"), (16, "sentence")):  # tools/make_family_goldens.py
+            case[key] = None
+            if flags & bit:
+                (n,) = struct.unpack("<I", take(4))
+                case[key] = struct.unpack(f"<{n}f", take(4 * n))
+        if flags & ~31:
+            raise SystemExit(f"{path}: case {name}: unknown flags {flags:#x}")
         cases.append(case)
     return cases
 
@@ -126,6 +139,37 @@ def main(argv):
         diff = max(abs(a - b) for a, b in zip(got, want))
         if not diff <= rtol * scale:
             raise SystemExit("%s%s: max diff %.3g > %g * %.3g" % (mode, " normalised" if norm else "", diff, rtol, scale))
+        print("ok")
+        return
+    if cmd == "logits":
+        want, tol = case["logits"], float(argv[5])
+        if want is None:
+            raise SystemExit("the case has no logits")
+        if argv[4].endswith(".npy"):
+            _, got = read_npy(argv[4])
+        else:
+            import json
+            got = json.load(open(argv[4]))["logits"]
+        if len(got) != len(want):
+            raise SystemExit("%d logits, the golden has %d" % (len(got), len(want)))
+        scale = max(max(abs(v) for v in want), 1.0)
+        diff = max(abs(a - b) for a, b in zip(got, want))
+        if not diff <= tol * scale:
+            raise SystemExit("logits max diff %.3g > %g * %.3g" % (diff, tol, scale))
+        print("ok")
+        return
+    if cmd == "sentence":
+        import json
+        want, tol = case["sentence"], float(argv[5])
+        if want is None:
+            raise SystemExit("the case has no sentence_embedding")
+        got = json.load(open(argv[4]))["embedding"]
+        if len(got) != len(want):
+            raise SystemExit("an embedding of %d values, the golden has %d" % (len(got), len(want)))
+        scale = max(abs(v) for v in want)
+        diff = max(abs(a - b) for a, b in zip(got, want))
+        if not diff <= tol * scale:
+            raise SystemExit("sentence_embedding max diff %.3g > %g * %.3g" % (diff, tol, scale))
         print("ok")
         return
     if cmd in ("ids", "types", "mask"):

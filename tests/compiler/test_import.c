@@ -134,6 +134,7 @@ typedef struct expect {
     const char *prefix;
     int legacy, pooler, has_vocab;
     int sentence;                /* modules.json: a sentence-transformers head */
+    int head;                    /* *ForSequenceClassification: the classifier on the pooler */
 } expect;
 
 static int64_t cfg_int(const json_doc *doc, const char *key, int64_t def) {
@@ -195,6 +196,9 @@ static int expect_read(expect *e, const char *dir) {
     p = tbuf_format("%s/modules.json", dir);
     e->sentence = path_exists(p);
     free(p);
+    v = json_get(&e->cfg.root, "architectures");
+    e->head = v && v->type == JSON_TYPE_ARRAY && v->count == 1 && v->items[0].type == JSON_TYPE_STRING &&
+              ends_with(v->items[0].string, "ForSequenceClassification");
     return 0;
 }
 
@@ -266,7 +270,7 @@ static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
         case IR_OP_WEIGHT: {
             nweight++;
             const char *w = n->weight;
-            if (*e->prefix)
+            if (*e->prefix && !(e->head && starts_with(w, "classifier.")))
                 CHECK(starts_with(w, e->prefix), "%s: weight '%s' lacks the prefix '%s'", tag, w, e->prefix);
             else
                 CHECK(!starts_with(w, "bert."), "%s: weight '%s' has a prefix the checkpoint lacks", tag, w);
@@ -285,13 +289,14 @@ static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
         default: break;
         }
     }
-    CHECK(nmatmul == 6 * L + e->pooler, "%s: %d matmuls, expected %lld", tag, nmatmul, (long long)(6 * L + e->pooler));
+    CHECK(nmatmul == 6 * L + e->pooler + e->head, "%s: %d matmuls, expected %lld", tag, nmatmul,
+          (long long)(6 * L + e->pooler + e->head));
     CHECK(nact == L + e->pooler && ntanh == e->pooler, "%s: %d activations (%d tanh), expected %lld (%d)", tag, nact,
           ntanh, (long long)(L + e->pooler), e->pooler);
     CHECK(nln == 2 * L + 1, "%s: %d layer norms, expected %lld", tag, nln, (long long)(2 * L + 1));
     CHECK(nscale == L, "%s: %d scales, expected %lld", tag, nscale, (long long)L);
-    CHECK(nweight == 5 + 16 * L + 2 * e->pooler, "%s: %d weight nodes, expected %lld", tag, nweight,
-          (long long)(5 + 16 * L + 2 * e->pooler));
+    CHECK(nweight == 5 + 16 * L + 2 * e->pooler + 2 * e->head, "%s: %d weight nodes, expected %lld", tag, nweight,
+          (long long)(5 + 16 * L + 2 * e->pooler + 2 * e->head));
     if (e->legacy)
         CHECK(nlegacy == 2 * (2 * L + 1) && nmodern == 0, "%s: %d gamma/beta and %d weight/bias LayerNorm names", tag,
               nlegacy, nmodern);
@@ -312,7 +317,10 @@ static void graph_check(const char *tag, const ir_graph *g, const expect *e) {
           "%s: last_hidden_state missing or not [S, %lld]", tag, (long long)e->hidden);
     graph_check_vector(tag, g, "pooler_output", e->pooler, e->hidden, "without pooler weights");
     graph_check_vector(tag, g, "sentence_embedding", e->sentence, e->hidden, "without modules.json");
-    CHECK(g->noutputs == 1 + e->pooler + e->sentence, "%s: %d outputs", tag, g->noutputs);
+    CHECK(g->noutputs == 1 + e->pooler + e->sentence + e->head, "%s: %d outputs", tag, g->noutputs);
+    if (e->head) /* a *ForSequenceClassification imports as its head, logits first */
+        CHECK(g->noutputs > 0 && !strcmp(g->outputs[0].name, "logits") && g->nlabels == 2,
+              "%s: the classifier's logits are not the first output (or %d labels)", tag, g->nlabels);
     CHECK(g->max_seq_len == e->max_pos, "%s: max_seq_len %lld, expected %lld", tag, (long long)g->max_seq_len,
           (long long)e->max_pos);
 }
@@ -985,8 +993,11 @@ static void expect_config_error(const char *old, const char *repl, const char *c
 }
 
 static void case_error_model_type(void) {
+    expect_config_error("\"model_type\": \"bert\"", "\"model_type\": \"gpt2\"",
+                        (const char *const[]){"config.json", "model_type", "gpt2", NULL});
+    /* a family bertc knows, but the checkpoint's classes are another's */
     expect_config_error("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"",
-                        (const char *const[]){"config.json", "model_type", "roberta", NULL});
+                        (const char *const[]){"config.json", "architecture", "BertModel", "RobertaModel", NULL});
 }
 
 static void case_error_hidden_act(void) {
@@ -1301,11 +1312,10 @@ static void case_st_errors(void) {
     st_expect("[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
               " {\"idx\": 1, \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},\n"
               " {\"idx\": 2, \"path\": \"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"}]",
-              mean, (const char *const[]){"modules.json:3:", "sentence_transformers.models.Dense", "is not supported",
-                                          NULL});
+              mean, (const char *const[]){"2_Dense/config.json", "cannot open", NULL});
     st_expect("[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},\n"
               " {\"idx\": 1, \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}]",
-              mean, (const char *const[]){"modules.json:2:", "Normalize", "right after the Pooling", NULL});
+              mean, (const char *const[]){"modules.json:2:", "Normalize", "after the Pooling", NULL});
     st_expect("[{\"idx\": 0, \"path\": \"0_Transformer\", \"type\": \"sentence_transformers.models.Transformer\"}]",
               mean, (const char *const[]){"modules.json:1:", "path '0_Transformer'", NULL});
     st_expect("{\"modules\": []}", mean, (const char *const[]){"modules.json", "expected a JSON array", NULL});

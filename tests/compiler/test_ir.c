@@ -206,7 +206,8 @@ static void test_names(void) {
     static const char *const ops[IR_OP_COUNT] = {
         "input", "weight", "arange", "gather", "add", "bias_add", "layer_norm", "matmul",
         "activation", "reshape", "transpose", "batched_matmul", "scale", "mask", "softmax",
-        "slice", "pool", "l2_normalize", "const", "concat", "linear", "attention", "add_ln", "embed_ln"};
+        "slice", "pool", "l2_normalize", "pad_positions", "rel_pos_bias", "sinusoid", "const", "concat", "linear",
+        "attention", "add_ln", "embed_ln"};
     for (int i = 0; i < IR_OP_COUNT; i++)
         CHECK(strcmp(ir_op_name((ir_op)i), ops[i]) == 0, "op %d is '%s'", i, ir_op_name((ir_op)i));
     CHECK(strcmp(ir_act_name(IR_ACT_GELU_ERF), "gelu") == 0, "gelu");
@@ -388,6 +389,61 @@ static void test_error_arange(void) {
     char want[96];
     snprintf(want, sizeof want, "like 't' is [%lld, S] (expected [S, ...])", (long long)b.H);
     t_expect_error(&b.t.g, a, want);
+    tgraph_free(&b.t);
+}
+
+/* pad_positions, rel_pos_bias, sinusoid: shapes and parameters. */
+static void test_error_positions(void) {
+    t_base b;
+    t_base_init(&b);
+    int p = tgraph_op(&b.t, IR_OP_PAD_POSITIONS, "pos", b.x); /* float ids */
+    t_expect_error(&b.t.g, p, "ids 'x' is float32 (expected int32)");
+    tgraph_free(&b.t);
+
+    t_base_init(&b);
+    p = tgraph_op(&b.t, IR_OP_PAD_POSITIONS, "pos", b.ids);
+    b.t.g.nodes[p].pad_id = -1;
+    t_expect_error(&b.t.g, p, "pad is -1");
+    tgraph_free(&b.t);
+
+    t_base_init(&b);
+    int tab = tgraph_weight(&b.t, "rel", t_float_dtype(), 2, 16, 3);
+    int r = tgraph_op(&b.t, IR_OP_REL_POS_BIAS, "bias", tab, b.ids);
+    b.t.g.nodes[r].buckets = 32;
+    b.t.g.nodes[r].max_distance = 128;
+    t_expect_error(&b.t.g, r, "table 'rel' is [16, 3] but buckets is 32");
+    tgraph_free(&b.t);
+
+    t_base_init(&b);
+    tab = tgraph_weight(&b.t, "rel", t_float_dtype(), 2, 32, 3);
+    r = tgraph_op(&b.t, IR_OP_REL_POS_BIAS, "bias", tab, b.ids);
+    b.t.g.nodes[r].buckets = 32;
+    b.t.g.nodes[r].max_distance = 8;
+    t_expect_error(&b.t.g, r, "max_distance 8 (expected more than buckets / 4 = 8)");
+    tgraph_free(&b.t);
+
+    t_base_init(&b);
+    int s = tgraph_op_srcs(&b.t, IR_OP_SINUSOID, "sin", NULL, 0);
+    b.t.g.nodes[s].ndim = 1;
+    b.t.g.nodes[s].shape[0] = 8;
+    t_expect_error(&b.t.g, s, "(expected [rows, dim], both >= 1)");
+    tgraph_free(&b.t);
+}
+
+/* ATTENTION's optional score bias must be [heads, Sq, Sk]. */
+static void test_error_attention_bias(void) {
+    t_base b;
+    t_base_init(&b);
+    int tab = tgraph_weight(&b.t, "rel", t_float_dtype(), 2, 32, 3);
+    int r = tgraph_op(&b.t, IR_OP_REL_POS_BIAS, "bias", tab, b.ids);
+    b.t.g.nodes[r].buckets = 32;
+    b.t.g.nodes[r].max_distance = 128;
+    int at = tgraph_op(&b.t, IR_OP_ATTENTION, "att", b.x, b.x, b.x, b.mask, r);
+    b.t.g.nodes[at].heads = 2; /* the bias has 3 heads */
+    b.t.g.nodes[at].head_dim = 1;
+    b.t.g.nodes[at].scale = 1.0f;
+    b.t.g.nodes[at].has_bias = 1;
+    t_expect_error(&b.t.g, at, "bias 'bias' is [3, S, S]");
     tgraph_free(&b.t);
 }
 
@@ -637,6 +693,8 @@ static void test_error_bad_output(void) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_infer_embeddings);
+    CHECK_CASE(test_error_positions);
+    CHECK_CASE(test_error_attention_bias);
     CHECK_CASE(test_infer_attention);
     CHECK_CASE(test_infer_shapes_misc);
     CHECK_CASE(test_infer_int_movement);

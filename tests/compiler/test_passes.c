@@ -422,6 +422,7 @@ typedef struct tp_expect {
     float scale;         /* ATTENTION's scale */
     ir_act act;          /* the intermediate activation */
     int pooler;
+    int head;            /* BERT's sequence classification: a linear on the pooler's row, then [labels] */
     int sentence;        /* a sentence-transformers head: mean pool + l2_normalize, fused */
 } tp_expect;
 
@@ -449,6 +450,10 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
         for (int k = 0; k < 7; k++) want[nw++] = layer[k];
     if (e->pooler) {
         want[nw++] = IR_OP_SLICE;
+        want[nw++] = IR_OP_LINEAR;
+        want[nw++] = IR_OP_RESHAPE;
+    }
+    if (e->head) {
         want[nw++] = IR_OP_LINEAR;
         want[nw++] = IR_OP_RESHAPE;
     }
@@ -512,10 +517,15 @@ static void tp_check_pipeline_shape(const char *what, const ir_graph *g, const t
         prev = L[6];
     }
     if (e->pooler) {
-        int end = nw - !!e->sentence;
+        int end = nw - !!e->sentence - 2 * !!e->head;
         const ir_node *sl = &g->nodes[node[end - 3]], *lin = &g->nodes[node[end - 2]];
         CHECK(sl->src[0] == prev && sl->axis == 0 && sl->start == 0 && sl->len == 1, "%s: pooler slice", what);
         CHECK(lin->has_bias && lin->has_act && lin->act == IR_ACT_TANH && !lin->has_residual, "%s: pooler linear", what);
+        if (e->head) { /* the classifier reads the pooler's [1, H] row: one more GEMM, nothing else */
+            const ir_node *cl = &g->nodes[node[end]];
+            CHECK(cl->src[0] == node[end - 2] && cl->has_bias && !cl->has_act && !cl->has_residual,
+                  "%s: classifier linear", what);
+        }
     }
 }
 
@@ -1502,7 +1512,8 @@ static void tp_pipeline_fixture(const tp_fixture *f, int heads, int head_dim, in
         if (!rc) {
             tp_expect e = {.layers = layers, .hidden = hidden, .heads = heads, .head_dim = head_dim,
                            .ngathers = 3, .mask = 1, .scale = (float)(1.0 / sqrt((double)head_dim)),
-                           .act = act, .pooler = pooler, .sentence = !strcmp(f->name, "all-MiniLM-L6-v2")};
+                           .act = act, .pooler = pooler, .head = !strcmp(f->name, "tiny-bert-tanh"),
+                           .sentence = !strcmp(f->name, "all-MiniLM-L6-v2")};
             tp_check_pipeline_shape(f->name, &g, &e);
             CHECK(r.nsteps == 9 && strcmp(r.steps[0].name, "dce") == 0 &&
                       strcmp(r.steps[7].name, "fold_constants") == 0 && r.steps[8].nodes_after == g.count,
@@ -1569,6 +1580,7 @@ static void test_each_pass_on_fixtures(void) {
         if (tp_fixture_load(&t, &tp_fixtures[f])) continue;
         int layers = tp_count(&t.m.graph, IR_OP_SOFTMAX);
         int pooler = tp_count(&t.m.graph, IR_OP_SLICE);
+        int dense = tp_count(&t.m.graph, IR_OP_MATMUL) - 6 * layers; /* the pooler's and a head's */
         ir_graph g;
         if (ir_graph_clone(&g, &t.m.graph) == 0) {
             for (int k = 0; k < (int)(sizeof steps / sizeof steps[0]); k++) {
@@ -1580,8 +1592,8 @@ static void test_each_pass_on_fixtures(void) {
                 int ok = 1;
                 switch (k) {
                 case 1: ok = tp_count(&g, IR_OP_MATMUL) == 0 && tp_count(&g, IR_OP_BIAS_ADD) == 0 &&
-                             tp_count(&g, IR_OP_LINEAR) == 6 * layers + pooler; break;
-                case 2: ok = tp_count(&g, IR_OP_CONCAT) == 2 * layers && tp_count(&g, IR_OP_LINEAR) == 4 * layers + pooler;
+                             tp_count(&g, IR_OP_LINEAR) == 6 * layers + dense; break;
+                case 2: ok = tp_count(&g, IR_OP_CONCAT) == 2 * layers && tp_count(&g, IR_OP_LINEAR) == 4 * layers + dense;
                     break;
                 case 3: ok = tp_count(&g, IR_OP_ATTENTION) == layers && tp_count(&g, IR_OP_SLICE) == pooler; break;
                 case 4: ok = tp_count(&g, IR_OP_ADD_LN) == 2 * layers && tp_count(&g, IR_OP_LAYER_NORM) == 1; break;
@@ -1593,6 +1605,49 @@ static void test_each_pass_on_fixtures(void) {
                 snprintf(what, sizeof what, "%s after %s", tp_fixtures[f].name, steps[k].name);
                 tp_check_same(what, &t, &t.m.graph, &g, 2);
             }
+            ir_graph_free(&g);
+        }
+        tp_free(&t);
+    }
+}
+
+/*
+ * The other families fuse as BERT does: one EMBED_LN (RoBERTa's and MPNet's
+ * pad_positions index and DistilBERT's sinusoid table — folded to a
+ * constant — absorbed), one ATTENTION per layer (MPNet's with the shared
+ * rel_pos_bias as its score bias), no batched_matmul or softmax left; the
+ * heads are LINEARs; and everything bit for bit as the unfused graph.
+ */
+static void test_pipeline_families(void) {
+    static const struct {
+        tp_fixture f;
+        int layers, bias, heads_linear;  /* LINEARs of the pooler and the task head */
+    } fam[] = {{{"tiny-roberta", 1, 300}, 2, 0, 2},      {{"tiny-xlmr-tokcls", 1, 250}, 2, 0, 1},
+               {{"tiny-distilbert", 0, 400}, 2, 0, 2},   {{"tiny-electra", 2, 350}, 2, 0, 3},
+               {{"tiny-mpnet", 0, 320}, 2, 1, 2},        {{"tiny-mpnet-seqcls", 0, 200}, 1, 1, 2},
+               {{"tiny-cross-encoder", 2, 500}, 2, 0, 2}};
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+        tp_model t;
+        if (tp_fixture_load(&t, &fam[i].f)) continue;
+        ir_graph g;
+        passes_report r;
+        diag d;
+        diag_init(&d);
+        if (ir_graph_clone(&g, &t.m.graph) == 0) {
+            int rc = passes_run(&g, &t.m.weights, &r, &d);
+            CHECK(rc == 0, "%s: passes_run: %s", fam[i].f.name, d.text);
+            int L = fam[i].layers, biased = 0;
+            for (int n = 0; !rc && n < g.count; n++)
+                biased += g.nodes[n].op == IR_OP_ATTENTION && g.nodes[n].has_bias &&
+                          g.nodes[g.nodes[n].src[g.nodes[n].nsrc - 1]].op == IR_OP_REL_POS_BIAS;
+            CHECK(rc || (tp_count(&g, IR_OP_EMBED_LN) == 1 && tp_count(&g, IR_OP_ATTENTION) == L &&
+                         tp_count(&g, IR_OP_SOFTMAX) == 0 && tp_count(&g, IR_OP_BATCHED_MATMUL) == 0 &&
+                         tp_count(&g, IR_OP_ADD_LN) == 2 * L && tp_count(&g, IR_OP_SINUSOID) == 0 &&
+                         tp_count(&g, IR_OP_LINEAR) == 4 * L + fam[i].heads_linear &&
+                         tp_count(&g, IR_OP_REL_POS_BIAS) == fam[i].bias && biased == fam[i].bias * L),
+                  "%s: not BERT's fused structure (%d linears, %d attentions, %d biased)", fam[i].f.name,
+                  tp_count(&g, IR_OP_LINEAR), tp_count(&g, IR_OP_ATTENTION), biased);
+            if (!rc) tp_check_same(fam[i].f.name, &t, &t.m.graph, &g, 4);
             ir_graph_free(&g);
         }
         tp_free(&t);
@@ -1672,9 +1727,9 @@ static void test_passes_report(void) {
             if (k) CHECK(s->nodes_before == r.steps[k - 1].nodes_after, "step %s: chain broken", s->name);
         }
         const passes_step *fl = &r.steps[1], *fa = &r.steps[3], *fo = &r.steps[7], *last = &r.steps[8];
-        /* tiny-bert-tanh: 2 layers of 6 dense layers, and the pooler. */
-        CHECK(fl->ops_before[IR_OP_MATMUL] == 13 && fl->ops_after[IR_OP_MATMUL] == 0 &&
-                  fl->ops_after[IR_OP_LINEAR] == 13,
+        /* tiny-bert-tanh: 2 layers of 6 dense layers, the pooler and the classifier. */
+        CHECK(fl->ops_before[IR_OP_MATMUL] == 14 && fl->ops_after[IR_OP_MATMUL] == 0 &&
+                  fl->ops_after[IR_OP_LINEAR] == 14,
               "fuse_linear: matmul %d -> %d", fl->ops_before[IR_OP_MATMUL], fl->ops_after[IR_OP_MATMUL]);
         CHECK(fa->ops_after[IR_OP_ATTENTION] == 2 && fa->ops_after[IR_OP_SOFTMAX] == 0, "fuse_attention counts");
         CHECK(fo->ops_after[IR_OP_CONST] == 4 && fo->ops_after[IR_OP_CONCAT] == 0, "fold counts");
@@ -1684,7 +1739,7 @@ static void test_passes_report(void) {
         FILE *f = open_memstream(&text, &len);
         passes_report_write(&r, f);
         fclose(f);
-        CHECK(text && strstr(text, "fuse_linear: ") && strstr(text, "matmul -13") && strstr(text, "linear +13"),
+        CHECK(text && strstr(text, "fuse_linear: ") && strstr(text, "matmul -14") && strstr(text, "linear +14"),
               "report text:\n%s", text ? text : "");
         free(text);
         ir_graph_free(&g);
@@ -1715,6 +1770,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_pipeline_tiny_bert_tanh);
     CHECK_CASE(test_pipeline_minilm);
     CHECK_CASE(test_pipeline_variants);
+    CHECK_CASE(test_pipeline_families);
     CHECK_CASE(test_passes_report);
     return check_summary();
 }

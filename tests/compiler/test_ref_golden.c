@@ -1,11 +1,14 @@
 /*
  * test_ref_golden — the reference executor against Hugging Face transformers.
  *
- * For every fixture model (four tiny variants and the real
- * all-MiniLM-L6-v2) the test imports the checkpoint with `hf_import_run`,
- * loads the YAML, runs every golden case through `ref_run` and compares
- * last_hidden_state and pooler_output with what transformers' BertModel
- * produced (tests/golden/NAME.bgld, made by tools/make_goldens.py).
+ * For every fixture model (four tiny BERT variants, the real
+ * all-MiniLM-L6-v2, and the tiny models of the other families with their
+ * task heads) the test imports the checkpoint with `hf_import_run`, loads
+ * the YAML, runs every golden case through `ref_run` and compares
+ * last_hidden_state, pooler_output, a head's logits and a
+ * sentence-transformers embedding with what transformers produced
+ * (tests/golden/NAME.bgld, made by tools/make_goldens.py and
+ * tools/make_family_goldens.py).
  *
  * Tolerance, stated once: max |got - want| <= 1e-5 * max |want| per output
  * (float32 storage with double accumulation against PyTorch's float32).
@@ -30,6 +33,26 @@ static void compare(const char *model_name, const char *case_name, const char *w
     CHECK(scale > 0, "%s/%s: golden %s is all zeros", model_name, case_name, what);
     CHECK(diff <= REF_GOLDEN_RTOL * scale, "%s/%s: %s max |got - want| = %.3g > %.1g * %.3g", model_name, case_name,
           what, diff, REF_GOLDEN_RTOL, scale);
+}
+
+/* An output the golden has as a flat array: same element count, values.
+ * (An output the golden lacks was not recorded — tiny-bert-tanh's logits,
+ * MiniLM's sentence embedding have goldens of their own elsewhere.) */
+static void compare_flat(const char *model_name, const golden_case *gc, const ref_result *res, const char *what,
+                         const float *want, int n) {
+    const ref_tensor *t = ref_result_find(res, what);
+    if (!want) return;
+    CHECK(t, "%s/%s: no output %s, transformers has one", model_name, gc->name, what);
+    if (!t) return;
+    int64_t numel = 1;
+    for (int k = 0; k < t->ndim; k++) numel *= t->shape[k];
+    CHECK(numel == n, "%s/%s: %s has %lld values, transformers %d", model_name, gc->name, what, (long long)numel, n);
+    if (numel == n) compare(model_name, gc->name, what, t->data, want, (size_t)n);
+}
+
+static void compare_extra(const char *model_name, const golden_case *gc, const ref_result *res) {
+    compare_flat(model_name, gc, res, "logits", gc->logits, gc->nlogits);
+    compare_flat(model_name, gc, res, "sentence_embedding", gc->sentence_embedding, gc->nsentence);
 }
 
 static void run_model(const char *name) {
@@ -70,9 +93,11 @@ static void run_model(const char *name) {
         if (last && last->ndim == 2 && last->shape[0] == gc->len && last->shape[1] == gc->hidden)
             compare(name, gc->name, "last_hidden_state", last->data, gc->last_hidden_state,
                     (size_t)gc->len * (size_t)gc->hidden);
+        compare_extra(name, gc, &res);
         const ref_tensor *pooled = ref_result_find(&res, "pooler_output");
-        CHECK(!pooled == !gc->pooler_output, "%s/%s: pooler_output presence differs from transformers", name,
-              gc->name);
+        /* a *ForSequenceClassification's golden has logits, not the pooler they come from */
+        CHECK(!pooled == !gc->pooler_output || (gc->logits && !gc->pooler_output),
+              "%s/%s: pooler_output presence differs from transformers", name, gc->name);
         if (pooled && gc->pooler_output) {
             CHECK(pooled->ndim == 1 && pooled->shape[0] == gc->hidden, "%s/%s: pooler_output shape", name, gc->name);
             if (pooled->ndim == 1 && pooled->shape[0] == gc->hidden)
@@ -92,6 +117,11 @@ static void test_tiny_bert_prefixed(void) { run_model("tiny-bert-prefixed"); }
 static void test_tiny_bert_relu(void) { run_model("tiny-bert-relu"); }
 static void test_tiny_bert_tanh(void) { run_model("tiny-bert-tanh"); }
 static void test_minilm(void) { run_model("all-MiniLM-L6-v2"); }
+static void test_families(void) {
+    static const char *const models[] = {"tiny-roberta",    "tiny-xlmr-tokcls",  "tiny-distilbert",   "tiny-electra",
+                                         "tiny-mpnet",      "tiny-mpnet-seqcls", "tiny-cross-encoder"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) run_model(models[i]);
+}
 
 /* The masked positions' inputs must not change the unmasked outputs' keys:
  * poison the ids under a zero mask and check rows stay identical. */
@@ -138,6 +168,7 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_tiny_bert);
     CHECK_CASE(test_tiny_bert_prefixed);
+    CHECK_CASE(test_families);
     CHECK_CASE(test_tiny_bert_relu);
     CHECK_CASE(test_tiny_bert_tanh);
     CHECK_CASE(test_minilm);

@@ -1148,8 +1148,128 @@ static void test_bert_chain(void) {
     t_call_done(&m, &c);
 }
 
+/* ---- position ops (RoBERTa, MPNet, DistilBERT) -------------------------- */
+
+/* RoBERTa's create_position_ids_from_input_ids, written out: a cumulative
+ * count of non-pad ids, the pad id where the id is the pad. */
+static void test_pad_positions(void) {
+    for (int round = 0; round < 8; round++) {
+        tgraph m;
+        t_model_init(&m, 64);
+        int32_t pad = (int32_t)check_rng_range(0, 3);
+        int ids = tgraph_input(&m, "input_ids");
+        int pos = tgraph_op(&m, IR_OP_PAD_POSITIONS, "pos", ids);
+        m.g.nodes[pos].pad_id = pad;
+        ir_graph_add_output(&m.g, "pos", pos);
+        if (t_model_finish(&m)) return;
+        int64_t len = check_rng_range(1, 64);
+        t_call c;
+        t_call_init(&c, len, 5); /* ids 0..4: the pad id is frequent */
+        const ref_tensor *t = t_call_run(&m, &c, "pos");
+        for (int64_t s = 0, seen = 0; t && s < len; s++) {
+            seen += c.ids[s] != pad;
+            int32_t want = c.ids[s] == pad ? pad : (int32_t)(pad + seen), got = (int32_t)t->data[s]; /* results are float */
+            CHECK(got == want, "pad %d, position %lld: %d, expected %d", (int)pad, (long long)s, (int)got, (int)want);
+        }
+        t_call_done(&m, &c);
+    }
+}
+
+/*
+ * MPNet's bucket of a relative position, as transformers 4.44 computes it
+ * (MPNetEncoder.relative_position_bucket, 32 buckets, max_distance 128),
+ * for every |key - query| up to 1100: the first and last distance of each
+ * log bucket, read off transformers' own output.
+ */
+static int want_bucket(int64_t rel) {
+    static const int64_t first[8] = {8, 12, 16, 23, 32, 46, 64, 91}; /* buckets 8 .. 15 */
+    int64_t n = rel < 0 ? -rel : rel;
+    int b = (int)n;
+    if (n >= 8)
+        for (int k = 0; k < 8; k++)
+            if (n >= first[k]) b = 8 + k;
+    return (rel > 0 ? 16 : 0) + b; /* keys after the query use the upper half */
+}
+
+static void test_rel_pos_bucket(void) {
+    for (int64_t rel = -1100; rel <= 1100; rel++)
+        if (ref_rel_pos_bucket(rel, 32, 128) != want_bucket(rel)) {
+            CHECK(0, "relative position %lld: bucket %d, transformers %d", (long long)rel,
+                  ref_rel_pos_bucket(rel, 32, 128), want_bucket(rel));
+            return;
+        }
+}
+
+/* rel_pos_bias: [heads, S, S] = table[bucket(k - q)][h], in every dtype. */
+static void test_rel_pos_bias(void) {
+    for (int k = 0; k < 3; k++) {
+        tgraph m;
+        t_model_init(&m, 160);
+        int64_t NH = check_rng_range(1, 6), len = k == 2 ? 150 : check_rng_range(1, 40);
+        int ids = tgraph_input(&m, "input_ids");
+        int table = tgraph_weight_rand(&m, "table", t_dtype(k), 2, 32, NH, 1.0f);
+        int b = tgraph_op(&m, IR_OP_REL_POS_BIAS, "bias", table, ids);
+        m.g.nodes[b].buckets = 32;
+        m.g.nodes[b].max_distance = 128;
+        ir_graph_add_output(&m.g, "bias", b);
+        t_call c;
+        const ref_tensor *t = t_model_run(&m, &c, len, 10, "bias");
+        const int64_t dims[3] = {NH, len, len};
+        CHECK(!t || t_shape_eq(t, 3, dims), "bias shape");
+        const float *tv = tgraph_values(&m, table);
+        for (int64_t h = 0; t && t_shape_eq(t, 3, dims) && h < NH; h++)
+            for (int64_t q = 0; q < len; q++)
+                for (int64_t kk = 0; kk < len; kk++) {
+                    float want = tv[want_bucket(kk - q) * NH + h], got = t->data[(h * len + q) * len + kk];
+                    if (got != want) {
+                        CHECK(0, "head %lld, query %lld, key %lld: %g, expected %g", (long long)h, (long long)q,
+                              (long long)kk, (double)got, (double)want);
+                        h = NH, q = len;
+                        break;
+                    }
+                }
+        t_call_done(&m, &c);
+    }
+}
+
+/* DistilBERT's sinusoid, against values numpy and torch computed
+ * (create_sinusoidal_embeddings(48, 80)), bit for bit. */
+static void test_sinusoid(void) {
+    static const struct {
+        int pos, j;
+        uint32_t bits;
+    } want[] = {{0, 0, 0u},          {0, 1, 1065353216u}, {1, 0, 1062693540u},  {5, 3, 3207381584u},
+                {17, 40, 1043152419u}, {47, 79, 1065352922u}, {33, 12, 1063789032u}};
+    tgraph m;
+    t_model_init(&m, 8);
+    int ids = tgraph_input(&m, "input_ids");
+    int sn = tgraph_op_srcs(&m, IR_OP_SINUSOID, "table", NULL, 0);
+    m.g.nodes[sn].ndim = 2;
+    m.g.nodes[sn].shape[0] = 48;
+    m.g.nodes[sn].shape[1] = 80;
+    int g = tgraph_op(&m, IR_OP_GATHER, "rows", sn, ids);
+    ir_graph_add_output(&m.g, "table", sn);
+    ir_graph_add_output(&m.g, "rows", g);
+    t_call c;
+    const ref_tensor *t = t_model_run(&m, &c, 3, 48, "table");
+    for (size_t i = 0; t && i < sizeof want / sizeof want[0]; i++) {
+        uint32_t got;
+        memcpy(&got, &t->data[want[i].pos * 80 + want[i].j], 4);
+        CHECK(got == want[i].bits, "sinusoid (%d, %d): bits %08x, numpy %08x", want[i].pos, want[i].j, got, want[i].bits);
+    }
+    const ref_tensor *r = t ? ref_result_find(&c.res, "rows") : NULL;
+    for (int64_t s = 0; r && s < 3; s++)
+        CHECK(!memcmp(r->data + s * 80, t->data + (int64_t)c.ids[s] * 80, 80 * sizeof(float)),
+              "a gather of the sinusoid reads its rows");
+    t_call_done(&m, &c);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
+    CHECK_CASE(test_pad_positions);
+    CHECK_CASE(test_rel_pos_bucket);
+    CHECK_CASE(test_rel_pos_bias);
+    CHECK_CASE(test_sinusoid);
     CHECK_CASE(test_gather_dtypes_and_arange);
     CHECK_CASE(test_add_bias_add_scale);
     CHECK_CASE(test_layer_norm);

@@ -250,8 +250,13 @@ static void run_attention(const kcase *kc) {
             if (!in_q && !in_k && !in_v) kref_store(s->dtype, qkv.p, r * (size_t)s->qkv_ld + (size_t)c, NAN);
         }
     tensor out = tensor_new(s->dtype, S, (size_t)s->ctx_ld);
-    void *vals[3] = {out.p, q.w, qkv.p};
-    run_case(kc, vals, 3, &out, &qkv, 1);
+    tensor in[2] = {qkv, {0}};
+    if (s->bias_ld) {
+        size_t bl = (size_t)s->bias_ld;
+        in[1] = tensor_rand(s->dtype, (size_t)s->heads * bl, bl, (size_t)s->heads * bl, bl, 2.0);
+    }
+    void *vals[4] = {out.p, q.w, qkv.p, in[1].p};
+    run_case(kc, vals, 4, &out, in, s->bias_ld ? 2 : 1);
 }
 
 /* ---- gemm */
@@ -352,6 +357,18 @@ static void make_cases(void) {
     add_case(attention_spec(PLAN_DTYPE_F16, 32, 2, 16, 0), 32, 17);
     add_case(attention_spec(PLAN_DTYPE_F32, 128, 2, 16, 0), 128, 100);      /* two key tiles: online softmax */
     add_case(attention_spec(PLAN_DTYPE_BF16, 128, 1, 20, 4), 128, 65);      /* second tile holds one key */
+    kernel_spec b = attention_spec(PLAN_DTYPE_F16, 64, 2, 16, 0);        /* MPNet's score bias, tensor cores */
+    b.bias_ld = 96;
+    add_case(b, 64, 41);
+    b = attention_spec(PLAN_DTYPE_F32, 32, 3, 12, 0);                   /* and SIMT */
+    b.bias_ld = 32;
+    add_case(b, 32, 30);
+    kernel_spec e = embed_spec(PLAN_DTYPE_BF16, 32, 64, 3, 1e-5f);      /* RoBERTa's position ids */
+    e.gather_index[2] = KERNEL_INDEX_PAD_POSITION;
+    e.table_rows[2] = 40;
+    e.table_rows[0] = 6;
+    e.pad_id = 2;
+    add_case(e, 32, 29);
 
     add_case(gemm_spec(PLAN_DTYPE_F32, 32, 96, 80, 1, 0, 1, PLAN_ACT_GELU_ERF, 0), 32, 27);
     add_case(gemm_spec(PLAN_DTYPE_F16, 64, 80, 96, 1, 1, 0, PLAN_ACT_GELU_ERF, 0), 64, 50);

@@ -7,7 +7,9 @@
  * proves it computes the right numbers.  Specs cover each dtype, awkward
  * sizes (hidden 97/80, head_dim 20, N = 30/65, K = 97/100/388), every GEMM
  * tile shape (64x128 ... 32x32) and k-loops long enough to wrap the
- * shared-memory ring, attention with one and several key tiles, and the
+ * shared-memory ring, attention with one and several key tiles (with and
+ * without MPNet's relative-position score bias), RoBERTa's position ids in
+ * the embedding gather, and the
  * masking cases Hugging Face defines (random zeros; a row whose keys are
  * all masked averages V over k < len; padding keys hold NaN and must not
  * leak).  Attention runs every launch configuration its geometry has:
@@ -139,7 +141,10 @@ static void check_embed_ln(emu_image *im, const kernel_spec *s, int S, const cha
     for (int g = 0; g < s->ngathers; g++) tab[g] = tensor(t, (size_t)s->table_rows[g] * H, 0.5, 0);
     void *gm = tensor(t, H, 0.2, 1.0), *bt = tensor(t, H, 0.3, 0);
     void *out = poisoned(t, (size_t)S * H);
-    int *req = request(S, len, s->table_rows[0], 2, 0);
+    int vocab = s->table_rows[0]; /* ids drawn for the input_ids table (small ones make the pad id frequent) */
+    for (int g = 0; g < s->ngathers; g++)
+        if (s->gather_index[g] == KERNEL_INDEX_INPUT_IDS) vocab = s->table_rows[g];
+    int *req = request(S, len, vocab, 2, 0);
     void *nil = NULL;
     void *args[9] = {&out, &req, &tab[0], &tab[1], &tab[2], &gm, &bt, &nil, &nil};
     launch(im, s, S, entry, args, sched);
@@ -164,14 +169,16 @@ static void check_attention(emu_image *im, const kernel_spec *s, int S, const ch
     /* padding keys may hold anything: NaN there must not leak */
     for (int k = len; k < S; k++)
         for (int c = 0; c < s->qkv_ld; c++) kref_store(t, qkv, (size_t)k * s->qkv_ld + c, NAN);
+    /* the score bias: a [heads, bias_ld, bias_ld] table, the bucket its top-left corner */
+    void *bias = s->bias_ld ? tensor(t, (size_t)s->heads * s->bias_ld * s->bias_ld, 2.0, 0) : NULL;
     void *nil = NULL;
-    void *args[5] = {&ctx, &req, &qkv, &nil, &nil};
+    void *args[6] = {&ctx, &req, &qkv, &bias, &nil, &nil};
     launch(im, s, S, entry, args, sched);
-    double *ref = kref_kernel(s, req, (const void *const[]){qkv});
+    double *ref = kref_kernel(s, req, (const void *const[]){qkv, bias});
     char what[300];
     snprintf(what, sizeof what, "%s len %d mask0 %.2f%s sched %d", entry, len, pmask0, all_masked ? " ALL-MASKED" : "", sched);
     compare(what, t, ctx, ref, S, (int)kref_cols(s), s->ctx_ld, len, 0.5);
-    free(qkv), free(ctx), free(req), free(ref);
+    free(qkv), free(ctx), free(req), free(ref), free(bias);
 }
 
 /* ------------------------------------------------------------ gemm */
@@ -226,6 +233,23 @@ static void t_specs_init(void) {
         s->ngathers = 3 - i;
         for (int g = 0; g < 3; g++) s->gather_index[g] = order[g], s->table_rows[g] = rows[g];
     }
+    /* RoBERTa's position ids: a vocabulary of 8 makes the pad id 1 frequent */
+    s = t_add(KERNEL_KIND_EMBED_LN, PLAN_DTYPE_F16, 40);
+    s->hidden = 72;
+    s->eps = 1e-5f;
+    s->ngathers = 3;
+    s->pad_id = 1;
+    static const kernel_index rorder[3] = {KERNEL_INDEX_INPUT_IDS, KERNEL_INDEX_PAD_POSITION, KERNEL_INDEX_TOKEN_TYPES};
+    static const int rrows[3] = {8, 42, 1};
+    for (int g = 0; g < 3; g++) s->gather_index[g] = rorder[g], s->table_rows[g] = rrows[g];
+    /* and with a block per row: the prefix count is a block sum over several warps */
+    s = t_add(KERNEL_KIND_EMBED_LN, PLAN_DTYPE_F32, 48);
+    s->hidden = 1100;
+    s->eps = 1e-5f;
+    s->ngathers = 2;
+    s->pad_id = 1;
+    s->gather_index[0] = KERNEL_INDEX_PAD_POSITION, s->table_rows[0] = 60;
+    s->gather_index[1] = KERNEL_INDEX_INPUT_IDS, s->table_rows[1] = 8;
     /* dtype, bucket, heads, head_dim, query tile: every tensor-core split
      * (8: half a tile; 16: 1 x 4 warps; 32: 2 x 2; 64: 4 x 1), one stage
      * (head_dim 128) and two, the SIMT passes (float, head_dim 20), an odd
@@ -247,6 +271,11 @@ static void t_specs_init(void) {
         s->k_off = pad + h;
         s->v_off = pad + 2 * h;
         s->ctx_ld = h + (i == 5 ? 2 : 0);
+        /* MPNet's relative-position score bias on every query tile and both
+         * paths: SIMT (float, head_dim 20), tensor cores (offset columns,
+         * several key tiles, the odd bucket), a table of exactly the bucket
+         * and longer ones (the bucket reads its top-left corner) */
+        if (i == 0 || i == 1 || i == 3 || i == 5 || i == 8 || i == 10) s->bias_ld = att[i][1] + (i == 3 ? 0 : 24);
     }
     /* dtype, bucket, n, k, bias, residual, act (-1 none) */
     static const int gm[16][7] = {{1, 64, 200, 96, 1, 1, 0},     {2, 32, 200, 96, 1, 0, 1},

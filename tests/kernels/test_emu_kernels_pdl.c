@@ -14,7 +14,7 @@
  * producer's output without waiting) must not — which is what shows the
  * first half of the test can fail.  The held block parks in the wait
  * (counted by the core), so a template that dropped its wait would be
- * seen too.  One spec per kind, in the three dtypes between them, under
+ * seen too.  One spec per kind (and the families' RoBERTa positions and MPNet score bias), in the three dtypes between them, under
  * two schedules; the kernels' numerics in general are test_emu_kernels'.
  *
  * Every kernel also ends with the prefetch pair (the next step's weights,
@@ -44,11 +44,11 @@ static const char producer_src[] =
     "}\n"
     "BERTC_KERNEL_EXPORT(k_produce2)\n";
 
-#define NSPECS 6
+#define NSPECS 8
 static kernel_spec specs[NSPECS];
 /* The bucket each spec is launched in (most kinds serve every bucket: their
  * spec says 0, the launch and the request block say the rows). */
-static const int rows_of[NSPECS] = {16, 16, 32, 24, 32, 16};
+static const int rows_of[NSPECS] = {16, 16, 32, 24, 32, 16, 24, 40};
 static char *entries[NSPECS];
 static emu_image *images[2];   /* [0] as generated, [1] with BERTC_DEPENDENCY_WAIT_DISABLED */
 
@@ -78,6 +78,18 @@ static void specs_init(void) {
     s = &specs[5];
     *s = kimage_spec(KERNEL_KIND_POOL, PLAN_DTYPE_F16, 16);
     s->hidden = 96, s->pool_mode = PLAN_POOL_MEAN, s->normalize = 1;
+    /* the families' additions: RoBERTa's position ids (request data, read
+     * before the wait) and MPNet's score bias (a weight) */
+    s = &specs[6];
+    *s = kimage_spec(KERNEL_KIND_EMBED_LN, PLAN_DTYPE_BF16, 24);
+    s->hidden = 48, s->eps = 1e-5f, s->ngathers = 2, s->pad_id = 1;
+    s->gather_index[0] = KERNEL_INDEX_INPUT_IDS, s->table_rows[0] = 40;
+    s->gather_index[1] = KERNEL_INDEX_PAD_POSITION, s->table_rows[1] = 30;
+    s = &specs[7];
+    *s = kimage_spec(KERNEL_KIND_ATTENTION, PLAN_DTYPE_F16, 40);
+    s->heads = 2, s->head_dim = 16, s->scale = 0.25f, s->bias_ld = 48;
+    s->qkv_ld = 96, s->q_off = 0, s->k_off = 32, s->v_off = 64, s->ctx_ld = 32;
+    s->qtile = kernel_attention_qtile(s, rows_of[7]);
 }
 
 static void *image_load(const char *path, diag *d) { return emu_image_load(path, d); }
@@ -181,7 +193,8 @@ static void operands(const kernel_spec *s, int rows, operand *in, int *n, size_t
         break;
     case KERNEL_KIND_ATTENTION:
         in[0] = fill(t, S * (size_t)s->qkv_ld, 1.5, 0, 1);
-        *n = 1, *out_elems = S * (size_t)s->ctx_ld;
+        if (s->bias_ld) in[1] = fill(t, (size_t)s->heads * s->bias_ld * s->bias_ld, 2, 0, 0);
+        *n = 2, *out_elems = S * (size_t)s->ctx_ld;
         break;
     case KERNEL_KIND_GEMM:
         in[0] = fill(t, S * (size_t)s->x_ld, 1, 0, 1), in[1] = fill(t, (size_t)s->n * s->k, 1.0 / sqrt(s->k), 0, 0);

@@ -105,6 +105,13 @@ static void t_specs_init(void) {
     t_embed(F32, 64, 1024, 1);
     t_embed(F16, 256, 2048, 3);  /* a block per row */
     t_embed(BF16, 32, 97, 3);    /* odd: scalar loads */
+    t_embed(F16, 512, 768, 3);   /* RoBERTa: position ids after the pad id */
+    kernel_spec *r = &t_list.s[t_list.n - 1];
+    r->gather_index[1] = KERNEL_INDEX_PAD_POSITION;
+    r->table_rows[0] = 50265;
+    r->table_rows[1] = 514;
+    r->table_rows[2] = 1;
+    r->pad_id = 1;
 
     t_add_ln(F32, 128, 96, 1, 1);
     t_add_ln(F16, 384, 384, 1, 1);
@@ -128,6 +135,16 @@ static void t_specs_init(void) {
     t_attention(F16, 512, 8, 128, 32);  /* one stage */
     t_attention(BF16, 128, 8, 128, 8);
     t_attention(F16, 512, 12, 32, 64);
+    /* MPNet: the relative-position score bias (a table for the longest bucket) on
+     * the SIMT path, tensor cores at query tiles 8 and 64, and one stage */
+    t_attention(F16, 128, 12, 64, 0);
+    t_list.s[t_list.n - 1].bias_ld = 512;
+    t_attention(F32, 64, 12, 64, 0);
+    t_list.s[t_list.n - 1].bias_ld = 64;
+    t_attention(F16, 512, 16, 64, 64);
+    t_list.s[t_list.n - 1].bias_ld = 512;
+    t_attention(BF16, 512, 8, 128, 32);
+    t_list.s[t_list.n - 1].bias_ld = 514;
 
     t_gemm(F16, 128, 2304, 768, 1, 0, 0, PLAN_ACT_GELU_ERF);   /* QKV */
     t_gemm(F16, 128, 3072, 768, 1, 0, 1, PLAN_ACT_GELU_ERF);   /* FC1 + gelu */
@@ -191,7 +208,7 @@ static void test_kinds(void) {
     CHECK(kernel_arg_count(KERNEL_KIND_POOL) == 3 + 2, "pool args");
     CHECK(kernel_arg_count(KERNEL_KIND_EMBED_LN) == 7 + 2, "embed_ln args %d", kernel_arg_count(KERNEL_KIND_EMBED_LN));
     CHECK(kernel_arg_count(KERNEL_KIND_ADD_LN) == 7 + 2, "add_ln args");
-    CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 3 + 2, "attention args");
+    CHECK(kernel_arg_count(KERNEL_KIND_ATTENTION) == 4 + 2, "attention args");
     CHECK(kernel_arg_count(KERNEL_KIND_GEMM) == 6 + 2, "gemm args");
     /* the entry point takes exactly kernel_arg_count pointers */
     t_specs_init();
@@ -237,6 +254,7 @@ static void test_first_line(void) {
                     snprintf(key, sizeof key, "table_rows%d", g);
                     CHECK(t_has_kv(line, key, s->table_rows[g]), "%s: %s: %s", entry, key, line);
                 }
+                CHECK(t_has_kv(line, "pad_id", s->pad_id), "%s: pad_id: %s", entry, line);
             } else {
                 CHECK(t_has_kv(line, "has_bias", s->has_bias), "%s: has_bias: %s", entry, line);
                 CHECK(t_has_kv(line, "has_residual", s->has_residual), "%s: has_residual: %s", entry, line);
@@ -247,7 +265,8 @@ static void test_first_line(void) {
                       t_has_kv(line, "head_dim", s->head_dim) &&
                       t_has_key(line, "scale") && t_has_kv(line, "qkv_ld", s->qkv_ld) &&
                       t_has_kv(line, "q_off", s->q_off) && t_has_kv(line, "k_off", s->k_off) &&
-                      t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld),
+                      t_has_kv(line, "v_off", s->v_off) && t_has_kv(line, "ctx_ld", s->ctx_ld) &&
+                      t_has_kv(line, "bias_ld", s->bias_ld),
                   "%s: attention parameters: %s", entry, line);
             break;
         case KERNEL_KIND_GEMM:
@@ -314,8 +333,9 @@ static void test_names(void) {
         case KERNEL_KIND_EMBED_LN: s.table_rows[s.ngathers - 1] += 1; break;
         case KERNEL_KIND_ADD_LN: s.eps *= 2.0f; break;
         case KERNEL_KIND_ATTENTION:
-            if (i % 2) s.scale *= 0.5f;
-            else s.qtile = s.qtile == 8 ? 16 : 8;
+            if (i % 3 == 0) s.scale *= 0.5f;
+            else if (i % 3 == 1) s.qtile = s.qtile == 8 ? 16 : 8;
+            else s.bias_ld = s.bias_ld ? 0 : 512;
             break;
         case KERNEL_KIND_POOL: s.normalize = !s.normalize; break;
         default: s.has_act = !s.has_act; break;
@@ -422,6 +442,41 @@ static void test_invalid_specs(void) {
     s.bucket = 128; /* attention serves every bucket */
     diag_init(&d);
     CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "bucket 128"), "attention bucket: %s", d.text);
+    s.bucket = 0;
+    s.bias_ld = 100; /* the score-bias table serves buckets up to its rows: the launch's is checked */
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 100, &dm, &d) == 0, "bias_ld 100, bucket 100: %s", d.text);
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "score-bias table of 100 rows cannot serve a bucket of 128"),
+          "bias_ld 100, bucket 128: %s", d.text);
+    s.bias_ld = 5000;
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 128, &dm, &d) != 0 && strstr(d.text, "score-bias table of 5000 rows"), "bias_ld 5000: %s",
+          d.text);
+
+    /* RoBERTa's positions: the pad id's row and pad_id + bucket must be rows of the table */
+    s = kimage_spec(KERNEL_KIND_EMBED_LN, PLAN_DTYPE_F16, 64);
+    s.hidden = 64;
+    s.eps = 1e-5f;
+    s.ngathers = 2;
+    s.gather_index[0] = KERNEL_INDEX_INPUT_IDS;
+    s.table_rows[0] = 100;
+    s.gather_index[1] = KERNEL_INDEX_PAD_POSITION;
+    s.table_rows[1] = 66;
+    s.pad_id = 1;
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 64, &dm, &d) == 0, "pad 1 + bucket 64 < 66 rows: %s", d.text);
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 65, &dm, &d) != 0 && strstr(d.text, "reach 66 in a bucket of 65, past its 66 rows"),
+          "pad 1 + bucket 65: %s", d.text);
+    s.pad_id = 66;
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 8, &dm, &d) != 0 && strstr(d.text, "pad id 66 is not a row"), "pad 66: %s", d.text);
+    s.pad_id = 1;
+    s.gather_index[1] = KERNEL_INDEX_POSITION; /* a pad id without the gather that reads it */
+    diag_init(&d);
+    CHECK(kernel_dims(&s, 8, &dm, &d) != 0 && strstr(d.text, "without a pad-position gather"), "stray pad id: %s",
+          d.text);
 
     s = kimage_spec(KERNEL_KIND_ADD_LN, PLAN_DTYPE_I32, 32);
     s.hidden = 64;

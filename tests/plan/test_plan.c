@@ -150,9 +150,10 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->eps = rnd_float(1e-12, 1e-3);
     s->ngathers = (int)check_rng_range(1, KERNEL_MAX_GATHERS);
     for (int g = 0; g < KERNEL_MAX_GATHERS; g++) {
-        s->gather_index[g] = (kernel_index)check_rng_range(0, 2);
+        s->gather_index[g] = (kernel_index)check_rng_range(0, KERNEL_INDEX_PAD_POSITION);
         s->table_rows[g] = (int)check_rng_range(1, 50000);
     }
+    s->pad_id = (int)check_rng_range(0, 3);
     s->has_bias = (int)check_rng_range(0, 1);
     s->has_residual = (int)check_rng_range(0, 1);
     s->heads = (int)check_rng_range(1, 16);
@@ -174,6 +175,11 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->pool_mode = (plan_pool_mode)check_rng_range(0, PLAN_POOL_COUNT - 1);
     s->normalize = (int)check_rng_range(0, 1);
     s->qtile = 8 << check_rng_range(0, 3);
+    /* the families' fields, only where the kind reads them (else 0, which the reader demands) */
+    int pad_gather = 0;
+    for (int g = 0; g < s->ngathers; g++) pad_gather |= s->gather_index[g] == KERNEL_INDEX_PAD_POSITION;
+    s->pad_id = s->kind == KERNEL_KIND_EMBED_LN && pad_gather ? (int)check_rng_range(0, 3) : 0;
+    s->bias_ld = s->kind == KERNEL_KIND_ATTENTION && check_rng_range(0, 1) ? (int)check_rng_range(1, 600) : 0;
     /* packed where the kind has the form and the bucket is a token bucket
      * (rnd_spec decides); attention's tiles by length, ascending */
     for (int i = 0; i < 4; i++) s->seq_qtile[i] = (i ? s->seq_qtile[i - 1] : 0) + (int)check_rng_range(0, 40);
@@ -181,8 +187,11 @@ static void rnd_spec_fields(kernel_spec *s) {
 }
 
 /* A spec for a bucket of `bucket` rows and `seqs` sequences (a token
- * bucket; 0: a length bucket): its own rows (a GEMM) or any (0). */
-static void rnd_spec(kernel_spec *s, int bucket, int seqs) {
+ * bucket; 0: a length bucket): its own rows (a GEMM) or any (0) — and then
+ * launchable in the plan's longest length bucket too (RoBERTa's positions
+ * and MPNet's score bias are checked against the launching bucket, and a
+ * batch's sequences against the longest length bucket). */
+static void rnd_spec(kernel_spec *s, int bucket, int seqs, int longest) {
     for (;;) {
         memset(s, 0, sizeof *s);
         s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
@@ -193,7 +202,10 @@ static void rnd_spec(kernel_spec *s, int bucket, int seqs) {
         kernel_launch_dims dims;
         diag d;
         diag_init(&d);
-        if (!kernel_spec_check(s, &d) && !kernel_launch_dims_in(s, bucket, seqs, &dims, &d)) return;
+        if (!kernel_spec_check(s, &d) &&
+            !kernel_launch_dims_in(s, kernel_kind_bucket_free(s->kind) && !seqs ? longest : bucket, seqs, &dims, &d) &&
+            !kernel_launch_check_rows(s, longest, &d))
+            return;
     }
 }
 
@@ -348,7 +360,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         k->entry = rnd_ident("bertc_kernel_");
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
         const sched_bucket *b = &p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)];
-        rnd_spec(s, b->seq_len, b->max_seqs);
+        rnd_spec(s, b->seq_len, b->max_seqs, p->buckets[nlen - 1].seq_len);
         k->nargs = kernel_kind_arg_count(s->kind);
     }
 
@@ -465,7 +477,13 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         if (b->arena_bytes > p->arena_bytes) p->arena_bytes = b->arena_bytes;
     }
 
-    if (with_tokenizer) gen_tokenizer(&p->tokenizer, small);
+    if (with_tokenizer) {
+        gen_tokenizer(&p->tokenizer, small);
+        /* and a classification head's labels (the optional LABELS section) */
+        p->nlabels = (int)check_rng_range(1, 5);
+        p->labels = calloc((size_t)p->nlabels, sizeof *p->labels);
+        for (int i = 0; i < p->nlabels; i++) p->labels[i] = rnd_ident("label-");
+    }
 }
 
 /* Re-randomise everything the format does not carry. */
@@ -548,6 +566,7 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
          "kernel %d gemm fields", i);
     DIFF(a->has_act != b->has_act || a->act != b->act, "kernel %d act", i);
     DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
+    DIFF(a->pad_id != b->pad_id || a->bias_ld != b->bias_ld, "kernel %d pad_id/bias_ld", i);
     DIFF(a->qtile != b->qtile || a->packed != b->packed || memcmp(a->seq_qtile, b->seq_qtile, sizeof a->seq_qtile),
          "kernel %d qtile/packed/seq_qtile", i);
     return 0;
@@ -633,6 +652,8 @@ static int plan_diff(const plan *a, const plan *b) {
         }
     }
     DIFF(tok_differs(&a->tokenizer, &b->tokenizer), "tokenizer");
+    DIFF(a->nlabels != b->nlabels, "label count");
+    for (int i = 0; i < a->nlabels && i < b->nlabels; i++) DIFF(str_differs(a->labels[i], b->labels[i]), "label %d", i);
     return 0;
 }
 
@@ -875,10 +896,10 @@ static void test_layout_matches_spec(void) {
     CHECK(ld64(b + 0x10) == len, "file_size");
     CHECK(ld32(b + 0x18) == 128, "header_size");
     CHECK(ld64(b + 0x20) == 128, "section table right after the header");
-    CHECK(ld32(b + 0x28) == 9, "9 sections with a tokenizer, got %u", ld32(b + 0x28));
+    CHECK(ld32(b + 0x28) == 10, "10 sections with a tokenizer and labels, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 176, 40, 16, 24, 232, 48, 16, 80, 0};
+    static const uint16_t records[12] = {128, 32, 80, 184, 40, 16, 24, 232, 48, 16, 80, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -892,9 +913,9 @@ static void test_layout_matches_spec(void) {
     CHECK(strcmp(str + ld32(b + 0x2C), p.producer) == 0, "producer via the string table");
     /* Table entries in kind order, each naming its section, offsets 256-aligned and ascending. */
     static const char *const names[] = {"STRINGS", "SIGNATURE", "KERNELS", "IMAGES", "SCHEDULES",
-                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS"};
-    uint64_t prev_end = 128 + 9 * 32;
-    for (int i = 0; i < 9; i++) {
+                                        "TOKENIZER", "KERNEL_SOURCES", "IMAGE_DATA", "WEIGHTS", "LABELS"};
+    uint64_t prev_end = 128 + 10 * 32;
+    for (int i = 0; i < 10; i++) {
         const uint8_t *e = b + 128 + 32 * i;
         CHECK(ld32(e) == (uint32_t)i + 1, "entry %d kind", i);
         CHECK(strcmp(str + ld32(e + 4), names[i]) == 0, "entry %d name", i);
@@ -930,10 +951,11 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(k + 24) == (uint32_t)ks->kind && (int32_t)ld32(k + 32) == ks->bucket && eps == ks->eps, "kernel spec");
     CHECK((int32_t)ld32(k + 80) == ks->heads && scale == ks->scale && (int32_t)ld32(k + 128) == ks->res_ld &&
               ld32(k + 136) == (uint32_t)ks->act && ld32(k + 140) == (uint32_t)ks->pool_mode &&
-              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile,
+              ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile &&
+              (int32_t)ld32(k + 152) == ks->pad_id && (int32_t)ld32(k + 156) == ks->bias_ld,
           "kernel spec tail");
-    CHECK(ld32(k + 152) == (uint32_t)ks->packed && (int32_t)ld32(k + 156) == ks->seq_qtile[0] &&
-              (int32_t)ld32(k + 168) == ks->seq_qtile[3] && ld32(k + 172) == 0,
+    CHECK(ld32(k + 160) == (uint32_t)ks->packed && (int32_t)ld32(k + 164) == ks->seq_qtile[0] &&
+              (int32_t)ld32(k + 176) == ks->seq_qtile[3] && ld32(k + 180) == 0,
           "kernel packed fields");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
@@ -1049,10 +1071,10 @@ static void example_plan(plan *p) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x06, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0xc4, 0x28, 0x13, 0x5f,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x07, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x23, 0x7f, 0xd2, 0xea,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xb0, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xb8, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0xe8, 0x00, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1062,7 +1084,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0xb0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbf, 0xee, 0x78, 0x72, 0x00, 0x00, 0x00, 0x00,
+    0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, 0xa6, 0x77, 0xf8, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1246,11 +1268,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 7 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 8 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 5);
+    st32(c + 0x08, 6);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 5", "field format_version: 5 is not supported (this reader reads version 6;",
+    EXPECT_FAIL(c, len, "version 6", "field format_version: 6 is not supported (this reader reads version 7;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1271,7 +1293,7 @@ static void test_header_fields(void) {
     c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 176 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 184 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1309,6 +1331,10 @@ static void test_header_fields(void) {
 static void test_section_table(void) {
     plan p;
     gen_plan(&p, GEN_MEDIUM, 1);
+    for (int i = 0; i < p.nlabels; i++) free(p.labels[i]); /* WEIGHTS last: the "missing" case drops it */
+    free(p.labels);
+    p.labels = NULL;
+    p.nlabels = 0;
     size_t len = 0;
     uint8_t *b = plan_bytes(&p, "tbl.plan", &len);
     plan_free(&p);
@@ -1572,7 +1598,7 @@ static void test_semantic_errors(void) {
     st32(c + t.sig.off + 76, 1);
     FIXED_FAIL("signature reserved", "section SIGNATURE: field reserved: byte 0x01");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 176 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 184 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1609,6 +1635,20 @@ static void test_semantic_errors(void) {
     if (k0->spec.kind == KERNEL_KIND_ATTENTION) {
         st32(c + t.kern.off + 148, 12);
         FIXED_FAIL("query tile", "section KERNELS: kernel 0: field spec: kernel attention: query tile 12");
+    }
+    st32(c + t.kern.off + 152, 0xFFFFFFFFu);
+    FIXED_FAIL("pad id", "section KERNELS: kernel 0: field spec.pad_id: -1");
+    st32(c + t.kern.off + 156, 0xFFFFFFFFu);
+    FIXED_FAIL("bias rows", "section KERNELS: kernel 0: field spec.bias_ld: -1");
+    if (k0->spec.kind != KERNEL_KIND_ATTENTION) {
+        st32(c + t.kern.off + 156, 64);
+        FIXED_FAIL("bias rows of another kind", "section KERNELS: kernel 0: field spec: kernel ",
+                   "score-bias rows 64 (only attention has a bias: 0)");
+    }
+    if (k0->spec.kind != KERNEL_KIND_EMBED_LN) {
+        st32(c + t.kern.off + 152, 2);
+        FIXED_FAIL("pad id of another kind", "section KERNELS: kernel 0: field spec: kernel ",
+                   "pad id 2 without a pad-position gather (expected 0)");
     }
     {
         float nan = NAN;
@@ -1727,25 +1767,25 @@ static void test_token_buckets(void) {
     /* the packed kernels: the attention one's tiles, every one's flag */
     int attention = -1, packed = -1;
     for (uint32_t k = 0; k < nk; k++) {
-        const uint8_t *r = b + kern.off + 176 * (uint64_t)k;
-        if (ld32(r + 152) == 1 && ld32(r + 24) == KERNEL_KIND_ATTENTION) attention = (int)k;
-        if (ld32(r + 152) == 1) packed = (int)k;
+        const uint8_t *r = b + kern.off + 184 * (uint64_t)k;
+        if (ld32(r + 160) == 1 && ld32(r + 24) == KERNEL_KIND_ATTENTION) attention = (int)k;
+        if (ld32(r + 160) == 1) packed = (int)k;
     }
     CHECK_REQUIRE(attention >= 0 && packed >= 0, "no packed attention kernel in %s", path);
-    uint8_t *ka = c + kern.off + 176 * (uint64_t)attention;
-    st32(ka + 152, 2);
+    uint8_t *ka = c + kern.off + 184 * (uint64_t)attention;
+    st32(ka + 160, 2);
     TB_FAIL("packed 2", "field spec.packed: 2");
-    st32(ka + 172, 1);
+    st32(ka + 180, 1);
     TB_FAIL("reserved", "field spec.reserved");
-    st32(ka + 156, 70);
+    st32(ka + 164, 70);
     TB_FAIL("tiles not ascending", "seq_qtile 70, 64, 64, 64 (ascending lengths");
     st32(ka + 148, 8);
     TB_FAIL("packed with a query tile", "query tile 8 in a packed kernel");
-    st32(c + kern.off + 176 * (uint64_t)packed + 152, 0);
+    st32(c + kern.off + 184 * (uint64_t)packed + 160, 0);
     TB_FAIL("unpacked in a token bucket", "a one-request kernel in a token bucket (it must be packed)");
     for (uint32_t k = 0; k < nk; k++)
-        if (ld32(b + kern.off + 176 * (uint64_t)k + 24) == KERNEL_KIND_ADD_LN) {
-            st32(c + kern.off + 176 * (uint64_t)k + 152, 1);
+        if (ld32(b + kern.off + 184 * (uint64_t)k + 24) == KERNEL_KIND_ADD_LN) {
+            st32(c + kern.off + 184 * (uint64_t)k + 160, 1);
             TB_FAIL("packed add_ln", "kernel add_ln: packed (only embed_ln, attention and pool have a packed form)");
             break;
         }

@@ -20,9 +20,11 @@
  * other sequences' rows themselves.
  *
  * Plans: build/plans/tiny-bert-batch-{fp32,fp16,bf16} (length buckets 8, 16,
- * 64; token buckets 64 and 256 of at most 16 requests) and MiniLM with its
- * sentence-transformers head (all-MiniLM-L6-v2-batch-fp32), from `make
- * plans`.
+ * 64; token buckets 64 and 256 of at most 16 requests), MiniLM with its
+ * sentence-transformers head (all-MiniLM-L6-v2-batch-fp32), and the
+ * families' tiny-roberta-batch-fp16, tiny-xlmr-tokcls-batch-fp32,
+ * tiny-mpnet-batch-fp32 and tiny-mpnet-seqcls-batch-bf16 (the same token
+ * buckets), from `make plans`.
  */
 #include <pthread.h>
 
@@ -65,21 +67,30 @@ static bertc_context *make_ctx(bertc_plan *pl, const char *outputs) {
     return c;
 }
 
+/* The longest request of the plan: its longest length bucket. */
+static int max_len(const bertc_plan *pl) { return bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1); }
+
 /* A batch of n requests whose lengths add up to at most MAX_TOKENS: about
- * half drawn from the bucket edges (1, 8, 9, 16, 17, 64), the rest
- * uniform; types and masks (with zeros) on some of them. */
-static void batch_random(testreq *r, int n, const bertc_plan *pl) {
-    static const int edges[] = {1, 8, 9, 16, 17, 64};
+ * half drawn from the bucket edges (1, 8, 9, 16, 17, the longest), the rest
+ * uniform; types and masks (with zeros) on some of them.  With `pads`,
+ * some requests end in a run of pad ids (id 1, RoBERTa's, XLM-R's and
+ * MPNet's pad: the pad positions of each sequence count its own). */
+static void batch_random_pads(testreq *r, int n, const bertc_plan *pl, int pads) {
+    const int longest = max_len(pl);
+    const int edges[] = {1, 8, 9, 16, 17, longest};
     int64_t left = MAX_TOKENS;
     for (int i = 0; i < n; i++) {
         int64_t most = left - (n - 1 - i); /* every later request keeps a token */
-        int64_t len = check_rng_range(0, 1) ? edges[check_rng_range(0, 5)] : check_rng_range(1, 64);
+        int64_t len = check_rng_range(0, 1) ? edges[check_rng_range(0, 5)] : check_rng_range(1, longest);
         if (len > most) len = most;
-        if (len > 64) len = 64;
+        if (len > longest) len = longest;
         testreq_random(&r[i], pl, len, (int)check_rng_range(0, 1), (int)check_rng_range(0, 1));
+        for (int64_t k = len - (int64_t)check_rng_range(0, len / 2); pads && len > 2 && k < len; k++) r[i].ids[k] = 1;
         left -= len;
     }
 }
+
+static void batch_random(testreq *r, int n, const bertc_plan *pl) { batch_random_pads(r, n, pl, 0); }
 
 /* Output o of request i of cb's last batch equals the same output of c1's
  * last request, bit for bit; returns the differing values. */
@@ -126,10 +137,10 @@ static int batch_vs_alone(bertc_context *cb, bertc_context *c1, const bertc_plan
     return bad;
 }
 
-/* fp32, fp16, bf16: random batches (1..16 requests, lengths 1..64, 256
- * tokens at most), a full batch of short requests, one full-length request,
- * the largest token bucket filled exactly. */
-static void check_plan(const char *name, int trials) {
+/* fp32, fp16, bf16: random batches (1..16 requests, lengths 1..the
+ * longest bucket, 256 tokens at most), a full batch of short requests, one
+ * full-length request, four full-length ones.  `pads`: runs of pad ids. */
+static void check_plan_pads(const char *name, int trials, int pads) {
     bertc_plan *pl = open_plan(name);
     if (!pl) return;
     CHECK(bertc_plan_token_bucket_count(pl) == 2 && bertc_plan_max_batch(pl) == MAX_BATCH &&
@@ -139,11 +150,12 @@ static void check_plan(const char *name, int trials) {
           bertc_plan_bucket_count(pl));
     bertc_context *cb = make_ctx(pl, NULL), *c1 = make_ctx(pl, NULL);
     static testreq r[MAX_BATCH];
+    const int longest = max_len(pl);
     for (int t = 0; cb && c1 && t < trials + 3; t++) {
         int n = t == trials ? MAX_BATCH : t == trials + 1 ? 1 : t == trials + 2 ? 4 : (int)check_rng_range(1, MAX_BATCH);
-        batch_random(r, n, pl);
-        if (t == trials + 1) testreq_random(&r[0], pl, 64, 1, 1);
-        for (int i = 0; t == trials + 2 && i < 4; i++) testreq_random(&r[i], pl, 64, i & 1, 1);
+        batch_random_pads(r, n, pl, pads);
+        if (t == trials + 1) testreq_random(&r[0], pl, longest, 1, 1);
+        for (int i = 0; t == trials + 2 && i < 4; i++) testreq_random(&r[i], pl, longest, i & 1, 1);
         char what[96];
         snprintf(what, sizeof what, "%s batch %d (%d requests)", name, t, n);
         batch_vs_alone(cb, c1, pl, r, n, -1, what);
@@ -153,9 +165,21 @@ static void check_plan(const char *name, int trials) {
     bertc_plan_close(pl);
 }
 
+static void check_plan(const char *name, int trials) { check_plan_pads(name, trials, 0); }
+
 static void test_batch_fp32(void) { check_plan("tiny-bert-batch-fp32", 5); }
 static void test_batch_fp16(void) { check_plan("tiny-bert-batch-fp16", 5); }
 static void test_batch_bf16(void) { check_plan("tiny-bert-batch-bf16", 4); }
+
+/* The families (int3): RoBERTa's pad positions per sequence (fp16),
+ * XLM-R's token-classification logits per token (fp32), MPNet's
+ * relative-position score bias per sequence with its Dense module and a
+ * lone Normalize (fp32), and MPNet's classification head, logits per
+ * sequence (bf16). */
+static void test_batch_roberta(void) { check_plan_pads("tiny-roberta-batch-fp16", 3, 1); }
+static void test_batch_xlmr_tokcls(void) { check_plan_pads("tiny-xlmr-tokcls-batch-fp32", 2, 1); }
+static void test_batch_mpnet(void) { check_plan_pads("tiny-mpnet-batch-fp32", 3, 1); }
+static void test_batch_mpnet_seqcls(void) { check_plan_pads("tiny-mpnet-seqcls-batch-bf16", 2, 1); }
 
 /* MiniLM: six layers, 12 heads of 32, its sentence-transformers head (mean
  * pooling over the mask, L2 normalisation) per sequence, from text through
@@ -397,6 +421,10 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_batch_fp32);
     CHECK_CASE(test_batch_fp16);
     CHECK_CASE(test_batch_bf16);
+    CHECK_CASE(test_batch_roberta);
+    CHECK_CASE(test_batch_xlmr_tokcls);
+    CHECK_CASE(test_batch_mpnet);
+    CHECK_CASE(test_batch_mpnet_seqcls);
     CHECK_CASE(test_batch_minilm_text);
     CHECK_CASE(test_one_launch_per_batch);
     CHECK_CASE(test_batch_errors);

@@ -56,37 +56,12 @@ static const int minilm_max_len = 64;
 static const int minilm_max_len = 1 << 30;
 #endif
 
-typedef struct tol {
-    double rel, cos;
-} tol;
+typedef golden_tol tol;
 
-static tol tolerance(const char *prec) {
-    if (!strcmp(prec, "fp32")) return (tol){1e-4, 0.999999};
-    if (!strcmp(prec, "fp16")) return (tol){1.5e-2, 0.999};
-    return (tol){5e-2, 0.999};
-}
+static tol tolerance(const char *prec) { return golden_tolerance(prec); }
 
-/* Largest relative error and smallest row cosine; a NaN fails both. */
 static int compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, tol t) {
-    size_t n = (size_t)(rows * cols);
-    double maxw = golden_max_abs(want, n), diff = golden_max_abs_diff(got, want, n);
-    double rel = diff / (maxw > 0 ? maxw : 1);
-    double worst = 1;
-    int64_t worst_row = -1;
-    for (int64_t r = 0; r < rows; r++) {
-        double dot = 0, ng = 0, nw = 0;
-        for (int64_t c = 0; c < cols; c++) {
-            double g = got[r * cols + c], w = want[r * cols + c];
-            dot += g * w, ng += g * g, nw += w * w;
-        }
-        double cs = dot / (sqrt(ng * nw) + 1e-30);
-        if (!(cs >= worst)) worst = cs, worst_row = r;
-    }
-    int ok = rel <= t.rel && worst >= t.cos;
-    CHECK(ok, "%s: relative error %.3g (limit %.3g), worst row cosine %.7f at row %lld (limit %.6f)", what, rel, t.rel,
-          worst, (long long)worst_row, t.cos);
-    if (getenv("BERTC_E2E_VERBOSE")) printf("  %-60s rel %.3g  min cos %.7f\n", what, rel, worst);
-    return ok;
+    return golden_compare(what, got, want, rows, cols, t, 0);
 }
 
 static const char *build_path(const char *fmt, const char *a) {

@@ -19,10 +19,12 @@
  *     u32 ncases
  *     per case: u32 name_len, name bytes; u32 len (S); u32 hidden;
  *               u32 flags (bit0 token_type_ids, bit1 attention_mask,
- *               bit2 pooler_output; other bits must be 0);
+ *               bit2 pooler_output, bit3 logits, bit4 sentence_embedding
+ *               (tools/make_family_goldens.py); other bits must be 0);
  *               i32 input_ids[S]; [i32 token_type_ids[S]];
  *               [i32 attention_mask[S]]; f32 last_hidden_state[S*hidden];
- *               [f32 pooler_output[hidden]]
+ *               [f32 pooler_output[hidden]];
+ *               [u32 n (>= 1), f32 logits[n]]; [u32 n (>= 1), f32 sentence_embedding[n]]
  *     nothing after the last case; case names unique.
  *
  * .bsen, version 1 (little-endian; written by tools/make_sentence_goldens.py):
@@ -41,6 +43,7 @@
 #include "golden.h"
 
 #include "bincursor.h"
+#include "check.h"
 #include "sha256.h"
 
 #include <errno.h>
@@ -53,7 +56,9 @@
 #define GOLDEN_FLAG_TYPES 1u
 #define GOLDEN_FLAG_MASK 2u
 #define GOLDEN_FLAG_POOLER 4u
-#define GOLDEN_FLAGS_KNOWN 7u
+#define GOLDEN_FLAG_LOGITS 8u
+#define GOLDEN_FLAG_SENTENCE 16u
+#define GOLDEN_FLAGS_KNOWN 31u
 /* Smallest encoded case: name_len, len, hidden, flags, one input id, one float. */
 #define GOLDEN_MIN_CASE_BYTES 24u
 
@@ -61,7 +66,20 @@
 static const size_t golden_owned[] = {
     offsetof(golden_case, name),           offsetof(golden_case, input_ids),         offsetof(golden_case, token_type_ids),
     offsetof(golden_case, attention_mask), offsetof(golden_case, last_hidden_state), offsetof(golden_case, pooler_output),
+    offsetof(golden_case, logits),         offsetof(golden_case, sentence_embedding),
 };
+
+/* A counted array of floats: u32 n (1 .. 2^24), then n values. */
+static float *read_counted(bincursor *c, int *n, const char *nm, const char *what) {
+    uint32_t count;
+    if (bincursor_u32(c, &count, "case '%s' %s count", nm, what)) return NULL;
+    if (count == 0 || count > (1u << 24)) {
+        bincursor_error(c, "case '%s': invalid %s count %u", nm, what, count);
+        return NULL;
+    }
+    *n = (int)count;
+    return bincursor_words(c, count, "case '%s' %s", nm, what);
+}
 
 /* The fixed fields after the name: len, hidden, flags, each checked. */
 static int read_sizes(bincursor *c, golden_case *k, uint32_t *flags) {
@@ -114,6 +132,10 @@ static int read_case(bincursor *c, void *p, int index) {
         return -1;
     if (!(k->last_hidden_state = bincursor_words(c, lhs_count, "case '%s' last_hidden_state", nm))) return -1;
     if ((flags & GOLDEN_FLAG_POOLER) && !(k->pooler_output = bincursor_words(c, hidden, "case '%s' pooler_output", nm)))
+        return -1;
+    if ((flags & GOLDEN_FLAG_LOGITS) && !(k->logits = read_counted(c, &k->nlogits, nm, "logits"))) return -1;
+    if ((flags & GOLDEN_FLAG_SENTENCE) &&
+        !(k->sentence_embedding = read_counted(c, &k->nsentence, nm, "sentence_embedding")))
         return -1;
     return 0;
 }
@@ -268,4 +290,34 @@ int golden_sha256_file(const char *path, char hex[65], char *err, size_t cap) {
     sha256_final(&x, digest);
     for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     return 0;
+}
+
+/* ---- comparisons with the plan tolerances ------------------------------- */
+
+golden_tol golden_tolerance(const char *prec) {
+    if (!strcmp(prec, "fp32")) return (golden_tol){1e-4, 0.999999};
+    if (!strcmp(prec, "fp16")) return (golden_tol){1.5e-2, 0.999};
+    return (golden_tol){5e-2, 0.999};
+}
+
+int golden_compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, golden_tol t,
+                   double floor) {
+    size_t n = (size_t)(rows * cols);
+    double maxw = golden_max_abs(want, n), diff = golden_max_abs_diff(got, want, n);
+    double scale = maxw > floor ? maxw : floor > 0 ? floor : 1, rel = diff / (scale > 0 ? scale : 1), worst = 1;
+    int64_t worst_row = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        double dot = 0, ng = 0, nw = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            double g = got[r * cols + c], w = want[r * cols + c];
+            dot += g * w, ng += g * g, nw += w * w;
+        }
+        double cs = dot / (sqrt(ng * nw) + 1e-30);
+        if (!(cs >= worst)) worst = cs, worst_row = r;
+    }
+    int ok = rel <= t.rel && worst >= t.cos;
+    CHECK(ok, "%s: relative error %.3g (limit %.3g), worst row cosine %.7f at row %lld (limit %.6f)", what, rel, t.rel,
+          worst, (long long)worst_row, t.cos);
+    if (getenv("BERTC_E2E_VERBOSE")) printf("  %-64s rel %.3g  min cos %.7f\n", what, rel, worst);
+    return ok;
 }

@@ -38,6 +38,10 @@ typedef struct golden_case {
     int32_t *attention_mask;    /* [len], NULL if absent */
     float *last_hidden_state;   /* [len * hidden], row-major */
     float *pooler_output;       /* [hidden], NULL if absent */
+    int nlogits;                /* a task head's logits: [num_labels] or [S * num_labels] */
+    float *logits;              /* NULL if absent */
+    int nsentence;              /* sentence-transformers' embedding */
+    float *sentence_embedding;  /* NULL if absent */
 } golden_case;
 
 /* A text and sentence-transformers' embedding of it (.bsen). */
@@ -75,6 +79,23 @@ int golden_header_value(const golden_file *g, const char *key, char *out, size_t
 /* max_i |x[i]|, and max_i |a[i] - b[i]|; a NaN anywhere gives NaN. */
 double golden_max_abs(const float *x, size_t n);
 double golden_max_abs_diff(const float *a, const float *b, size_t n);
+
+/*
+ * The plan tolerances of docs/testing.md, stated once: relative to the
+ * output's largest |want| (fp32 1e-4, fp16 1.5e-2, bf16 5e-2) and a cosine
+ * per row (0.999999, 0.999, 0.999).  golden_compare CHECKs one output of
+ * `rows` rows of `cols` against them — a NaN fails both — with the scale
+ * bounded below by `floor` (0: none; a head's logits use 1, see
+ * docs/testing.md); with BERTC_E2E_VERBOSE set it prints both measures.
+ * Returns 1 when within.
+ */
+typedef struct golden_tol {
+    double rel, cos;
+} golden_tol;
+
+golden_tol golden_tolerance(const char *prec);
+int golden_compare(const char *what, const float *got, const float *want, int64_t rows, int64_t cols, golden_tol t,
+                   double floor);
 
 /* SHA-256 of a whole file as 64 lowercase hex digits + NUL in hex[65];
  * returns 0, or -1 (with a message in err) if the file cannot be read. */

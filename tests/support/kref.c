@@ -142,6 +142,14 @@ static double *kref_doubles(size_t n) {
 
 static double *kref_out(const kernel_spec *s, const int32_t *req) { return kref_doubles(kref_rows(s, req) * kref_cols(s)); }
 
+/* RoBERTa's position id of row r: transformers' create_position_ids_from_input_ids. */
+static int kref_pad_position(const int32_t *ids, int r, int pad) {
+    if (ids[r] == pad) return pad;
+    int n = 0;
+    for (int t = 0; t <= r; t++) n += ids[t] != pad;
+    return pad + n;
+}
+
 double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *tables, kref_mat gamma,
                       kref_mat beta) {
     double *out = kref_out(s, req), *x = kref_doubles((size_t)s->hidden);
@@ -151,7 +159,8 @@ double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *
         for (int g = 0; g < s->ngathers; g++) {
             int idx = s->gather_index[g] == KERNEL_INDEX_INPUT_IDS     ? ids[r]
                       : s->gather_index[g] == KERNEL_INDEX_TOKEN_TYPES ? types[r]
-                                                                       : r;
+                      : s->gather_index[g] == KERNEL_INDEX_POSITION    ? r
+                                                                       : kref_pad_position(ids, r, s->pad_id);
             idx = idx < 0 ? 0 : idx >= s->table_rows[g] ? s->table_rows[g] - 1 : idx;
             for (int c = 0; c < s->hidden; c++) x[c] += kref_at(tables[g], (size_t)idx, (size_t)c);
         }
@@ -176,7 +185,7 @@ double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_m
     return out;
 }
 
-double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv) {
+double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv, kref_mat bias) {
     int L = kref_len(req), H = s->heads, D = s->head_dim, W = H * D;
     const int32_t *mask = kref_row(req, 2);
     double *out = kref_out(s, req), *p = kref_doubles((size_t)(L > 0 ? L : 0));
@@ -189,6 +198,7 @@ double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv) {
                     dot += kref_at(qkv, (size_t)q, (size_t)(s->q_off + h * D + d)) *
                            kref_at(qkv, (size_t)k, (size_t)(s->k_off + h * D + d));
                 p[k] = (double)s->scale * dot + (mask[k] ? 0.0 : -(double)FLT_MAX);
+                if (s->bias_ld && mask[k]) p[k] += kref_at(bias, (size_t)h * (size_t)s->bias_ld + (size_t)q, (size_t)k);
                 if (p[k] > mx) mx = p[k];
             }
             double sum = 0;
@@ -253,7 +263,8 @@ double *kref_kernel(const kernel_spec *s, const int32_t *req, const void *const 
     case KERNEL_KIND_ADD_LN:
         return kref_add_ln(s, req, kref_stored(dt, in[0], H), kref_stored(dt, in[1], H), kref_stored(dt, in[2], H),
                            kref_stored(dt, in[3], H), kref_stored(dt, in[4], H));
-    case KERNEL_KIND_ATTENTION: return kref_attention(s, req, kref_stored(dt, in[0], (size_t)s->qkv_ld));
+    case KERNEL_KIND_ATTENTION:
+        return kref_attention(s, req, kref_stored(dt, in[0], (size_t)s->qkv_ld), kref_stored(dt, in[1], (size_t)s->bias_ld));
     case KERNEL_KIND_GEMM:
         return kref_gemm(s, req, kref_stored(dt, in[0], (size_t)s->x_ld), kref_stored(dt, in[1], (size_t)s->k),
                          kref_stored(dt, in[2], (size_t)s->n), kref_stored(dt, in[3], (size_t)s->res_ld));

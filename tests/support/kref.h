@@ -82,7 +82,8 @@ double *kref_embed_ln(const kernel_spec *s, const int32_t *req, const kref_mat *
 double *kref_add_ln(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat bias, kref_mat res,
                     kref_mat gamma, kref_mat beta);
 /* softmax(scale * q.k + mask) . v per head, keys k < len. */
-double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv);
+/* bias: [heads][bias_ld][bias_ld] (read when s->bias_ld), added to the scaled scores */
+double *kref_attention(const kernel_spec *s, const int32_t *req, kref_mat qkv, kref_mat bias);
 /* act(x . w^T (+ bias) (+ residual)). */
 double *kref_gemm(const kernel_spec *s, const int32_t *req, kref_mat x, kref_mat w, kref_mat bias, kref_mat res);
 /* cls or masked mean of x's rows [+ L2 normalisation]. */

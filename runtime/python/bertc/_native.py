@@ -38,9 +38,10 @@ class OutputInfo(ctypes.Structure):
 
 
 class ContextOptions(ctypes.Structure):
+    # bertc.h's bertc_context_options, field for field (load() checks the size)
     _fields_ = [("device", c_int), ("device_ordinal", c_int), ("capture_on_first_use", c_int),
-                ("workspace_bytes", c_size_t), ("timing", c_int), ("driver_library", c_char_p),
-                ("blaslt_library", c_char_p)]
+                ("workspace_bytes", c_size_t), ("timing", c_int), ("pdl", c_int), ("time_algorithms", c_int),
+                ("outputs", c_char_p), ("driver_library", c_char_p), ("blaslt_library", c_char_p)]
 
 
 class Request(ctypes.Structure):
@@ -106,8 +107,23 @@ def lib():
             fn = getattr(handle, name)
             fn.restype = res
             fn.argtypes = args
+        _check_layout(handle, path)
         _lib = handle
     return _lib
+
+
+def _check_layout(handle, path):
+    """ContextOptions must be bertc.h's struct: the library's init writes no
+    byte past it, and its defaults land in the fields they belong to."""
+    size = ctypes.sizeof(ContextOptions)
+    buf = (ctypes.c_ubyte * (size + 64))(*([0xAB] * (size + 64)))
+    opt = ContextOptions.from_buffer(buf)
+    handle.bertc_context_options_init(ctypes.byref(opt))
+    grown = any(b != 0xAB for b in bytes(buf)[size:])
+    if grown or opt.workspace_bytes == 0 or opt.pdl != 1 or opt.time_algorithms != 1 or opt.outputs is not None \
+            or opt.driver_library is not None or opt.blaslt_library is not None:
+        raise ImportError("bertc: %s does not match this package's declarations (bertc_context_options differs);"
+                          " use the library the package was built with" % path)
 
 
 def cli_path():
