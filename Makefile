@@ -257,8 +257,9 @@ fixtures: $(FIXTURE_STAMPS)
 # Plans the runtime tests run on the emulated device: every tiny variant and
 # MiniLM, in the precisions the tests cover, through the real CLI (import +
 # compile).  Buckets are chosen so that lengths 1, a bucket edge, edge + 1
-# and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
-# image selection runs on real images.  The *-batch-* plans add token
+# and the maximum all occur.  tiny-bert-fp16 and tiny-bert-batch-fp16 also
+# carry CUBINs and PTX, so image selection and the performance model (token
+# buckets too) run on real images.  The *-batch-* plans add token
 # buckets for packed batches (small ones, so a batch of short requests and
 # one of a full-length request both occur).
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
@@ -285,7 +286,7 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
 	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
 	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); [ "$*" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
+	a=$(PLAN_ARCH); case $* in tiny-bert-fp16|tiny-bert-batch-fp16) a=sm_75,sm_86,sm_90,emu ;; esac; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a $$t)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b --arch $$a $$t -j 1 2>$@.log || { cat $@.log; exit 1; }
 

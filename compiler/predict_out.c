@@ -97,39 +97,46 @@ static void predict_text_bucket(FILE *f, const plan *p, const predict_bucket *b,
     }
 }
 
+/* The length bucket a request of len tokens runs in alone (NULL: none). */
+static const predict_bucket *predict_alone(const predict_result *r, double len) {
+    for (int b = 0; b < r->nbuckets; b++)
+        if (!r->buckets[b].max_seqs && r->buckets[b].seq_len >= len) return &r->buckets[b];
+    return NULL;
+}
+
 /*
  * Throughput at each size: a length bucket serves one request of its
- * length per modelled time, a token bucket its tokens (up to max_seqs
- * requests) per modelled time.  Token buckets are compared with the best
- * tokens/s of the batch-1 path (the length bucket where it is highest), and
- * with padding every request of a batch to the longest bucket (each
- * request then costs the longest bucket's rows: the token bucket's rate
- * times the mean share of real rows, here for lengths uniform over 1..the
- * longest bucket, about one half).
+ * length per modelled time (batch 1), a token bucket up to max_seqs
+ * requests, its tokens, per modelled time.  A token bucket full of its
+ * most requests (of seq_len / max_seqs tokens each) is compared with the
+ * same requests sent one by one (each alone in the length bucket that
+ * takes it), and with padding a batch to its longest request, which costs
+ * every request the longest one's rows: for lengths uniform over 1..the
+ * longest bucket, about half the rows are padding, so the packed rate
+ * times (longest + 1) / (2 longest) is what a padded batch of the same
+ * rows would compute of real tokens.
  */
 static void predict_text_throughput(FILE *f, const predict_result *r) {
-    double best = 0, longest = 0;
+    double longest = 0;
     for (int b = 0; b < r->nbuckets; b++)
-        if (!r->buckets[b].max_seqs) {
-            double t = predict_per_s(&r->buckets[b], r->buckets[b].seq_len);
-            best = t > best ? t : best;
-            longest = r->buckets[b].seq_len;
-        }
+        if (!r->buckets[b].max_seqs) longest = r->buckets[b].seq_len;
     fprintf(f, "\nthroughput (modelled device time, no host copies):\n");
     for (int b = 0; b < r->nbuckets; b++) {
         const predict_bucket *x = &r->buckets[b];
-        double tok = predict_per_s(x, x->seq_len);
         if (!x->max_seqs) {
-            fprintf(f, "  length bucket %5d: %10.0f requests/s, %12.0f tokens/s (batch 1)\n", x->seq_len,
-                    predict_per_s(x, 1), tok);
+            fprintf(f, "  length bucket %5d: %9.0f requests/s, %11.0f tokens/s (batch 1)\n", x->seq_len,
+                    predict_per_s(x, 1), predict_per_s(x, x->seq_len));
             continue;
         }
-        double pad = longest > 0 ? tok * (longest + 1) / (2.0 * longest) : 0;
-        fprintf(f,
-                "  token bucket  %5d: %10.0f requests/s of %.0f tokens, %12.0f tokens/s: x%.2f the best batch-1 rate; "
-                "padded to the longest: %.0f real tokens/s\n",
-                x->seq_len, predict_per_s(x, x->max_seqs), (double)x->seq_len / x->max_seqs, tok,
-                best > 0 ? tok / best : 0, pad);
+        double mean = (double)x->seq_len / x->max_seqs, req = predict_per_s(x, x->max_seqs);
+        const predict_bucket *a = predict_alone(r, mean);
+        fprintf(f, "  token bucket  %5d: %9.0f requests/s, %11.0f tokens/s (%d requests of %.0f tokens)", x->seq_len,
+                req, predict_per_s(x, x->seq_len), x->max_seqs, mean);
+        if (a) fprintf(f, "; alone %.0f requests/s: x%.1f", predict_per_s(a, 1), req / predict_per_s(a, 1));
+        if (longest > 0)
+            fprintf(f, "; padded to the longest: %.0f real tokens/s", predict_per_s(x, x->seq_len) * (longest + 1) /
+                                                                            (2.0 * longest));
+        fputc('\n', f);
     }
 }
 
