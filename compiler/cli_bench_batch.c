@@ -138,7 +138,8 @@ static void *bb_worker_run(void *arg) {
             int32_t *p = ids + (size_t)i * (size_t)longest;
             rq[i] = (bertc_request){p, NULL, NULL, bb_draw_len(&sh->dist, &x)};
             for (int64_t t = 0; t < rq[i].len; t++)
-                p[t] = (int32_t)(vocab > 1000 ? 1000 + bb_next(&x) % (uint64_t)(vocab - 1000) : bb_next(&x) % (uint64_t)vocab);
+                p[t] = (int32_t)(vocab > 1000 ? 1000 + bb_next(&x) % (uint64_t)(vocab - 1000)
+                                              : bb_next(&x) % (uint64_t)vocab);
             if (it >= sh->warmup) w->tokens += rq[i].len;
         }
         double *lat = it >= sh->warmup ? w->lat_ms + (size_t)(it - sh->warmup) * (size_t)sh->batch : NULL;

@@ -240,7 +240,8 @@ static void pk_run_embed(const kernel_spec *s) {
     void *t[3], *gb[2];
     for (int g = 0; g < 3; g++) {
         t[g] = malloc((size_t)s->table_rows[g] * H * es);
-        for (size_t e = 0; e < (size_t)s->table_rows[g] * H; e++) kref_store(s->dtype, t[g], e, (float)(check_rng_uniform() - 0.5));
+        for (size_t e = 0; e < (size_t)s->table_rows[g] * H; e++)
+            kref_store(s->dtype, t[g], e, (float)(check_rng_uniform() - 0.5));
     }
     for (int g = 0; g < 2; g++) {
         gb[g] = malloc(H * es);

@@ -39,21 +39,6 @@ static const emuctl *E;
 #define MAX_BATCH 16
 #define MAX_TOKENS 256
 
-static const char *plan_path(const char *name) {
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ & 3];
-    snprintf(p, 512, "%s/plans/%s.plan", check_build_dir(), name);
-    return p;
-}
-
-static bertc_plan *open_plan(const char *name) {
-    bertc_plan *pl = NULL;
-    char err[1024];
-    bertc_status st = bertc_plan_open(plan_path(name), &pl, err, sizeof err);
-    CHECK(st == BERTC_STATUS_OK, "opening %s: %s", name, err);
-    return pl;
-}
 
 static bertc_context *make_ctx(bertc_plan *pl, const char *outputs) {
     bertc_context_options o;
@@ -141,7 +126,7 @@ static int batch_vs_alone(bertc_context *cb, bertc_context *c1, const bertc_plan
  * longest bucket, 256 tokens at most), a full batch of short requests, one
  * full-length request, four full-length ones.  `pads`: runs of pad ids. */
 static void check_plan_pads(const char *name, int trials, int pads) {
-    bertc_plan *pl = open_plan(name);
+    bertc_plan *pl = testreq_plan_open(name);
     if (!pl) return;
     CHECK(bertc_plan_token_bucket_count(pl) == 2 && bertc_plan_max_batch(pl) == MAX_BATCH &&
               bertc_plan_max_batch_tokens(pl) == MAX_TOKENS && bertc_plan_bucket_count(pl) == 3,
@@ -185,7 +170,7 @@ static void test_batch_mpnet_seqcls(void) { check_plan_pads("tiny-mpnet-seqcls-b
  * pooling over the mask, L2 normalisation) per sequence, from text through
  * bertc_encode_batch. */
 static void test_batch_minilm_text(void) {
-    bertc_plan *pl = open_plan("all-MiniLM-L6-v2-batch-fp32");
+    bertc_plan *pl = testreq_plan_open("all-MiniLM-L6-v2-batch-fp32");
     if (!pl) return;
     static const char *texts[] = {"Hello world", "A", "", "The quick brown fox jumps over the lazy dog.",
                                   "Packed batches run many requests at once, with no padding between them."};
@@ -223,7 +208,7 @@ static void test_batch_minilm_text(void) {
  * the request block copied once, each output copied once; only the batch's
  * rows (per-token) and requests (per-sequence) cross the bus. */
 static void test_one_launch_per_batch(void) {
-    bertc_plan *pl = open_plan("tiny-bert-batch-fp16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-batch-fp16");
     if (!pl) return;
     bertc_context *c = make_ctx(pl, NULL);
     static testreq r[MAX_BATCH];
@@ -259,7 +244,7 @@ static void test_one_launch_per_batch(void) {
 /* The limits and the errors: each one a clear status and message, the
  * context usable afterwards, nothing of a refused batch run. */
 static void test_batch_errors(void) {
-    bertc_plan *pl = open_plan("tiny-bert-batch-fp32"), *single = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-batch-fp32"), *single = testreq_plan_open("tiny-bert-fp32");
     if (!pl || !single) {
         bertc_plan_close(pl);
         bertc_plan_close(single);
@@ -335,7 +320,7 @@ static void test_batch_errors(void) {
 
 /* options.outputs: a pooled-only context copies n rows back per batch. */
 static void test_batch_selected_outputs(void) {
-    bertc_plan *pl = open_plan("tiny-bert-batch-bf16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-batch-bf16");
     if (!pl) return;
     bertc_context *c = make_ctx(pl, "pooler_output"), *c1 = make_ctx(pl, "pooler_output");
     static testreq r[MAX_BATCH];
@@ -387,7 +372,7 @@ static void *worker_run(void *arg) {
 }
 
 static void test_batch_threads(void) {
-    bertc_plan *pl = open_plan("tiny-bert-batch-fp16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-batch-fp16");
     if (!pl) return;
     static worker w[NTHREADS];
     bertc_context *c = make_ctx(pl, NULL);
