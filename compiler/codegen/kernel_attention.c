@@ -57,6 +57,8 @@ static void kernel_attention_targs(const kernel_geometry *g, int ov, char *buf, 
 static int kernel_attention_packed_body(const kernel_spec *s, const kernel_geometry *g, int ov, kernel_text *t,
                                         diag *d) {
     const char *ty = kernel_dtype_cxx(s->dtype);
+    char head[64] = ""; /* the head's bias table (none: the NULL pointer as it is) */
+    if (s->bias_ld) snprintf(head, sizeof head, " + (size_t)blockIdx.x * %d", s->bias_ld * s->bias_ld);
     kernel_text_printf(t,
                        "    BERTC_DYNAMIC_SMEM(unsigned char, smem);\n"
                        "    const bertc_req_lens rl = bertc_req_read(req);\n"
@@ -67,11 +69,11 @@ static int kernel_attention_packed_body(const kernel_spec *s, const kernel_geome
                        "    const bool vec4 = (rl.bucket & 1) == 0 && (w.start & 3) == 0;\n"
                        "    const %s *q = qkv + (size_t)w.start * %d;\n"
                        "    %s *c = ctx + (size_t)w.start * %d;\n"
-                       "    const %s *hb = bias + (size_t)blockIdx.x * %d * %d;\n"
+                       "    const %s *hb = bias%s;\n"
                        "    bertc_grid_dependency_wait();\n"
                        "    switch (w.tile) {\n",
                        s->seq_qtile[0], s->seq_qtile[1], s->seq_qtile[2], s->seq_qtile[3], g->tiles[g->ntiles - 1], ty,
-                       s->qkv_ld, ty, s->ctx_ld, ty, s->bias_ld, s->bias_ld);
+                       s->qkv_ld, ty, s->ctx_ld, ty, head);
     for (int i = 0; i < g->ntiles; i++) {
         kernel_spec vs = kernel_attention_variant(s, g->tiles[i]);
         kernel_geometry vg;
