@@ -381,7 +381,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
 $(BUILD)/plans/micro-bert.plan: $(BUILD)/bertc $(BUILD)/hf/micro-bert/model.safetensors
 	@mkdir -p $(dir $@)
 	$(BUILD)/bertc import $(BUILD)/hf/micro-bert -o $(BUILD)/plans/micro-bert.yaml
-	$(BUILD)/bertc compile $(BUILD)/plans/micro-bert.yaml -o $@ --precision fp32 --buckets 8,16 --arch emu -j 1
+	$(BUILD)/bertc compile $(BUILD)/plans/micro-bert.yaml -o $@ --precision fp32 --buckets 8,16 --arch emu -j 1 \
+	  --batch-tokens 16,32 --max-batch 4
 
 # Requests through the runtime on the emulated device need a plan with an
 # emulator image and the device's controls (tests/support/emuctl.c).
