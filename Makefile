@@ -257,8 +257,11 @@ fixtures: $(FIXTURE_STAMPS)
 # Plans the runtime tests run on the emulated device: every tiny variant and
 # MiniLM, in the precisions the tests cover, through the real CLI (import +
 # compile).  Buckets are chosen so that lengths 1, a bucket edge, edge + 1
-# and the maximum all occur.  tiny-bert-fp16 also carries CUBINs and PTX, so
-# image selection runs on real images.
+# and the maximum all occur.  tiny-bert-fp16 and tiny-bert-batch-fp16 also
+# carry CUBINs and PTX, so image selection and the performance model (token
+# buckets too) run on real images.  The *-batch-* plans add token
+# buckets for packed batches (small ones, so a batch of short requests and
+# one of a full-length request both occur).
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
 # Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
@@ -266,7 +269,10 @@ PLAN_DIR     := $(BUILD)/plans
 PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-fp16 tiny-bert-relu-fp32 \
                 tiny-bert-relu-bf16 tiny-bert-tanh-fp32 all-MiniLM-L6-v2-fp32 all-MiniLM-L6-v2-fp16 all-MiniLM-L6-v2-bf16 \
                 tiny-bert-fp32-baseline tiny-bert-fp16-baseline tiny-bert-bf16-baseline tiny-bert-tanh-fp32-baseline \
-                all-MiniLM-L6-v2-fp16-baseline $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16)
+                all-MiniLM-L6-v2-fp16-baseline \
+                tiny-bert-batch-fp32 tiny-bert-batch-fp16 tiny-bert-batch-bf16 all-MiniLM-L6-v2-batch-fp32 \
+                $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16) \
+                tiny-roberta-batch-fp16 tiny-xlmr-tokcls-batch-fp32 tiny-mpnet-batch-fp32 tiny-mpnet-seqcls-batch-bf16
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
@@ -274,20 +280,22 @@ $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
 	$(BUILD)/bertc import $(BUILD)/hf/$* -o $@
 
 # A name ending in -baseline is the same plan compiled with --fusion baseline
-# (the 7-launch structure), so the tests cover both fusion levels.
+# (the 7-launch structure), so the tests cover both fusion levels; a model
+# name ending in -batch adds token buckets 64 and 256 of up to 16 requests.
 $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)/%.yaml) $(PLAN_DIR)/all-MiniLM-L6-v2.yaml \
   $(FAMILY_MODELS:%=$(PLAN_DIR)/%.yaml)
 	@n=$*; f=default; case $$n in *-baseline) f=baseline; n=$${n%-baseline} ;; esac; \
-	m=$$(echo $$n | sed 's/-[a-z0-9]*$$//'); p=$$(echo $$n | sed 's/.*-//'); \
+	m=$$(echo $$n | sed 's/-[a-z0-9]*$$//'); p=$$(echo $$n | sed 's/.*-//'); t=; \
+	case $$m in *-batch) m=$${m%-batch}; t="--batch-tokens 64,256 --max-batch 16" ;; esac; \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
 	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
 	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); [ "$$n" = tiny-bert-fp16 ] && a=sm_75,sm_86,sm_90,emu; \
-	echo "bertc compile $$m ($$p, buckets $$b, arch $$a, fusion $$f)"; \
+	a=$(PLAN_ARCH); case $$n in tiny-bert-fp16|tiny-bert-batch-fp16) a=sm_75,sm_86,sm_90,emu ;; esac; \
+	echo "bertc compile $$m ($$p, buckets $$b, arch $$a, fusion $$f $$t)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b \
-	  --arch $$a --fusion $$f -j 1 2>$@.log || { cat $@.log; exit 1; }
+	  --arch $$a --fusion $$f $$t -j 1 2>$@.log || { cat $@.log; exit 1; }
 
 # all-mpnet-base-v2 (MPNet, 110 M parameters, 438 MB from five PyPI wheels):
 # not part of `make test` — the download and the emulated device's pace
@@ -380,7 +388,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(COMPILER_LIB) $(RUNTIME_LIB)
 $(BUILD)/plans/micro-bert.plan: $(BUILD)/bertc $(BUILD)/hf/micro-bert/model.safetensors
 	@mkdir -p $(dir $@)
 	$(BUILD)/bertc import $(BUILD)/hf/micro-bert -o $(BUILD)/plans/micro-bert.yaml
-	$(BUILD)/bertc compile $(BUILD)/plans/micro-bert.yaml -o $@ --precision fp32 --buckets 8,16 --arch emu -j 1
+	$(BUILD)/bertc compile $(BUILD)/plans/micro-bert.yaml -o $@ --precision fp32 --buckets 8,16 --arch emu -j 1 \
+	  --batch-tokens 16,32 --max-batch 4
 
 # Requests through the runtime on the emulated device need a plan with an
 # emulator image and the device's controls (tests/support/emuctl.c).

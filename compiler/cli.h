@@ -28,6 +28,10 @@ int cmd_compile(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_run_text(int argc, char **argv);
+/* run with inputs by the line (cli_run_batch.c): --text-file, or an
+ * --ids-file of more than one line; cli_run_is_batch says which run it is. */
+int cmd_run_batch(int argc, char **argv);
+int cli_run_is_batch(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_export_triton(int argc, char **argv);
@@ -36,6 +40,15 @@ int cmd_export_triton(int argc, char **argv);
 int cli_soak(const char *path, const char *pin, bertc_device_kind kind, double seconds, int threads, int max_len,
              uint64_t seed);
 
+/* bench --batch N --lengths DIST --concurrency C (cli_bench_batch.c): a
+ * seeded synthetic load of batches; requests/s, tokens/s, percentiles. */
+typedef struct cli_batch_load {
+    int batch, concurrency, unpacked;
+    const char *lengths;            /* NULL: uniform over 1..the longest bucket */
+    long iters, warmup;
+    uint64_t seed;
+} cli_batch_load;
+int cli_bench_batch(const char *path, const char *pin, bertc_device_kind kind, const cli_batch_load *load);
 /* bench --per-step (cli_steps.c): each step of every bucket at its full
  * length (or of the bucket of seq_len, at seq_len) timed `reps` times;
  * with gpu, the performance model's prediction for that GPU beside it. */

@@ -16,6 +16,8 @@ static const char USAGE_BENCH[] =
     "                   [--device cuda|emu]\n"
     "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
     "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
+    "       bertc bench PLAN --batch N [--lengths DIST] [--concurrency C] [--unpacked]\n"
+    "                   [--iters N] [--warmup N] [--seed S] [--device cuda|emu]\n"
     "\n"
     "Times requests of random ids, per bucket (at the bucket's full length) or\n"
     "at length L only: after the warm-up, each of N requests is timed on the\n"
@@ -38,7 +40,15 @@ static const char USAGE_BENCH[] =
     "mixed in; outputs are compared bit for bit with a single-threaded run. On\n"
     "the emulated device a quarter of the time runs kernels for real and the\n"
     "rest on its null device. Reports requests, errors, resident memory and\n"
-    "the device's live objects; exits 3 on any error, mismatch or leak.\n";
+    "the device's live objects; exits 3 on any error, mismatch or leak.\n"
+    "\n"
+    "--batch N: C client threads (--concurrency, default 1), each with its own\n"
+    "context, send --iters batches (default 50, 3 on the emulated device) of N\n"
+    "requests of random ids whose lengths follow DIST: fixed:L, uniform:A-B\n"
+    "(default uniform:1-the longest bucket) or exp:MEAN, seeded by --seed. A\n"
+    "batch runs as packed batches when the plan has token buckets (bertc compile\n"
+    "--batch-tokens), else (or with --unpacked) one request at a time. Prints\n"
+    "requests/s, tokens/s and the p50/p90/p99 latency of a request in ms.\n";
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,20 +65,22 @@ typedef struct bench_options {
     bertc_device_kind kind;
     long iters, warmup, seq_len, soak, threads;
     uint64_t seed;
-    int per_step, json, no_pdl;
+    int per_step, json, no_pdl, unpacked;
+    long batch, concurrency;
+    const char *lengths;
     const char *predict;               /* --per-step: the GPU the model predicts for */
 } bench_options;
 
 /* Options into o; -1 when the command should go on, else its exit status. */
 static int bench_parse(int argc, char **argv, bench_options *o) {
     const char *device = "cuda";
-    *o = (bench_options){.iters = -1, .warmup = -1, .threads = 4, .seed = 1};
+    *o = (bench_options){.iters = -1, .warmup = -1, .threads = 4, .seed = 1, .concurrency = 1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(USAGE_BENCH, stdout); return 0; }
         long *num = NULL;
-        if (!strcmp(a, "--per-step") || !strcmp(a, "--json") || !strcmp(a, "--no-pdl")) {
-            *(a[2] == 'p' ? &o->per_step : a[2] == 'j' ? &o->json : &o->no_pdl) = 1;
+        if (!strcmp(a, "--per-step") || !strcmp(a, "--json") || !strcmp(a, "--no-pdl") || !strcmp(a, "--unpacked")) {
+            *(a[2] == 'p' ? &o->per_step : a[2] == 'j' ? &o->json : a[2] == 'n' ? &o->no_pdl : &o->unpacked) = 1;
             continue;
         }
         if (!strcmp(a, "--seed")) {
@@ -80,15 +92,18 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
                 return cli_usage_error(USAGE_BENCH, "bench: '%s' is not a valid seed", argv[i]);
             continue;
         }
-        if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256") || !strcmp(a, "--predict")) {
+        if (!strcmp(a, "--device") || !strcmp(a, "--expect-sha256") || !strcmp(a, "--predict") ||
+            !strcmp(a, "--lengths")) {
             if (++i >= argc) return cli_usage_error(USAGE_BENCH, "%s needs a value", a);
-            *(a[2] == 'd' ? &device : a[2] == 'e' ? &o->pin : &o->predict) = argv[i];
+            *(a[2] == 'd' ? &device : a[2] == 'e' ? &o->pin : a[2] == 'p' ? &o->predict : &o->lengths) = argv[i];
             continue;
         } else if (!strcmp(a, "--iters")) num = &o->iters;
         else if (!strcmp(a, "--warmup")) num = &o->warmup;
         else if (!strcmp(a, "--seq-len")) num = &o->seq_len;
         else if (!strcmp(a, "--soak")) num = &o->soak;
         else if (!strcmp(a, "--threads")) num = &o->threads;
+        else if (!strcmp(a, "--batch")) num = &o->batch;
+        else if (!strcmp(a, "--concurrency")) num = &o->concurrency;
         else if (a[0] == '-' && a[1]) return cli_usage_error(USAGE_BENCH, "bench: unknown option '%s'", a);
         else if (!o->path) { o->path = a; continue; }
         else return cli_usage_error(USAGE_BENCH, "bench: unexpected argument '%s'", a);
@@ -106,6 +121,14 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
     if (o->json && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --json goes with --per-step%s", "");
     if (o->predict && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --predict goes with --per-step%s", "");
     if (o->per_step && o->soak) return cli_usage_error(USAGE_BENCH, "bench: --per-step and --soak exclude each other%s", "");
+    if (o->batch && (o->per_step || o->soak))
+        return cli_usage_error(USAGE_BENCH, "bench: --batch excludes --per-step and --soak%s", "");
+    if (!o->batch && (o->lengths || o->unpacked || o->concurrency != 1))
+        return cli_usage_error(USAGE_BENCH, "bench: --lengths, --concurrency and --unpacked go with --batch%s", "");
+    if (o->batch > 4096 || o->concurrency > 256)
+        return cli_usage_error(USAGE_BENCH, "bench: --batch is at most 4096 and --concurrency 256%s", "");
+    if (o->iters < 0 && o->batch) o->iters = cuda ? 50 : 3;
+    if (o->warmup < 0 && o->batch) o->warmup = cuda ? 5 : 1;
     if (o->iters < 0 && o->per_step) o->iters = cuda ? 20 : 3;
     if (o->iters < 0) o->iters = cuda ? 200 : 20;
     if (o->warmup < 0) o->warmup = cuda ? 20 : 2;
@@ -118,6 +141,10 @@ int cmd_bench(int argc, char **argv) {
     if (prc >= 0) return prc;
     if (o.soak)
         return cli_soak(o.path, o.pin, o.kind, (double)o.soak, (int)o.threads, (int)o.seq_len, (uint64_t)o.seed);
+    if (o.batch) {
+        cli_batch_load load = {(int)o.batch, (int)o.concurrency, o.unpacked, o.lengths, o.iters, o.warmup, o.seed};
+        return cli_bench_batch(o.path, o.pin, o.kind, &load);
+    }
     const char *path = o.path, *pin = o.pin;
     bertc_device_kind kind = o.kind;
     long iters = o.iters, warmup = o.warmup, seq_len = o.seq_len;

@@ -13,6 +13,7 @@
 
 static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
+    "                     [--batch-tokens LIST|default] [--max-batch N]\n"
     "                     [--precision fp16|bf16|fp32] [--fusion baseline|default]\n"
     "                     [-j N] [--no-cache] [-v]\n"
     "\n"
@@ -31,6 +32,11 @@ static const char USAGE_COMPILE[] =
     "                    device's CPU image\n"
     "  --buckets LIST    comma-separated multiples of 8, ascending, each <= max_seq_len;\n"
     "                    default 32,64,128,256,384,512 capped at max_seq_len\n"
+    "  --batch-tokens LIST  token buckets for packed batches (bertc_infer_batch):\n"
+    "                    total tokens, comma-separated multiples of 8, ascending;\n"
+    "                    'default' = 256,512,1024,2048,4096; default: none (a\n"
+    "                    plan for one request at a time, docs/runtime.md)\n"
+    "  --max-batch N     requests per packed batch at most, 1..1024 (default 64)\n"
     "  --precision P     storage precision of weights and activations (default fp16)\n"
     "  --fusion F        default: residual + LayerNorm in the output projection's and\n"
     "                    FC2's GEMM (5 launches per encoder layer); baseline: the\n"
@@ -57,31 +63,52 @@ static int cli_split_list(char *copy, char **items, int cap) {
     return n;
 }
 
-/* --buckets: ascending, distinct, positive multiples of 8 (the model's
- * max_seq_len is checked by the pipeline, which knows it). */
-static int cli_parse_buckets(const char *list, compile_options *o) {
+/* --buckets and --batch-tokens (`opt`): ascending, distinct, positive
+ * multiples of 8 (the model's max_seq_len is checked by the pipeline,
+ * which knows it). */
+static int cli_parse_buckets(const char *opt, const char *list, int *out, int *nout) {
     char *copy = strdup(list), *items[COMPILE_MAX_BUCKETS];
     int n = copy ? cli_split_list(copy, items, COMPILE_MAX_BUCKETS) : -1, rc = 0;
     diag d;
     diag_init(&d);
     if (n <= 0)
-        rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: expected a comma-separated list of at most %d lengths",
+        rc = diag_set(&d, DIAG_CODE_USAGE, "%s: expected a comma-separated list of at most %d lengths", opt,
                       COMPILE_MAX_BUCKETS);
     for (int i = 0; !rc && i < n; i++) {
         char *end;
         long v = strtol(items[i], &end, 10);
         if (end == items[i] || *end || v < 8 || v % 8)
-            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: '%s' is not a positive multiple of 8", items[i]);
-        else if (v > 65536)
-            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: %ld is longer than any model", v);
-        else if (o->nbuckets && v <= o->buckets[o->nbuckets - 1])
-            rc = diag_set(&d, DIAG_CODE_USAGE, "--buckets: %ld does not follow %d (expected ascending, distinct)", v,
-                          o->buckets[o->nbuckets - 1]);
+            rc = diag_set(&d, DIAG_CODE_USAGE, "%s: '%s' is not a positive multiple of 8", opt, items[i]);
+        else if (v > KERNEL_MAX_BUCKET)
+            rc = diag_set(&d, DIAG_CODE_USAGE, "%s: %ld is longer than any model (at most %d)", opt, v,
+                          KERNEL_MAX_BUCKET);
+        else if (*nout && v <= out[*nout - 1])
+            rc = diag_set(&d, DIAG_CODE_USAGE, "%s: %ld does not follow %d (expected ascending, distinct)", opt, v,
+                          out[*nout - 1]);
         else
-            o->buckets[o->nbuckets++] = (int)v;
+            out[(*nout)++] = (int)v;
     }
     free(copy);
     return rc ? cli_fail(&d) : 0;
+}
+
+/* --batch-tokens LIST|default and --max-batch N. */
+static int cli_parse_batch(const char *tokens, const char *max_batch, compile_options *o) {
+    static const int defaults[] = COMPILE_DEFAULT_TOKEN_BUCKETS;
+    if (max_batch && !tokens)
+        return cli_usage_error(USAGE_COMPILE, "--max-batch needs --batch-tokens (a plan without token buckets runs one "
+                               "request at a time)%s", "");
+    if (max_batch) {
+        char *end;
+        long v = strtol(max_batch, &end, 10);
+        if (end == max_batch || *end || v < 1 || v > KERNEL_MAX_SEQS)
+            return cli_usage_error(USAGE_COMPILE, "--max-batch: '%s' is not a request count (1..1024)", max_batch);
+        o->max_batch = (int)v;
+    }
+    if (!tokens) return 0;
+    if (strcmp(tokens, "default")) return cli_parse_buckets("--batch-tokens", tokens, o->token_buckets, &o->ntoken_buckets);
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) o->token_buckets[o->ntoken_buckets++] = defaults[i];
+    return 0;
 }
 
 /* --arch: GPU architectures and/or emu, each once. */
@@ -117,6 +144,9 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
         fprintf(stderr, "bertc: %s: %d bucket%s, %d kernels, compiling for %d architecture%s\n",
                 o->model_path, r->nbuckets, cli_plural(r->nbuckets), r->nkernels, o->targets.count,
                 cli_plural(o->targets.count));
+    if (stage == COMPILE_STAGE_LOWER && o->ntoken_buckets)
+        fprintf(stderr, "bertc: %s: of them %d token bucket%s (packed batches of up to %d requests)\n", o->model_path,
+                o->ntoken_buckets, cli_plural(o->ntoken_buckets), o->max_batch);
     if (stage != COMPILE_STAGE_WRITE) return;
     const double *s = r->seconds;
     fprintf(stderr,
@@ -130,7 +160,7 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
 
 /* The options' raw values, checked after the whole line is read. */
 typedef struct cli_compile_args {
-    const char *out, *archs, *buckets, *precision, *fusion;
+    const char *out, *archs, *buckets, *precision, *fusion, *batch_tokens, *max_batch;
     int jobs, verbose, no_cache;
 } cli_compile_args;
 
@@ -147,6 +177,8 @@ static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compi
         else if (!strcmp(arg, "--buckets")) slot = &a->buckets;
         else if (!strcmp(arg, "--precision")) slot = &a->precision;
         else if (!strcmp(arg, "--fusion")) slot = &a->fusion;
+        else if (!strcmp(arg, "--batch-tokens")) slot = &a->batch_tokens;
+        else if (!strcmp(arg, "--max-batch")) slot = &a->max_batch;
         else if (!strcmp(arg, "-v")) { a->verbose = 1; continue; }
         else if (!strcmp(arg, "--no-cache")) { a->no_cache = 1; continue; }
         else if (!strcmp(arg, "-j")) {
@@ -180,7 +212,8 @@ int cmd_compile(int argc, char **argv) {
     else if (strcmp(a.fusion, "default"))
         return cli_usage_error(USAGE_COMPILE, "--fusion: '%s' is not one of baseline, default", a.fusion);
     if (a.archs && (rc = cli_parse_archs(a.archs, &o.targets))) return rc;
-    if (a.buckets && (rc = cli_parse_buckets(a.buckets, &o))) return rc;
+    if (a.buckets && (rc = cli_parse_buckets("--buckets", a.buckets, o.buckets, &o.nbuckets))) return rc;
+    if ((rc = cli_parse_batch(a.batch_tokens, a.max_batch, &o))) return rc;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.jobs = a.jobs ? a.jobs : ncpu > 0 ? (int)ncpu : 1;
     o.no_cache = a.no_cache;

@@ -20,10 +20,15 @@
  * the emulated device; the plan must carry an image for it.
  *
  * Dynamic batching's preferred batch sizes come from the plan's token
- * buckets; today's plans have sequence-length buckets only (token buckets
- * and the packed-batch API are issue 14), so the configuration has none
- * and says why in a comment — the batcher then hands the backend whatever
- * queued while an instance was busy, up to --max-batch, without waiting.
+ * buckets (bertc compile --batch-tokens): the backend runs a batch's rows
+ * as packed batches, so a good batch is one that fills a token bucket —
+ * for each bucket, the requests of the expected mean length (--mean-len,
+ * default half the longest length bucket) it holds, at most its own
+ * request limit and max_batch_size, distinct and ascending; max_batch_size
+ * defaults to the plan's largest packed batch.  A plan without token
+ * buckets has no preferred size, and the configuration says why in a
+ * comment — the batcher then hands the backend whatever queued while an
+ * instance was busy, up to --max-batch (default 8), without waiting.
  *
  * Nothing half-written: the model folder is built in a temporary folder
  * beside its destination and renamed into place when complete; an
@@ -51,8 +56,11 @@ static const char USAGE_EXPORT_TRITON[] =
     "  --name N        the model's name in Triton (default: the plan's model name)\n"
     "  --device D      cuda: KIND_GPU instances (default); emu: KIND_CPU instances\n"
     "                  on the emulated device\n"
-    "  --max-batch B   max_batch_size, the dynamic batcher's limit in rows (default 8;\n"
-    "                  0: no batching, inputs without a batch dimension)\n"
+    "  --max-batch B   max_batch_size, the dynamic batcher's limit in rows (default: the\n"
+    "                  plan's largest packed batch, 8 without token buckets; 0: no\n"
+    "                  batching, inputs without a batch dimension)\n"
+    "  --mean-len L    the mean request length the preferred batch sizes assume (each\n"
+    "                  token bucket's tokens / L requests; default half the longest bucket)\n"
     "  --instances K   instances per GPU (cuda) or in all (emu) (default 1)\n"
     "  --ids-type T    data type of INPUT_IDS, ATTENTION_MASK, TOKEN_TYPE_IDS (default int64)\n"
     "  --backend FILE  the backend library (default: libtriton_bertc.so beside bertc,\n"
@@ -61,14 +69,14 @@ static const char USAGE_EXPORT_TRITON[] =
 typedef struct export_opts {
     const char *plan, *repo, *name, *backend, *ids_type;
     bertc_device_kind device;
-    long max_batch, instances;
+    long max_batch, instances, mean_len;
     char name_buf[256];
 } export_opts;
 
 static int export_parse(int argc, char **argv, export_opts *o) {
     memset(o, 0, sizeof *o);
     o->device = BERTC_DEVICE_CUDA;
-    o->max_batch = 8;
+    o->max_batch = -1; /* the plan's (export_main) */
     o->instances = 1;
     o->ids_type = "int64";
     for (int i = 0; i < argc; i++) {
@@ -91,6 +99,8 @@ static int export_parse(int argc, char **argv, export_opts *o) {
         else if (!strcmp(a, "--device")) bad = cli_parse_device(v, &o->device) ? "--device: '%s' is not cuda or emu" : NULL;
         else if (!strcmp(a, "--max-batch"))
             bad = cli_parse_count(v, 0, &o->max_batch) ? "--max-batch: '%s' is not a count" : NULL;
+        else if (!strcmp(a, "--mean-len"))
+            bad = cli_parse_count(v, 1, &o->mean_len) ? "--mean-len: '%s' is not a positive length" : NULL;
         else if (!strcmp(a, "--instances"))
             bad = cli_parse_count(v, 1, &o->instances) ? "--instances: '%s' is not a positive count" : NULL;
         else if (!strcmp(a, "--ids-type")) {
@@ -195,16 +205,25 @@ static void export_outputs(FILE *f, bertc_plan *pl) {
     fprintf(f, "]\n");
 }
 
-/* Preferred batch sizes from the plan's token buckets: none until plans
- * carry token buckets (issue 14); then one size per bucket. */
-static int export_preferred_sizes(bertc_plan *pl, long *sizes, int cap) {
-    (void)pl, (void)sizes, (void)cap;
-    return 0;
+/* Preferred batch sizes from the plan's token buckets: per bucket, the
+ * requests of mean_len tokens it holds (at most its request limit and
+ * max_batch), distinct and ascending; none without token buckets. */
+static int export_preferred_sizes(bertc_plan *pl, const export_opts *o, long *sizes, int cap) {
+    int n = 0, longest = bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1);
+    long mean = o->mean_len ? o->mean_len : (longest + 1) / 2;
+    for (int b = 0; b < bertc_plan_token_bucket_count(pl) && n < cap; b++) {
+        long k = bertc_plan_token_bucket_tokens(pl, b) / (mean > 0 ? mean : 1);
+        long most = bertc_plan_token_bucket_max_batch(pl, b);
+        k = k < 1 ? 1 : k > most ? most : k;
+        k = k > o->max_batch ? o->max_batch : k;
+        if (!n || k > sizes[n - 1]) sizes[n++] = k;
+    }
+    return n;
 }
 
 static void export_batching(FILE *f, bertc_plan *pl, const export_opts *o) {
     long sizes[16];
-    int n = export_preferred_sizes(pl, sizes, 16);
+    int n = export_preferred_sizes(pl, o, sizes, 16);
     fprintf(f, "# Requests that queue while an instance is busy reach it together, up to\n"
                "# max_batch_size rows.  Preferred batch sizes come from the plan's token\n"
                "# buckets; ");
@@ -214,8 +233,10 @@ static void export_batching(FILE *f, bertc_plan *pl, const export_opts *o) {
                    "dynamic_batching {\n  max_queue_delay_microseconds: 0\n}\n");
         return;
     }
-    fprintf(f, "a batch is then one packed launch per bucket.\ndynamic_batching {\n  preferred_batch_size: [");
-    for (int i = 0; i < n; i++) fprintf(f, "%s %ld", i ? "," : "", sizes[i] < o->max_batch ? sizes[i] : o->max_batch);
+    fprintf(f, "each size is the requests of %ld tokens (--mean-len) that fill one, so a\n"
+               "# batch of that size runs as one packed launch.\ndynamic_batching {\n  preferred_batch_size: [",
+            o->mean_len ? o->mean_len : (long)(bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1) + 1) / 2);
+    for (int i = 0; i < n; i++) fprintf(f, "%s %ld", i ? "," : "", sizes[i]);
     fprintf(f, " ]\n  max_queue_delay_microseconds: 100\n}\n");
 }
 
@@ -312,6 +333,7 @@ int cmd_export_triton(int argc, char **argv) {
     diag_init(&d);
     bertc_plan *pl = NULL;
     if ((rc = cli_plan_open(o.plan, NULL, &pl))) return rc;
+    if (o.max_batch < 0) o.max_batch = bertc_plan_max_batch(pl) > 0 ? bertc_plan_max_batch(pl) : 8;
     if (!o.name) {
         snprintf(o.name_buf, sizeof o.name_buf, "%s", bertc_plan_model_name(pl));
         for (char *c = o.name_buf; *c; c++)

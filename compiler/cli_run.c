@@ -24,6 +24,8 @@ static const char USAGE_RUN[] =
     "                 [--output OUT.npy] [--pooled-output P.npy] [--expect-sha256 HEX]\n"
     "       bertc run MODEL.yaml [--device ref] ...\n"
     "       bertc run PLAN --text \"...\" ...   (text in: bertc run --text x --help)\n"
+    "       bertc run PLAN (--ids-file F | --text-file F) ...   (an input a line, packed\n"
+    "                 batches: bertc run --text-file x --help)\n"
     "\n"
     "Runs one request. A compiled plan runs on a GPU (--device cuda, the\n"
     "default) or on the emulated device (--device emu: the same driver and\n"
@@ -294,6 +296,7 @@ static int run_write(const run_args *a, const run_outputs *o, run_files *f, diag
 int cmd_run(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--text")) return cmd_run_text(argc, argv);
+    if (cli_run_is_batch(argc, argv)) return cmd_run_batch(argc, argv);
     run_args a;
     memset(&a, 0, sizeof a);
     int rc = run_read_args(argc, argv, &a);

@@ -30,6 +30,7 @@ void compile_options_init(compile_options *o) {
     o->fusion = PLAN_FUSION_DEFAULT;
     arch_list_default(&o->targets);
     o->jobs = 1;
+    o->max_batch = COMPILE_DEFAULT_MAX_BATCH;
 }
 
 static double compile_now(void) {
@@ -128,7 +129,12 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     plan_init(&p);
     int buckets[COMPILE_MAX_BUCKETS], rc = -1;
     double t = compile_now();
-    lower_options lo = {.precision = o->precision, .fusion = o->fusion, .buckets = buckets};
+    lower_options lo = {.precision = o->precision,
+                        .fusion = o->fusion,
+                        .buckets = buckets,
+                        .token_buckets = o->token_buckets,
+                        .ntoken_buckets = o->ntoken_buckets,
+                        .max_batch = o->max_batch > 0 ? o->max_batch : COMPILE_DEFAULT_MAX_BATCH};
     passes_level level = o->fusion == PLAN_FUSION_BASELINE ? PASSES_LEVEL_BASELINE : PASSES_LEVEL_DEFAULT;
 
     /* The output first: a path that cannot be written fails before the work. */

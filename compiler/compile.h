@@ -28,6 +28,9 @@
 #include "plan_types.h"
 
 #define COMPILE_MAX_BUCKETS 64
+/* `--batch-tokens default` and `--max-batch`'s default (docs/runtime.md argues them). */
+#define COMPILE_DEFAULT_TOKEN_BUCKETS {256, 512, 1024, 2048, 4096}
+#define COMPILE_DEFAULT_MAX_BATCH 64
 
 typedef enum compile_stage {
     COMPILE_STAGE_LOAD,
@@ -55,6 +58,9 @@ typedef struct compile_options {
     plan_fusion fusion;              /* BASELINE (7 launches per encoder layer) or DEFAULT (5) */
     int buckets[COMPILE_MAX_BUCKETS];/* ascending multiples of 8; nbuckets 0: the defaults */
     int nbuckets;
+    int token_buckets[COMPILE_MAX_BUCKETS]; /* packed batches' total tokens, ascending; 0 of them: none */
+    int ntoken_buckets;
+    int max_batch;                   /* sequences per packed batch at most (COMPILE_DEFAULT_MAX_BATCH) */
     arch_list targets;               /* GPU architectures and/or the emulated device */
     int jobs;                        /* compile threads (>= 1) */
     int no_cache;                    /* bypass the compile cache (kcache.h) */
@@ -63,7 +69,7 @@ typedef struct compile_options {
     void *user;
 } compile_options;
 
-/* Defaults: fp16, default fusion, the default buckets and architectures, one job. */
+/* Defaults: fp16, default fusion, the default buckets and architectures, no token buckets, one job. */
 void compile_options_init(compile_options *o);
 
 int compile_model(const compile_options *o, compile_report *r, diag *d);

@@ -106,10 +106,12 @@ static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) 
     double flops, bytes;
     int gemms;
     inspect_bucket_sums(bk, &flops, &bytes, &gemms);
+    if (bk->max_seqs) fprintf(f, "\ntoken bucket %d (up to %d requests, packed):", bk->seq_len, bk->max_seqs);
+    else fprintf(f, "\nbucket %d:", bk->seq_len);
     fprintf(f,
-            "\nbucket %d: %d launches per request (%d kernels, %d cuBLASLt GEMMs), %.3f GFLOP, %.3f MB minimum HBM "
+            " %d launches per %s (%d kernels, %d cuBLASLt GEMMs), %.3f GFLOP, %.3f MB minimum HBM "
             "traffic, arena %llu bytes\n",
-            bk->seq_len, bk->nsteps, bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
+            bk->nsteps, bk->max_seqs ? "batch" : "request", bk->nsteps - gemms, gemms, flops * 1e-9, bytes * 1e-6,
             (unsigned long long)bk->arena_bytes);
     if (bk->counter_bytes) fprintf(f, "  arrival counters %u bytes\n", bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
@@ -194,9 +196,9 @@ static void inspect_json_bucket(FILE *f, const plan *p, const sched_bucket *bk, 
     int gemms;
     inspect_bucket_sums(bk, &flops, &bytes, &gemms);
     fprintf(f,
-            "%s\n  {\"seq_len\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
+            "%s\n  {\"seq_len\": %d, \"max_seqs\": %d, \"launches\": %d, \"flops\": %.0f, \"min_hbm_bytes\": %.0f, "
             "\"arena_bytes\": %llu, \"counter_bytes\": %u, \"steps\": [",
-            first ? "" : ",", bk->seq_len, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes,
+            first ? "" : ",", bk->seq_len, bk->max_seqs, bk->nsteps, flops, bytes, (unsigned long long)bk->arena_bytes,
             bk->counter_bytes);
     for (int s = 0; s < bk->nsteps; s++) {
         const sched_step *st = &bk->steps[s];

@@ -251,6 +251,7 @@ static int predict_bucket_run(predict_ctx *c, const sched_bucket *b, predict_buc
     if (c->l2_share > 1.0) c->l2_share = 1.0;
     c->act_dram = arena > l2 ? (arena - l2) / arena : 0.0;
     out->seq_len = b->seq_len;
+    out->max_seqs = b->max_seqs;
     out->l2_weight_share = c->l2_share;
     out->floor_us = weights * (1.0 - c->l2_share) / (g->dram_gbs * 1e9) * 1e6;
     out->steps = calloc((size_t)b->nsteps + 1, sizeof *out->steps);

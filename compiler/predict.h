@@ -96,7 +96,8 @@ typedef struct predict_step {
 } predict_step;
 
 typedef struct predict_bucket {
-    int seq_len;
+    int seq_len;                 /* a length bucket's rows; a token bucket's tokens */
+    int max_seqs;                /* 0: a length bucket (one request); else a token bucket's requests at most */
     int nsteps;
     predict_step *steps;
     double us;                   /* sum over the steps */

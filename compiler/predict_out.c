@@ -13,6 +13,9 @@ static const char *predict_bound(const predict_step *s) { return s->math_us > s-
 
 static const char *predict_image_name(const plan *p, int i) { return i >= 0 ? p->images[i].arch : "none"; }
 
+/* `count` things (tokens, requests) per modelled bucket time, per second. */
+static double predict_per_s(const predict_bucket *b, double count) { return b->us > 0 ? count * 1e6 / b->us : 0.0; }
+
 /* ------------------------------------------------------------ JSON */
 
 static void predict_json_step(FILE *f, const plan *p, const sched_step *st, const predict_step *s) {
@@ -34,10 +37,11 @@ static void predict_json_step(FILE *f, const plan *p, const sched_step *st, cons
 
 static void predict_json_bucket(FILE *f, const plan *p, const predict_bucket *b, const sched_bucket *sb) {
     fprintf(f,
-            "\n  {\"seq_len\": %d, \"predicted_us\": %.4f, \"launches\": %d, \"floor_us\": %.4f, \"launch_us\": %.4f, "
+            "\n  {\"seq_len\": %d, \"max_seqs\": %d, \"predicted_us\": %.4f, \"tokens_per_s\": %.1f, "
+            "\"requests_per_s\": %.1f, \"launches\": %d, \"floor_us\": %.4f, \"launch_us\": %.4f, "
             "\"memory_bound_us\": %.4f, \"math_bound_us\": %.4f, \"l2_weight_share\": %.4f, \"steps\": [",
-            b->seq_len, b->us, b->launches, b->floor_us, b->launch_us, b->memory_bound_us, b->math_bound_us,
-            b->l2_weight_share);
+            b->seq_len, b->max_seqs, b->us, predict_per_s(b, b->seq_len), predict_per_s(b, b->max_seqs ? b->max_seqs : 1),
+            b->launches, b->floor_us, b->launch_us, b->memory_bound_us, b->math_bound_us, b->l2_weight_share);
     for (int i = 0; i < b->nsteps; i++) {
         predict_json_step(f, p, &sb->steps[i], &b->steps[i]);
         if (i + 1 < b->nsteps) fputc(',', f);
@@ -73,10 +77,12 @@ void predict_write_json(FILE *f, const plan *p, const predict_result *r, int buc
 /* ------------------------------------------------------------ text */
 
 static void predict_text_bucket(FILE *f, const plan *p, const predict_bucket *b, const sched_bucket *sb) {
+    if (b->max_seqs) fprintf(f, "\ntoken bucket %d tokens (up to %d requests, packed):", b->seq_len, b->max_seqs);
+    else fprintf(f, "\nbucket %d:", b->seq_len);
     fprintf(f,
-            "\nbucket %d: %.1f us modelled, %d launches (%.1f us of launch and tail), memory-bound steps %.1f us, "
+            " %.1f us modelled, %d launches (%.1f us of launch and tail), memory-bound steps %.1f us, "
             "math-bound %.1f us; memory floor %.1f us (L2 keeps %.0f%% of the weights)\n",
-            b->seq_len, b->us, b->launches, b->launch_us, b->memory_bound_us, b->math_bound_us, b->floor_us,
+            b->us, b->launches, b->launch_us, b->memory_bound_us, b->math_bound_us, b->floor_us,
             100.0 * b->l2_weight_share);
     fprintf(f, "  %3s %-24s %-11s %8s %8s %8s %8s %7s %-6s %-8s %6s %4s %5s %4s %s\n", "#", "step", "template", "us",
             "launch", "math", "memory", "serial", "bound", "unit", "CTAs", "/SM", "waves", "regs", "tile");
@@ -92,6 +98,49 @@ static void predict_text_bucket(FILE *f, const plan *p, const predict_bucket *b,
     }
 }
 
+/* The length bucket a request of len tokens runs in alone (NULL: none). */
+static const predict_bucket *predict_alone(const predict_result *r, double len) {
+    for (int b = 0; b < r->nbuckets; b++)
+        if (!r->buckets[b].max_seqs && r->buckets[b].seq_len >= len) return &r->buckets[b];
+    return NULL;
+}
+
+/*
+ * Throughput at each size: a length bucket serves one request of its
+ * length per modelled time (batch 1), a token bucket up to max_seqs
+ * requests, its tokens, per modelled time.  A token bucket full of its
+ * most requests (of seq_len / max_seqs tokens each) is compared with the
+ * same requests sent one by one (each alone in the length bucket that
+ * takes it), and with padding a batch to its longest request, which costs
+ * every request the longest one's rows: for lengths uniform over 1..the
+ * longest bucket, about half the rows are padding, so the packed rate
+ * times (longest + 1) / (2 longest) is what a padded batch of the same
+ * rows would compute of real tokens.
+ */
+static void predict_text_throughput(FILE *f, const predict_result *r) {
+    double longest = 0;
+    for (int b = 0; b < r->nbuckets; b++)
+        if (!r->buckets[b].max_seqs) longest = r->buckets[b].seq_len;
+    fprintf(f, "\nthroughput (modelled device time, no host copies):\n");
+    for (int b = 0; b < r->nbuckets; b++) {
+        const predict_bucket *x = &r->buckets[b];
+        if (!x->max_seqs) {
+            fprintf(f, "  length bucket %5d: %9.0f requests/s, %11.0f tokens/s (batch 1)\n", x->seq_len,
+                    predict_per_s(x, 1), predict_per_s(x, x->seq_len));
+            continue;
+        }
+        double mean = (double)x->seq_len / x->max_seqs, req = predict_per_s(x, x->max_seqs);
+        const predict_bucket *a = predict_alone(r, mean);
+        fprintf(f, "  token bucket  %5d: %9.0f requests/s, %11.0f tokens/s (%d requests of %.0f tokens)", x->seq_len,
+                req, predict_per_s(x, x->seq_len), x->max_seqs, mean);
+        if (a) fprintf(f, "; alone %.0f requests/s: x%.1f", predict_per_s(a, 1), req / predict_per_s(a, 1));
+        if (longest > 0)
+            fprintf(f, "; padded to the longest: %.0f real tokens/s", predict_per_s(x, x->seq_len) * (longest + 1) /
+                                                                            (2.0 * longest));
+        fputc('\n', f);
+    }
+}
+
 void predict_write_text(FILE *f, const plan *p, const predict_result *r, int bucket) {
     const predict_gpu *g = r->gpu;
     fprintf(f, "modelled on %s (%s: %d SMs, %.0f MHz, %.0f GB/s, %.0f MB L2, %.0f TFLOPS dense FP16)\n", g->name,
@@ -102,4 +151,5 @@ void predict_write_text(FILE *f, const plan *p, const predict_result *r, int buc
             r->k.efficiency, r->k.tensor_units ? "; units=tensor (every kernel on tensor cores, as TensorRT's)" : "");
     for (int b = 0; b < r->nbuckets; b++)
         if (bucket < 0 || r->buckets[b].seq_len == bucket) predict_text_bucket(f, p, &r->buckets[b], &p->buckets[b]);
+    if (bucket < 0) predict_text_throughput(f, r);
 }

@@ -69,6 +69,18 @@
  * grid-dependency wait, Q, K and V after it; dependents are released once
  * the last key tile has landed.  The score bias is a weight: readable at
  * any time.
+ *
+ * Packed batches (a token bucket): a block is one query tile of one
+ * sequence, found from the request block's seq_start[] before the wait
+ * (bertc_attention_find_work); it runs the very code of a one-request
+ * block on that sequence's rows, keys and mask, offset to its first row,
+ * so no key of another sequence enters a sum.  The tile is the one the
+ * sequence's length would take alone, because the tile decides how the
+ * four warps split the keys and so the order of the sums: a sequence's
+ * rows come out bit for bit as alone.  The kernel holds one instance of
+ * the block per tile in use and switches on the work's tile.  The score
+ * bias is indexed by places in the sequence, as alone (BLD covers the
+ * longest length bucket, which bounds every sequence of a batch).
  */
 #ifndef BERTC_ATTENTION_CUH
 #define BERTC_ATTENTION_CUH
@@ -565,9 +577,27 @@ BERTC_INLINE void bertc_attention_tc(T *__restrict__ ctx, const int *__restrict_
 }
 
 /*
- * Entry: block (h, query tile).  TC: the tensor-core block where the
- * architecture has mma for T, else SIMT passes; otherwise SIMT passes.
+ * The rows [q0, q0 + QT) of head h of one sequence of len rows (ctx, qkv
+ * and mask start at its first row): the tensor-core block where the
+ * architecture has mma for T and TC, else SIMT passes.  Called after the
+ * grid-dependency wait.
  */
+template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, bool TC, int QT, int WQ, int STAGES, int PT,
+          int SKT, int VEC, int OV, int BLD>
+BERTC_INLINE void bertc_attention_rows(T *__restrict__ ctx, const int *__restrict__ mask, bool vec4,
+                                       const T *__restrict__ qkv, const T *__restrict__ hb, float scale_log2e,
+                                       unsigned char *smem, int h, int q0, int len) {
+    constexpr bool MMA = BERTC_HAS_MMA16816 || (BERTC_HAS_MMA1688_F16 && bertc_type<T>::IS_HALF);
+    if constexpr (TC && MMA) {
+        bertc_attention_tc<T, D, LD, QO, KO, VO, CLD, QT, WQ, STAGES, OV, BLD>(ctx, mask, vec4, qkv, hb, scale_log2e,
+                                                                              smem, h, q0, len);
+    } else {
+        bertc_attention_simt_passes<T, D, LD, QO, KO, VO, CLD, QT, PT, SKT, VEC, BLD>(ctx, mask, vec4, qkv, hb,
+                                                                                    scale_log2e, smem, h, q0, len);
+    }
+}
+
+/* Entry for one request: block (h, query tile). */
 template <typename T, int D, int LD, int QO, int KO, int VO, int CLD, bool TC, int QT, int WQ, int STAGES, int PT,
           int SKT, int VEC, int OV, int BLD>
 BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ req, const T *__restrict__ qkv,
@@ -581,14 +611,75 @@ BERTC_INLINE void bertc_attention(T *__restrict__ ctx, const int *__restrict__ r
     const bool vec4 = (rl.bucket & 1) == 0; /* the mask array starts 16-byte aligned */
     const T *hb = BLD ? bias + (size_t)h * BLD * BLD : bias;
     bertc_grid_dependency_wait();
-    constexpr bool MMA = BERTC_HAS_MMA16816 || (BERTC_HAS_MMA1688_F16 && bertc_type<T>::IS_HALF);
-    if constexpr (TC && MMA) {
-        bertc_attention_tc<T, D, LD, QO, KO, VO, CLD, QT, WQ, STAGES, OV, BLD>(ctx, mask, vec4, qkv, hb, scale_log2e, smem,
-                                                                              h, q0, rl.len);
-    } else {
-        bertc_attention_simt_passes<T, D, LD, QO, KO, VO, CLD, QT, PT, SKT, VEC, BLD>(ctx, mask, vec4, qkv, hb, scale_log2e,
-                                                                                    smem, h, q0, rl.len);
+    bertc_attention_rows<T, D, LD, QO, KO, VO, CLD, TC, QT, WQ, STAGES, PT, SKT, VEC, OV, BLD>(ctx, mask, vec4, qkv, hb,
+                                                                                               scale_log2e, smem, h,
+                                                                                               q0, rl.len);
+}
+
+/*
+ * Packed batches.  A block's work is one query tile of one sequence: its
+ * rows [start, start + len) of the batch, the tile's first row q0 (in the
+ * sequence) and the tile size, which is the one the sequence's length
+ * takes alone (the kernel's seq_qtile thresholds U0..U3: <= U0 rows take
+ * tiles of 8, <= U1 of 16, <= U2 of 32, <= U3 of 64, longer ones TMAX,
+ * the largest the kernel holds).  tile 0: the block has no work.
+ */
+struct bertc_attention_work {
+    int start, len, q0, tile;
+};
+
+template <int U0, int U1, int U2, int U3, int TMAX> BERTC_INLINE int bertc_attention_seq_tile(int len) {
+    return len <= U0 ? 8 : len <= U1 ? 16 : len <= U2 ? 32 : len <= U3 ? 64 : TMAX;
+}
+
+/*
+ * Work item `item` of the batch: the sequences' tiles in order, found by
+ * a block-wide prefix sum of the tile counts (128 sequences per round, a
+ * warp scan by shuffles and the four warps' totals in shared memory).
+ * Every thread of the block calls it; it reads only the request block.
+ */
+template <int U0, int U1, int U2, int U3, int TMAX>
+BERTC_INLINE bertc_attention_work bertc_attention_find_work(const int *__restrict__ req, bertc_req_lens rl, int item) {
+    __shared__ int found[4], wsum[4];
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int n = bertc_req_nseq(req);
+    if (tid == 0) found[3] = 0;
+    __syncthreads();
+    for (int c0 = 0, base = 0; c0 < n && base <= item; c0 += 128) {
+        const int i = c0 + tid;
+        bertc_req_seq sq = {0, 0};
+        int tile = 8, tiles = 0;
+        if (i < n) {
+            sq = bertc_req_seq_rows(req, rl, i);
+            tile = bertc_attention_seq_tile<U0, U1, U2, U3, TMAX>(sq.len);
+            tiles = (sq.len + tile - 1) / tile;
+        }
+        int x = tiles;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(BERTC_FULL_MASK, x, o);
+            if (lane >= o) x += y;
+        }
+        if (lane == 31) wsum[warp] = x;
+        __syncthreads();
+        int before = base;
+        for (int w = 0; w < warp; ++w) before += wsum[w];
+        const int first = before + x - tiles;
+        if (tiles > 0 && item >= first && item < first + tiles) {
+            found[0] = sq.start;
+            found[1] = sq.len;
+            found[2] = (item - first) * tile;
+            found[3] = tile;
+        }
+        base += wsum[0] + wsum[1] + wsum[2] + wsum[3];
+        __syncthreads(); /* found is visible, wsum free for the next round */
     }
+    bertc_attention_work w;
+    w.start = found[0];
+    w.len = found[1];
+    w.q0 = found[2];
+    w.tile = found[3];
+    return w;
 }
 
 #endif /* BERTC_ATTENTION_CUH */

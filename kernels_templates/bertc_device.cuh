@@ -383,12 +383,16 @@ template <int NWARPS> BERTC_INLINE float bertc_block_sum(float v, float *scratch
 
 /* ------------------------------------------------------------ request block */
 
-/* Layout of runtime/plan/plan_types.h: int32 len, int32 bucket, 2 reserved
- * words, then input_ids[bucket], token_type_ids[bucket], attention_mask[bucket]. */
+/* Layout of runtime/plan/plan_types.h: int32 len, int32 bucket, int32
+ * nseq, int32 max_seqs (both 0 in a length bucket), then input_ids[bucket],
+ * token_type_ids[bucket], attention_mask[bucket]; a token bucket's block
+ * goes on with position[bucket] and seq_start[max_seqs + 1]. */
 #define BERTC_REQ_HEADER_WORDS 4
 #define BERTC_REQ_INPUT_IDS(bucket) (BERTC_REQ_HEADER_WORDS)
 #define BERTC_REQ_TOKEN_TYPES(bucket) (BERTC_REQ_HEADER_WORDS + (bucket))
 #define BERTC_REQ_ATTENTION_MASK(bucket) (BERTC_REQ_HEADER_WORDS + 2 * (bucket))
+#define BERTC_REQ_POSITIONS(bucket) (BERTC_REQ_HEADER_WORDS + 3 * (bucket))
+#define BERTC_REQ_SEQ_START(bucket) (BERTC_REQ_HEADER_WORDS + 4 * (bucket))
 
 /* Real sequence length, clamped to the bucket (the runtime guarantees
  * 1 <= len <= bucket; the clamp keeps a bad request inside the buffers). */
@@ -409,6 +413,33 @@ BERTC_INLINE bertc_req_lens bertc_req_read(const int *req) {
     bertc_req_lens r;
     r.bucket = w.y < 0 ? 0 : w.y;
     r.len = w.x < 0 ? 0 : (w.x > r.bucket ? r.bucket : w.x);
+    return r;
+}
+
+/* A packed batch's sequence count n (word 2), clamped into [0, max_seqs]
+ * (word 3), so seq_start[n] is inside the block whatever it holds. */
+BERTC_INLINE int bertc_req_nseq(const int *req) {
+    const int2 w = *reinterpret_cast<const int2 *>(req + 2);
+    const int most = w.y < 0 ? 0 : w.y;
+    return w.x < 0 ? 0 : (w.x > most ? most : w.x);
+}
+
+/* Rows [start, start + len) of sequence i < n of a packed batch, clamped
+ * into the batch's rows [0, L) and never overlapping the sequence before
+ * (the runtime writes exact offsets; the clamp keeps a bad block inside
+ * the buffers and every sequence inside its own rows). */
+struct bertc_req_seq {
+    int start, len;
+};
+
+BERTC_INLINE bertc_req_seq bertc_req_seq_rows(const int *req, bertc_req_lens rl, int i) {
+    const int *st = req + BERTC_REQ_SEQ_START(rl.bucket);
+    int a = st[i], b = st[i + 1];
+    a = a < 0 ? 0 : (a > rl.len ? rl.len : a);
+    b = b < a ? a : (b > rl.len ? rl.len : b);
+    bertc_req_seq r;
+    r.start = a;
+    r.len = b - a;
     return r;
 }
 

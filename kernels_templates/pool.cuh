@@ -25,29 +25,40 @@
  * of the bucket and one kernel every bucket.  The request block is read
  * before the grid-dependency wait, x after it; the divisions are
  * multiplications by a reciprocal (rsqrtf for the norm).
+ *
+ * Packed (a token bucket's batch): one block per sequence, each doing
+ * exactly the one-request block's work on its sequence's rows and mask
+ * (from seq_start[]) into its own output row, so a sequence's pooled row
+ * is bit for bit its row alone.  MODE BERTC_POOL_ROW (packed only) takes
+ * row i of an input with a row per sequence (a lone Normalize after a
+ * Dense module), where alone a cls pool takes the one row: the same copy
+ * and norm, so the same bits.
  */
 #ifndef BERTC_POOL_CUH
 #define BERTC_POOL_CUH
 
 #define BERTC_POOL_CLS 0
 #define BERTC_POOL_MEAN 1
+#define BERTC_POOL_ROW 2
 
+/* One pooled row from the len rows of x and their mask: the block's work
+ * for one request (or one sequence of a packed batch).  Called after the
+ * request block has been read; it waits for the grid dependency itself. */
 template <typename T, int H, int VEC, int CT, int RG, int ITEMS, int THREADS, int MODE, bool NORMALIZE>
-BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x) {
+BERTC_INLINE void bertc_pool_rows(T *__restrict__ out, const T *__restrict__ x, const int *__restrict__ mask,
+                                  int len) {
     constexpr int NV = H / VEC;
     constexpr int ACTIVE = CT * RG;
     const int tid = (int)threadIdx.x;
     const bool active = tid < ACTIVE;
     const int ct = tid % CT, rg = tid / CT;
     const bool owner = active && rg == 0;   /* holds the final values of its columns */
-    const bertc_req_lens rl = bertc_req_read(req);
-    const int len = rl.len;
 
     float acc[ITEMS * VEC];
 #pragma unroll
     for (int j = 0; j < ITEMS * VEC; ++j) acc[j] = 0.0f;
 
-    if constexpr (MODE == BERTC_POOL_CLS) {
+    if constexpr (MODE != BERTC_POOL_MEAN) { /* cls, row: one row's copy */
         bertc_grid_dependency_wait();
         if (owner && len > 0) {
 #pragma unroll
@@ -58,7 +69,6 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
         }
         bertc_trigger_dependents();
     } else {
-        const int *mask = req + BERTC_REQ_ATTENTION_MASK(rl.bucket);
         int count = 0;
         bertc_grid_dependency_wait();
         if (active) {
@@ -128,6 +138,27 @@ BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, c
             if (v < NV) bertc_store_vec<T, VEC>(out + (size_t)v * VEC, acc + i * VEC);
         }
     }
+}
+
+/* One request: the rows and the mask of the whole block. */
+template <typename T, int H, int VEC, int CT, int RG, int ITEMS, int THREADS, int MODE, bool NORMALIZE>
+BERTC_INLINE void bertc_pool(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x) {
+    const bertc_req_lens rl = bertc_req_read(req);
+    bertc_pool_rows<T, H, VEC, CT, RG, ITEMS, THREADS, MODE, NORMALIZE>(
+        out, x, req + BERTC_REQ_ATTENTION_MASK(rl.bucket), rl.len);
+}
+
+/* A packed batch: block i pools sequence i's rows into row i of out
+ * (blocks past the batch's n have nothing to do and return at once). */
+template <typename T, int H, int VEC, int CT, int RG, int ITEMS, int THREADS, int MODE, bool NORMALIZE>
+BERTC_INLINE void bertc_pool_packed(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x) {
+    const bertc_req_lens rl = bertc_req_read(req);
+    const int i = (int)blockIdx.x;
+    if (i >= bertc_req_nseq(req)) return;
+    const bertc_req_seq sq = bertc_req_seq_rows(req, rl, i);
+    const size_t first = MODE == BERTC_POOL_ROW ? (size_t)i : (size_t)sq.start;
+    bertc_pool_rows<T, H, VEC, CT, RG, ITEMS, THREADS, MODE, NORMALIZE>(
+        out + (size_t)i * H, x + first * H, req + BERTC_REQ_ATTENTION_MASK(rl.bucket) + sq.start, sq.len);
 }
 
 #endif /* BERTC_POOL_CUH */

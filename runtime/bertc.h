@@ -41,7 +41,9 @@
  * Requests.  A request of length L runs in the smallest bucket >= L; the
  * real length reaches the kernels through device memory that the graph's
  * first node fills, so one captured graph serves every length of its bucket
- * and a request is exactly one cuGraphLaunch.
+ * and a request is exactly one cuGraphLaunch.  A plan with token buckets
+ * also runs many requests of mixed lengths as one packed batch, one launch
+ * for all of them (bertc_infer_batch).
  *
  * Errors.  Every function returns a bertc_status; the message of the most
  * recent failure of a context is bertc_context_error(ctx).  Functions that
@@ -111,6 +113,16 @@ int64_t bertc_plan_type_vocab_size(const bertc_plan *plan); /* 0: the model has 
 /* Sequence-length buckets, ascending; the last is the longest request. */
 int bertc_plan_bucket_count(const bertc_plan *plan);
 int bertc_plan_bucket_len(const bertc_plan *plan, int bucket);
+/* Token buckets (packed batches, bertc_infer_batch), ascending by total
+ * tokens; 0 when the plan was compiled without --batch-tokens. */
+int bertc_plan_token_bucket_count(const bertc_plan *plan);
+int bertc_plan_token_bucket_tokens(const bertc_plan *plan, int bucket);
+/* The requests a token bucket takes at most (min(--max-batch, its tokens)). */
+int bertc_plan_token_bucket_max_batch(const bertc_plan *plan, int bucket);
+/* The largest batch bertc_infer_batch takes: requests (0: no token buckets)
+ * and tokens (the largest token bucket's). */
+int bertc_plan_max_batch(const bertc_plan *plan);
+int64_t bertc_plan_max_batch_tokens(const bertc_plan *plan);
 
 /* Outputs ("last_hidden_state", "pooler_output", ...). */
 typedef struct bertc_output_info {
@@ -201,6 +213,37 @@ bertc_status bertc_infer(bertc_context *ctx, const bertc_request *req);
  * the outputs the context copies back (options.outputs) can be read; of a
  * per-token output only the request's len rows cross the bus. */
 bertc_status bertc_output_read(bertc_context *ctx, int output, float *dst, size_t count);
+
+/*
+ * Packed batches.  A plan compiled with --batch-tokens has token buckets:
+ * bertc_infer_batch runs n requests of any lengths as one packed batch,
+ * their tokens end to end with no padding between them, in the smallest
+ * token bucket that holds their total tokens and their number — one CUDA
+ * Graph launch for the whole batch, then a wait.  Each request's outputs
+ * equal the outputs it gets alone from bertc_infer (docs/runtime.md says
+ * where bit for bit).  A batch of more requests than bertc_plan_max_batch
+ * or more tokens than bertc_plan_max_batch_tokens is BERTC_STATUS_BAD_REQUEST
+ * saying which (the caller splits it); so is any request that bertc_infer
+ * would refuse ("request 3: input_ids[7] = ..."), and then nothing runs.
+ * Without token buckets it is BERTC_STATUS_INVALID_ARGUMENT (use
+ * bertc_infer).  The outputs stay in the context until its next request.
+ */
+bertc_status bertc_infer_batch(bertc_context *ctx, const bertc_request *requests, size_t n);
+
+/* Output `output` of request `request` (< n) of the last batch as float32:
+ * requests[request].len * cols values for a per-token output, cols
+ * otherwise; `count` must be that. */
+bertc_status bertc_batch_output_read(bertc_context *ctx, int output, size_t request, float *dst, size_t count);
+/* The same, the output named `name` (bertc_plan_output_index). */
+bertc_status bertc_batch_output_read_named(bertc_context *ctx, const char *name, size_t request, float *dst,
+                                           size_t count);
+/* The whole output of the last batch: [total tokens, cols], the requests'
+ * rows in order, for a per-token output; [n, cols] otherwise. */
+bertc_status bertc_batch_output_read_all(bertc_context *ctx, int output, float *dst, size_t count);
+/* The last batch's requests and total tokens (0 and 0 if the last call
+ * was not a successful batch). */
+size_t bertc_batch_count(const bertc_context *ctx);
+int64_t bertc_batch_tokens(const bertc_context *ctx);
 
 /* With options.timing: device time of the last request's graph, from CUDA
  * events recorded around its launch. */

@@ -7,6 +7,7 @@
  *                 table, primary context, module and functions, weights
  *   rt_context.c  bertc_context: stream, arena, request staging, outputs;
  *                 create, destroy, requests
+ *   rt_batch.c    packed batches: bertc_infer_batch and the batch's outputs
  *   rt_gemm.c     the context's cuBLASLt steps: descriptors, the
  *                 heuristic's candidates, timed at create
  *   rt_graph.c    one CUDA Graph per bucket: capture (programmatic
@@ -16,8 +17,9 @@
  *   rt_image.c    which kernel image of a plan runs on a device
  *   rt_text.c     bertc_encode: the plan's tokenizer behind the public API
  *
- * Calls between the context's files go one way: rt_debug -> rt_context ->
- * rt_graph -> rt_gemm (and every file to rt_util, rt_device, rt_image).
+ * Calls between the context's files go one way: rt_debug, rt_batch ->
+ * rt_context -> rt_graph -> rt_gemm (and every file to rt_util, rt_device,
+ * rt_image).
  *
  * Ownership is a tree: a plan owns its device states (created by the first
  * context on a device, destroyed with the last), a context owns everything
@@ -87,7 +89,7 @@ typedef struct rt_gemm {
 typedef struct rt_graph {
     CUgraph graph;               /* kept: the copy nodes below are its nodes */
     CUgraphExec exec;
-    CUgraphNode *copy;           /* [noutputs] copy node of each per-token output copied back, else NULL */
+    CUgraphNode *copy;           /* [noutputs] copy node of each per-token (per-sequence) output copied back, else NULL */
     int64_t *rows;               /* [noutputs] the rows that node copies now */
 } rt_graph;
 
@@ -109,7 +111,9 @@ struct bertc_context {
     int pdl;                     /* kernel-to-kernel steps launched programmatically */
     CUevent ev_start, ev_stop;
     int last_bucket;             /* -1 until a request succeeded */
-    int64_t last_len;
+    int64_t last_len;            /* the request's length, or the batch's total tokens */
+    size_t batch_n;              /* requests of the last batch; 0: the last request was not one */
+    int64_t *batch_start;        /* [max batch + 1]: their first rows, then the total (rt_batch.c) */
     int timed;
     char err[RT_ERR_CAP];
 };
@@ -125,10 +129,22 @@ static inline CUdeviceptr rt_resolve(const bertc_context *c, sched_ref r) {
 }
 
 /* Bytes of an output's first `rows` rows, from its first element to the
- * last (rows is 1 for an output that is not per token). */
+ * last (rows is 1 for an output that is neither per token nor per
+ * sequence). */
 static inline size_t rt_output_bytes(const sched_output *o, int64_t rows) {
-    if (!o->rows_are_seq) rows = 1;
+    if (!o->rows_are_seq && !o->per_seq) rows = 1;
     return (size_t)((rows - 1) * o->row_stride + o->cols) * (size_t)plan_dtype_size(o->dtype);
+}
+
+/* The rows of an output a bucket holds at most: its length, its
+ * sequences (a token bucket's output per sequence), or 1. */
+static inline int64_t rt_output_rows(const sched_bucket *b, const sched_output *o) {
+    return o->per_seq ? b->max_seqs : o->rows_are_seq ? b->seq_len : 1;
+}
+
+/* Bytes of the request block a bucket's graph copies. */
+static inline size_t rt_request_bytes(const sched_bucket *b) {
+    return (size_t)kernel_request_bytes_in(b->seq_len, b->max_seqs);
 }
 
 /* rt_gemm.c: every GEMM step of every bucket (descriptors, candidates,
@@ -139,17 +155,25 @@ bertc_status rt_gemm_enqueue(bertc_context *c, const sched_step *st, const rt_ge
 void rt_gemm_free(const device_table *t, rt_gemm *g);
 
 /* rt_graph.c: bucket b's graph captured; its per-token copies set to len
- * rows (before a launch); freed.  rt_step_enqueue: step s of bucket b on
- * the context's stream, as the graph runs it but with a plain launch. */
+ * rows and its per-sequence ones to nseq (before a launch); freed.
+ * rt_step_enqueue: step s of bucket b on the context's stream, as the
+ * graph runs it but with a plain launch. */
 bertc_status rt_graph_capture(bertc_context *c, int b);
-bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len);
+bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len, int64_t nseq);
 void rt_graph_free(bertc_context *c, int b);
 bertc_status rt_step_enqueue(bertc_context *c, int b, int s);
 
-/* rt_context.c, for rt_debug.c: a request checked (its bucket in *b) and
- * written into the staging block. */
+/* rt_context.c, for rt_debug.c and rt_batch.c: a request checked (its
+ * length bucket in *b) and written into the staging block; bucket b's
+ * graph captured if it is not yet (capture_on_first_use); the staged block
+ * run through it and waited for; rows [first, first + rows) of output o
+ * of the last launch as float32 into dst (the caller checked the range). */
 bertc_status rt_request_check(bertc_context *c, const bertc_request *q, int *b);
 void rt_request_stage(bertc_context *c, const bertc_request *q, int b);
+bertc_status rt_bucket_ready(bertc_context *c, int b);
+bertc_status rt_bucket_launch(bertc_context *c, int b);
+bertc_status rt_output_check(bertc_context *c, int i, const char *fn);
+void rt_output_copy(const bertc_context *c, int i, int64_t first, int64_t rows, float *dst);
 
 /* "sm_90" -> 90, "compute_80" -> 80, "emu" (and anything else) -> 0. */
 int rt_image_sm(const plan_image *im);

@@ -82,6 +82,7 @@ void bertc_context_destroy(bertc_context *c) {
     free(c->graphs);
     free(c->output_offset);
     free(c->copied);
+    free(c->batch_start);
     bertc_plan_close(c->plan);
     free(c);
 }
@@ -135,12 +136,20 @@ static bertc_status rt_outputs_select(bertc_context *c) {
     return BERTC_STATUS_OK;
 }
 
-/* Staging, the output area and the events. */
+/* The largest request block of the plan's buckets (the staging block and
+ * the device one hold any). */
+static size_t rt_request_bytes_max(const plan *p) {
+    size_t most = 0;
+    for (int b = 0; b < p->nbuckets; b++)
+        if (rt_request_bytes(&p->buckets[b]) > most) most = rt_request_bytes(&p->buckets[b]);
+    return most;
+}
+
+/* Staging, the output area, a batch's row offsets and the events. */
 static bertc_status rt_context_host(bertc_context *c) {
     const plan *p = &c->plan->p;
     const device_table *t = c->t;
-    int maxb = p->buckets[p->nbuckets - 1].seq_len;
-    size_t req = (size_t)kernel_request_bytes(maxb);
+    size_t req = rt_request_bytes_max(p);
     void *host = NULL;
     CUresult r;
     if ((r = t->cuMemHostAlloc(&host, req, 0)) != CUDA_SUCCESS)
@@ -155,7 +164,8 @@ static bertc_status rt_context_host(bertc_context *c) {
     for (int o = 0; o < nout; o++) {
         size_t most = 0;
         for (int b = 0; b < p->nbuckets && c->copied[o]; b++) {
-            size_t n = rt_output_bytes(&p->buckets[b].outputs[o], p->buckets[b].seq_len);
+            const sched_output *out = &p->buckets[b].outputs[o];
+            size_t n = rt_output_bytes(out, rt_output_rows(&p->buckets[b], out));
             if (n > most) most = n;
         }
         c->output_offset[o] = total;
@@ -165,6 +175,11 @@ static bertc_status rt_context_host(bertc_context *c) {
     if ((r = t->cuMemHostAlloc(&host, total, 0)) != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemHostAlloc(outputs, %zu bytes)", total);
     c->outputs = host;
+    int most = 0;
+    for (int b = plan_length_buckets(p); b < p->nbuckets; b++)
+        if (p->buckets[b].max_seqs > most) most = p->buckets[b].max_seqs;
+    if (most && !(c->batch_start = rt_calloc((size_t)most + 1, sizeof *c->batch_start)))
+        return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
     if ((r = t->cuEventCreate(&c->ev_start, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
         c->ev_start = NULL;
         return rt_cu_error(t, r, c->err, sizeof c->err, "cuEventCreate");
@@ -183,7 +198,7 @@ static bertc_status rt_context_device(bertc_context *c) {
     char *err = c->err;
     size_t cap = sizeof c->err;
     CUresult r;
-    int maxb = p->buckets[p->nbuckets - 1].seq_len;
+    size_t req = rt_request_bytes_max(p);
     if ((r = t->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
         c->stream = NULL;
         return rt_cu_error(t, r, err, cap, "cuStreamCreate");
@@ -194,9 +209,9 @@ static bertc_status rt_context_device(bertc_context *c) {
     }
     bertc_status cs = rt_counters_create(c);
     if (cs != BERTC_STATUS_OK) return cs;
-    if ((r = t->cuMemAlloc(&c->request, (size_t)kernel_request_bytes(maxb))) != CUDA_SUCCESS) {
+    if ((r = t->cuMemAlloc(&c->request, req)) != CUDA_SUCCESS) {
         c->request = 0;
-        return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", (size_t)kernel_request_bytes(maxb));
+        return rt_cu_error(t, r, err, cap, "cuMemAlloc(request block, %zu bytes)", req);
     }
     cublasStatus_t s = t->cublasLtCreate(&c->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -276,7 +291,7 @@ int bertc_context_programmatic_launch(const bertc_context *c) { return c && c->p
 
 bertc_status rt_request_check(bertc_context *c, const bertc_request *q, int *bucket) {
     const plan *p = &c->plan->p;
-    int maxb = p->buckets[p->nbuckets - 1].seq_len;
+    int maxb = plan_max_len(p);
     if (!q->input_ids) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "input_ids is NULL");
     if (q->len < 1 || q->len > maxb)
         return rt_error(BERTC_STATUS_BAD_REQUEST, c->err, sizeof c->err,
@@ -326,26 +341,39 @@ void rt_request_stage(bertc_context *c, const bertc_request *q, int b) {
     else for (int64_t i = 0; i < q->len; i++) mask[i] = 1;
 }
 
-/* The request on the device; the caller has made our context current. */
-static bertc_status rt_infer(bertc_context *c, const bertc_request *q, int b) {
+bertc_status rt_bucket_ready(bertc_context *c, int b) {
+    return c->graphs[b].exec ? BERTC_STATUS_OK : rt_graph_capture(c, b);
+}
+
+/* A token bucket's messages say so: "token bucket 512", else "bucket 128". */
+static const char *rt_bucket_word(const sched_bucket *bk) { return bk->max_seqs ? "token bucket" : "bucket"; }
+
+bertc_status rt_bucket_launch(bertc_context *c, int b) {
     const device_table *t = c->t;
-    bertc_status st;
+    const sched_bucket *bk = &c->plan->p.buckets[b];
     CUresult r;
-    int B = c->plan->p.buckets[b].seq_len;
-    if (!c->graphs[b].exec && (st = rt_graph_capture(c, b)) != BERTC_STATUS_OK) return st;
-    if ((st = rt_graph_set_rows(c, b, q->len)) != BERTC_STATUS_OK) return st;
-    rt_request_stage(c, q, b);
     if (c->opt.timing && (r = t->cuEventRecord(c->ev_start, c->stream)) != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "cuEventRecord");
     if ((r = t->cuGraphLaunch(c->graphs[b].exec, c->stream)) != CUDA_SUCCESS)
-        return rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuGraphLaunch", B);
+        return rt_cu_error(t, r, c->err, sizeof c->err, "%s %d: cuGraphLaunch", rt_bucket_word(bk), bk->seq_len);
     if (c->opt.timing && (r = t->cuEventRecord(c->ev_stop, c->stream)) != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "cuEventRecord");
     if ((r = t->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS)
-        return rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: running the graph (cuStreamSynchronize)", B);
+        return rt_cu_error(t, r, c->err, sizeof c->err, "%s %d: running the graph (cuStreamSynchronize)",
+                           rt_bucket_word(bk), bk->seq_len);
+    c->timed = c->opt.timing;
+    return BERTC_STATUS_OK;
+}
+
+/* The request on the device; the caller has made our context current. */
+static bertc_status rt_infer(bertc_context *c, const bertc_request *q, int b) {
+    bertc_status st;
+    if ((st = rt_bucket_ready(c, b)) != BERTC_STATUS_OK) return st;
+    if ((st = rt_graph_set_rows(c, b, q->len, 0)) != BERTC_STATUS_OK) return st;
+    rt_request_stage(c, q, b);
+    if ((st = rt_bucket_launch(c, b)) != BERTC_STATUS_OK) return st;
     c->last_bucket = b;
     c->last_len = q->len;
-    c->timed = c->opt.timing;
     return BERTC_STATUS_OK;
 }
 
@@ -353,6 +381,7 @@ bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
     if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
     if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "bertc_infer: request is NULL");
     c->last_bucket = -1;
+    c->batch_n = 0;
     c->timed = 0;
     int b = 0;
     bertc_status st = rt_request_check(c, q, &b);
@@ -376,29 +405,45 @@ static float rt_load(plan_dtype t, const uint8_t *p) {
     return t == PLAN_DTYPE_F16 ? half_f16_to_f32(h) : half_bf16_to_f32(h);
 }
 
-bertc_status bertc_output_read(bertc_context *c, int i, float *dst, size_t count) {
-    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
+/* Output i of the last launch can be read (`fn` names the caller in the
+ * message): a launch succeeded, the output exists and is copied back. */
+bertc_status rt_output_check(bertc_context *c, int i, const char *fn) {
     if (c->last_bucket < 0)
-        return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
-                        "bertc_output_read: no successful request to read from");
+        return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "%s: no successful %s to read from", fn,
+                        strcmp(fn, "bertc_output_read") ? "batch" : "request");
     const sched_bucket *bk = &c->plan->p.buckets[c->last_bucket];
     if (i < 0 || i >= bk->noutputs)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "output %d does not exist (the plan has %d)",
                         i, bk->noutputs);
-    const sched_output *o = &bk->outputs[i];
     if (!c->copied[i])
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
-                        "output %s is not copied back by this context (options.outputs)", o->name);
+                        "output %s is not copied back by this context (options.outputs)", bk->outputs[i].name);
+    return BERTC_STATUS_OK;
+}
+
+void rt_output_copy(const bertc_context *c, int i, int64_t first, int64_t rows, float *dst) {
+    const sched_output *o = &c->plan->p.buckets[c->last_bucket].outputs[i];
+    const uint8_t *src = c->outputs + c->output_offset[i];
+    size_t es = (size_t)plan_dtype_size(o->dtype);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < o->cols; k++)
+            dst[r * o->cols + k] = rt_load(o->dtype, src + (size_t)((first + r) * o->row_stride + k) * es);
+}
+
+bertc_status bertc_output_read(bertc_context *c, int i, float *dst, size_t count) {
+    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
+    if (c->batch_n)
+        return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
+                        "bertc_output_read: the last request was a packed batch (read it with bertc_batch_output_read)");
+    bertc_status st = rt_output_check(c, i, "bertc_output_read");
+    if (st) return st;
+    const sched_output *o = &c->plan->p.buckets[c->last_bucket].outputs[i];
     int64_t rows = o->rows_are_seq ? c->last_len : 1;
     if (!dst || count != (size_t)(rows * o->cols))
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "output %s holds %lld values for this request, the buffer %zu", o->name,
                         (long long)(rows * o->cols), dst ? count : 0);
-    const uint8_t *src = c->outputs + c->output_offset[i];
-    size_t es = (size_t)plan_dtype_size(o->dtype);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t k = 0; k < o->cols; k++)
-            dst[r * o->cols + k] = rt_load(o->dtype, src + (size_t)(r * o->row_stride + k) * es);
+    rt_output_copy(c, i, 0, rows, dst);
     return BERTC_STATUS_OK;
 }
 

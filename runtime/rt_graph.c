@@ -34,7 +34,11 @@
  * node copies now, cuGraphExecMemcpyNodeSetParams shrinks or grows it to
  * the request's rows (padding rows never cross the bus).  A request of the
  * same length as the previous one in its bucket changes nothing, and the
- * graph is never re-instantiated.  The graph object is kept with its exec,
+ * graph is never re-instantiated.  A token bucket's graph is the same
+ * thing for a packed batch: the request block carries the batch's total
+ * tokens, sequences and offsets, its per-token copies are set to the
+ * total tokens and its per-sequence copies (a pooled row per request) to
+ * the batch's requests.  The graph object is kept with its exec,
  * because the copy nodes are the graph's nodes.
  */
 #include <stdlib.h>
@@ -85,19 +89,20 @@ bertc_status rt_step_enqueue(bertc_context *c, int b, int s) {
     return rt_launch(c, st, 0);
 }
 
-/* The copy of output o, at the bucket's length; a per-token one's node
- * remembered for rt_graph_set_rows. */
+/* The copy of output o, at the bucket's length (or sequences); the node of
+ * one of several rows remembered for rt_graph_set_rows. */
 static bertc_status rt_capture_output(bertc_context *c, int b, int o) {
     const device_table *t = c->t;
     const sched_bucket *bk = &c->plan->p.buckets[b];
     const sched_output *out = &bk->outputs[o];
     rt_graph *g = &c->graphs[b];
+    int64_t rows = rt_output_rows(bk, out);
     CUresult r = t->cuMemcpyDtoHAsync(c->outputs + c->output_offset[o], rt_resolve(c, out->ref),
-                                      rt_output_bytes(out, bk->seq_len), c->stream);
+                                      rt_output_bytes(out, rows), c->stream);
     if (r != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuMemcpyDtoHAsync(output %s)", bk->seq_len,
                            out->name);
-    if (!out->rows_are_seq || bk->seq_len == 1) return BERTC_STATUS_OK;
+    if (rows == 1) return BERTC_STATUS_OK;
     CUstreamCaptureStatus status;
     const CUgraphNode *deps = NULL;
     size_t ndeps = 0;
@@ -109,14 +114,14 @@ static bertc_status rt_capture_output(bertc_context *c, int b, int o) {
         return rt_error(BERTC_STATUS_DEVICE, c->err, sizeof c->err,
                         "bucket %d: the capture does not end in the copy of output %s", bk->seq_len, out->name);
     g->copy[o] = deps[0];
-    g->rows[o] = bk->seq_len;
+    g->rows[o] = rows;
     return BERTC_STATUS_OK;
 }
 
 /* The request copy and the steps, into a capturing stream. */
 static bertc_status rt_capture_steps(bertc_context *c, int b) {
     const sched_bucket *bk = &c->plan->p.buckets[b];
-    CUresult r = c->t->cuMemcpyHtoDAsync(c->request, c->staging, (size_t)kernel_request_bytes(bk->seq_len), c->stream);
+    CUresult r = c->t->cuMemcpyHtoDAsync(c->request, c->staging, rt_request_bytes(bk), c->stream);
     if (r != CUDA_SUCCESS)
         return rt_cu_error(c->t, r, c->err, sizeof c->err, "bucket %d: cuMemcpyHtoDAsync(request block)", bk->seq_len);
     bertc_status st = BERTC_STATUS_OK;
@@ -162,25 +167,26 @@ bertc_status rt_graph_capture(bertc_context *c, int b) {
     return st;
 }
 
-bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len) {
+bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len, int64_t nseq) {
     const sched_bucket *bk = &c->plan->p.buckets[b];
     rt_graph *g = &c->graphs[b];
     for (int o = 0; o < bk->noutputs; o++) {
-        if (!g->copy[o] || g->rows[o] == len) continue;
         const sched_output *out = &bk->outputs[o];
+        int64_t rows = out->per_seq ? nseq : len;
+        if (!g->copy[o] || g->rows[o] == rows) continue;
         CUDA_MEMCPY3D p;
         memset(&p, 0, sizeof p);
         p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
         p.srcDevice = rt_resolve(c, out->ref);
         p.dstMemoryType = CU_MEMORYTYPE_HOST;
         p.dstHost = c->outputs + c->output_offset[o];
-        p.WidthInBytes = rt_output_bytes(out, len);
+        p.WidthInBytes = rt_output_bytes(out, rows);
         p.Height = p.Depth = 1;
         CUresult r = c->t->cuGraphExecMemcpyNodeSetParams(g->exec, g->copy[o], &p, c->dev->ctx);
         if (r != CUDA_SUCCESS)
             return rt_cu_error(c->t, r, c->err, sizeof c->err, "bucket %d: cuGraphExecMemcpyNodeSetParams(output %s)",
                                bk->seq_len, out->name);
-        g->rows[o] = len;
+        g->rows[o] = rows;
     }
     return BERTC_STATUS_OK;
 }

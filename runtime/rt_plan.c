@@ -86,14 +86,45 @@ const char *bertc_plan_model_name(const bertc_plan *pl) { return pl ? pl->p.mode
 int64_t bertc_plan_hidden(const bertc_plan *pl) { return pl ? pl->p.hidden : 0; }
 int64_t bertc_plan_vocab_size(const bertc_plan *pl) { return pl ? pl->p.vocab_size : 0; }
 int64_t bertc_plan_type_vocab_size(const bertc_plan *pl) { return pl ? pl->p.type_vocab_size : 0; }
-int bertc_plan_bucket_count(const bertc_plan *pl) { return pl ? pl->p.nbuckets : 0; }
+int bertc_plan_bucket_count(const bertc_plan *pl) { return pl ? plan_length_buckets(&pl->p) : 0; }
 
 int bertc_plan_bucket_len(const bertc_plan *pl, int b) {
-    return pl && b >= 0 && b < pl->p.nbuckets ? pl->p.buckets[b].seq_len : 0;
+    return pl && b >= 0 && b < plan_length_buckets(&pl->p) ? pl->p.buckets[b].seq_len : 0;
+}
+
+/* Token buckets follow the length buckets in the plan's table. */
+int bertc_plan_token_bucket_count(const bertc_plan *pl) {
+    return pl ? pl->p.nbuckets - plan_length_buckets(&pl->p) : 0;
+}
+
+static const sched_bucket *rt_token_bucket(const bertc_plan *pl, int b) {
+    return pl && b >= 0 && b < bertc_plan_token_bucket_count(pl) ? &pl->p.buckets[plan_length_buckets(&pl->p) + b]
+                                                                   : NULL;
+}
+
+int bertc_plan_token_bucket_tokens(const bertc_plan *pl, int b) {
+    const sched_bucket *bk = rt_token_bucket(pl, b);
+    return bk ? bk->seq_len : 0;
+}
+
+int bertc_plan_token_bucket_max_batch(const bertc_plan *pl, int b) {
+    const sched_bucket *bk = rt_token_bucket(pl, b);
+    return bk ? bk->max_seqs : 0;
+}
+
+int bertc_plan_max_batch(const bertc_plan *pl) {
+    int most = 0;
+    for (int b = 0; b < bertc_plan_token_bucket_count(pl); b++)
+        if (bertc_plan_token_bucket_max_batch(pl, b) > most) most = bertc_plan_token_bucket_max_batch(pl, b);
+    return most;
+}
+
+int64_t bertc_plan_max_batch_tokens(const bertc_plan *pl) {
+    return bertc_plan_token_bucket_tokens(pl, bertc_plan_token_bucket_count(pl) - 1);
 }
 
 /* Every bucket lists the same outputs in the same order (one graph, lowered
- * per bucket); bucket 0 speaks for all. */
+ * per bucket; the reader checks it); bucket 0 speaks for all. */
 int bertc_plan_output_count(const bertc_plan *pl) { return pl && pl->p.nbuckets ? pl->p.buckets[0].noutputs : 0; }
 
 bertc_status bertc_plan_output_info(const bertc_plan *pl, int i, bertc_output_info *info) {

@@ -5,8 +5,9 @@
 #
 # Seeds are small valid inputs the fuzzers mutate from: the micro-bert
 # fixture's JSON files, graph description, weights and vocabulary, plans
-# of it at both fusion levels shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
-# sources), and a few hand-picked edge cases.  Run by hand when an input
+# of it shrunk by tests/fuzz/seed_plan.c (no images, one-line kernel
+# sources) at both fusion levels and with token buckets too, and a few
+# hand-picked edge cases.  Run by hand when an input
 # format changes; the results are committed (all of them a few KiB).  The
 # tokenizer.json seeds of fuzz_tokenizer and fuzz_json (a small byte-level
 # BPE and a SentencePiece model) come from
@@ -34,6 +35,11 @@ cp $C/fuzz_plan/micro.plan $C/fuzz_plan_sealed/micro.plan
 "$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro-baseline.plan" --fusion baseline --arch sm_80 --buckets 8,16 -j 1 2>/dev/null
 "$BUILD/tools/seed_plan" "$T/micro-baseline.plan" $C/fuzz_plan/micro-baseline.plan
 cp $C/fuzz_plan/micro-baseline.plan $C/fuzz_plan_sealed/micro-baseline.plan
+# token buckets (packed batches): the packed kernels, max_seqs, per_seq outputs
+"$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro-batch.plan" --arch sm_80 --buckets 8,16 --batch-tokens 16,32 \
+    --max-batch 4 -j 1 2>/dev/null
+"$BUILD/tools/seed_plan" "$T/micro-batch.plan" $C/fuzz_plan/micro-batch.plan
+cp $C/fuzz_plan/micro-batch.plan $C/fuzz_plan_sealed/micro-batch.plan
 printf '\000Hello, world! ##ing [CLS] cafe\314\201 \344\270\255\346\226\207\000a pair' >$C/fuzz_tokenizer/text.bin
 printf '\001[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n\000hello world hellolo' >$C/fuzz_tokenizer/vocab.bin
 { cat "$M/config.json"; printf '\000'; cat "$M/tokenizer_config.json"; } >$C/fuzz_import/micro.bin

@@ -55,7 +55,8 @@ static int kernel_ln_entry(const kernel_spec *s, char *buf, size_t cap, diag *d)
             kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "pad%d", s->pad_id))
             return -1;
     }
-    return 0;
+    size_t n = strlen(buf);
+    return s->packed ? kernel_entry_printf(buf + n, cap - n, "embed_ln", d, "_packed") : 0;
 }
 
 static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text *t, diag *d) {
@@ -69,7 +70,7 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
     kernel_text_printf(t, "// bertc template=%s dtype=%s bucket=any hidden=%d eps=%.9g", kernel_ln_name(s),
                        plan_dtype_name(s->dtype), s->hidden, (double)s->eps);
     if (embed) {
-        kernel_text_printf(t, " ngathers=%d", s->ngathers);
+        kernel_text_printf(t, " packed=%d ngathers=%d", s->packed, s->ngathers);
         for (int i = 0; i < s->ngathers; i++)
             kernel_text_printf(t, " gather_index%d=%s table_rows%d=%d", i, kernel_ln_index_name(s->gather_index[i]),
                                i, s->table_rows[i]);
@@ -97,13 +98,13 @@ static int kernel_ln_source(const kernel_spec *s, const char *name, kernel_text 
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "
                            "const %s *table0, const %s *table1, const %s *table2, const %s *gamma, const %s *beta"
                            KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d>(out, req, table0, "
+                           "    bertc_embed_ln<%s, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %s>(out, req, table0, "
                            "table1, table2, gamma, beta, __int_as_float((int)0x%08xu));\n"
                            "}\n"
                            "BERTC_KERNEL_EXPORT(%s)\n",
                            threads, kernel_min_blocks(threads), name, ty, ty, ty, ty, ty, ty, ty, s->hidden, g.vec,
-                           g.threads, s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], s->pad_id, eps,
-                           name);
+                           g.threads, s->ngathers, idx[0], rows[0], idx[1], rows[1], idx[2], rows[2], s->pad_id,
+                           s->packed ? "true" : "false", eps, name);
     } else {
         kernel_text_printf(t,
                            "\nextern \"C\" __global__ void __launch_bounds__(%d, %d) %s(%s *out, const int *req, "

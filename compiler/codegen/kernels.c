@@ -82,9 +82,13 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d) {
     return 0;
 }
 
-int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
+int kernel_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d) {
     memset(dims, 0, sizeof *dims);
-    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_of(s, seq_len, dims, d);
+    return kernel_spec_check(s, d) ? -1 : kernel_launch_dims_in(s, seq_len, seqs, dims, d);
+}
+
+int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
+    return kernel_dims_in(s, seq_len, 0, dims, d);
 }
 
 const char *kernel_path(const kernel_spec *s, int sm) {

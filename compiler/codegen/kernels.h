@@ -44,6 +44,9 @@ int kernel_source(const kernel_spec *s, char **text, char **entry, diag *d);
  * of seq_len rows (a bucket-free spec's grid covers the bucket; a GEMM's
  * its own rows: kernel_spec_rows). */
 int kernel_dims(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
+/* kernel_dims in a bucket that may be a token bucket of `seqs` sequences
+ * (0: a length bucket). */
+int kernel_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d);
 /*
  * The path a kernel's text takes on a GPU of architecture sm (75 for sm_75
  * or compute_75, ...): "mma.m16n8k16" or "mma.m16n8k8" (tensor cores) or

@@ -333,11 +333,12 @@ static void pw_kernel(pw_buf *b, pw_strtab *st, const plan_kernel *k, uint64_t s
     pw_i32(b, s->qtile);
     pw_i32(b, s->pad_id); /* format 6 (the families) */
     pw_i32(b, s->bias_ld);
-    /* format 7: the GEMM family's tile and split, then padding */
+    /* format 7: the GEMM family's tile and split, then token buckets */
     pw_i32(b, s->tile_m);
     pw_i32(b, s->tile_n);
     pw_i32(b, s->splits);
-    pw_u32(b, 0);
+    pw_u32(b, (uint32_t)s->packed);
+    for (int i = 0; i < 4; i++) pw_i32(b, s->seq_qtile[i]);
 }
 
 static void pw_step(pw_buf *b, pw_strtab *st, const sched_step *s) {
@@ -396,7 +397,7 @@ static void pw_output(pw_buf *b, pw_strtab *st, const sched_output *o) {
     pw_u32(b, (uint32_t)o->dtype);
     pw_ref(b, o->ref);
     pw_u32(b, (uint32_t)o->rows_are_seq);
-    pw_u32(b, 0);
+    pw_u32(b, (uint32_t)o->per_seq);
     pw_i64(b, o->cols);
     pw_i64(b, o->row_stride);
 }
@@ -558,8 +559,10 @@ static int pw_encode(pw_state *w, const plan *p) {
         pw_u32(sb, (uint32_t)b->seq_len);
         pw_u32(sb, (uint32_t)b->nsteps);
         pw_u32(sb, (uint32_t)b->noutputs);
-        pw_u32(sb, b->counter_bytes);
+        pw_u32(sb, (uint32_t)b->max_seqs);
         pw_u64(sb, b->arena_bytes);
+        pw_u32(sb, b->counter_bytes); /* format 7 */
+        pw_u32(sb, 0);
     }
     for (int i = 0; i < p->nbuckets; i++) {
         const sched_bucket *b = &p->buckets[i];

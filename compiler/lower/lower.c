@@ -55,10 +55,9 @@ static int lower_signature(const ir_graph *g, plan *p, diag *d) {
 /* ------------------------------------------------------------ one bucket */
 
 /* root[i]: the node owning i's buffer; last_use[r]: the last node reading root r. */
-static void lower_liveness(const ir_graph *g, int *root, int64_t *last_use) {
+static void lower_liveness(const ir_graph *g, int packed, int *root, int64_t *last_use) {
     for (int i = 0; i < g->count; i++) {
-        const ir_node *n = &g->nodes[i];
-        root[i] = (n->op == IR_OP_SLICE || n->op == IR_OP_RESHAPE) ? root[n->src[0]] : i;
+        root[i] = lower_is_view(g, i, packed) ? root[g->nodes[i].src[0]] : i;
         last_use[i] = -1;
     }
     for (int i = 0; i < g->count; i++)
@@ -96,6 +95,7 @@ static int lower_outputs(lower_ctx *c) {
         so->ref = v->ref;
         so->dtype = c->prec;
         so->rows_are_seq = v->seq_rows;
+        so->per_seq = v->per_seq;
         so->cols = v->cols;
         so->row_stride = v->ld;
     }
@@ -111,7 +111,7 @@ static int lower_bucket(lower_ctx *c) {
     int rc = 0;
     if (!c->v || !root || !last_use || lower_arena_init(&c->arena, (int)n))
         rc = diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
-    if (!rc) lower_liveness(g, root, last_use);
+    if (!rc) lower_liveness(g, c->seqs > 0, root, last_use);
     for (int i = 0; !rc && i < g->count; i++) {
         rc = lower_node(c, i);
         if (!rc) lower_release_after(c, i, root, last_use);
@@ -145,7 +145,8 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     p->weights_size = lw.size;
     p->owns_weights = 1;
     lw.blob = NULL;
-    p->buckets = calloc((size_t)o->nbuckets + 1, sizeof *p->buckets);
+    int total = o->nbuckets + o->ntoken_buckets;
+    p->buckets = calloc((size_t)total + 1, sizeof *p->buckets);
     int rc = p->buckets ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     lower_ctx c = {.g = g,
                    .w = &lw,
@@ -153,12 +154,16 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
                    .prec = o->precision,
                    .fusion = o->fusion,
                    .es = (size_t)plan_dtype_size(o->precision),
+                   .o = o,
                    .p = p,
                    .d = d};
-    for (int b = 0; !rc && b < o->nbuckets; b++) {
+    for (int b = 0; !rc && b < total; b++) {
+        int tokens = b >= o->nbuckets;
         sched_bucket *out = &p->buckets[p->nbuckets++];
-        out->seq_len = o->buckets[b];
-        c.bucket = o->buckets[b];
+        out->seq_len = tokens ? o->token_buckets[b - o->nbuckets] : o->buckets[b];
+        out->max_seqs = tokens ? (o->max_batch < out->seq_len ? o->max_batch : out->seq_len) : 0;
+        c.bucket = out->seq_len;
+        c.seqs = out->max_seqs;
         c.out = out;
         c.cap_steps = 0;
         rc = lower_bucket(&c);

@@ -24,6 +24,15 @@
  *             size, vocabulary bounds, which inputs the graph reads and the
  *             defaults of the optional ones.
  *
+ * Token buckets (packed batches, plan_types.h) are lowered from the same
+ * graph with the sequence axis bound to the bucket's total tokens: every
+ * row-wise op lowers exactly as in a length bucket, and the few that see
+ * sequences take their packed forms (embed_ln's positions, attention per
+ * sequence, pool per sequence; a slice of the first token becomes a cls
+ * pool, one row per sequence).  Activations that hold one row per request
+ * alone (the [CLS] row, a pooled vector, the pooler's GEMM on it) have a
+ * row per sequence in a token bucket: max_seqs rows.
+ *
  * Kernels are collected in the plan's kernel table, shared by all buckets:
  * specs with the same entry name share an entry, so e.g. the LayerNorm
  * kernel of every bucket is compiled once.  Lowering records each kernel's
@@ -44,6 +53,9 @@ typedef struct lower_options {
                                     GEMM_SPLITK (lower_gemm.c) */
     const int *buckets;          /* ascending sequence lengths, each <= the graph's max_seq_len */
     int nbuckets;
+    const int *token_buckets;    /* ascending total tokens of packed batches (none: ntoken_buckets 0) */
+    int ntoken_buckets;
+    int max_batch;               /* sequences per packed batch at most (each token bucket: min(this, tokens)) */
 } lower_options;
 
 /*

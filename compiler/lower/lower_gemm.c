@@ -92,11 +92,14 @@ int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d) {
     kernel_spec best = *s;
     double best_cost = 0;
     int ktiles = (s->k + 64 / plan_dtype_size(s->dtype) - 1) / (64 / plan_dtype_size(s->dtype));
+    /* a caller may cap the splits (s->splits > 0 on entry): a plan with
+     * token buckets asks for 1 (lower_steps.c, gemm_spec_of) */
+    int max_splits = s->splits > 0 && s->splits < GEMM_MAX_SPLITS ? s->splits : GEMM_MAX_SPLITS;
     for (int a = 0; a < 4; a++) {
         /* a tile far taller than the rows only adds idle warps */
         if (a > 0 && tms[a - 1] >= s->bucket) break;
         for (int b = 0; b < 3; b++)
-            for (int sp = 1; sp <= GEMM_MAX_SPLITS && sp <= ktiles; sp++) {
+            for (int sp = 1; sp <= max_splits && sp <= ktiles; sp++) {
                 kernel_spec t = *s;
                 t.tile_m = tms[a];
                 t.tile_n = tns[b];

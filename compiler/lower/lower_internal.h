@@ -53,6 +53,7 @@ typedef struct lower_view {
     int root;                    /* node that owns the arena buffer, -1 for weights/request */
     int64_t rows;                /* bound rows (bucket for S) */
     int seq_rows;                /* rows are the sequence axis */
+    int per_seq;                 /* token buckets: a row per sequence (max_seqs rows) */
     int64_t cols;
     int64_t ld;                  /* elements between rows */
 } lower_view;
@@ -65,6 +66,8 @@ typedef struct lower_ctx {
     plan_fusion fusion;          /* which kernels the dense layers may use (lower_gemm.c) */
     size_t es;                   /* bytes per element in the plan precision */
     int bucket;
+    int seqs;                    /* 0: a length bucket; else the token bucket's max_seqs */
+    const lower_options *o;      /* the length buckets (packed attention follows their query tiles) */
     plan *p;                     /* its kernel table collects the kernels */
     int kernel_cap;
     diag *d;
@@ -73,6 +76,16 @@ typedef struct lower_ctx {
     int cap_steps;
     lower_arena arena;
 } lower_ctx;
+
+/* Whether node i lowers to a view of its source's buffer (a reshape or a
+ * slice; in a token bucket a slice of the sequence axis is a kernel: the
+ * sequences' first rows are not one strided view). */
+static inline int lower_is_view(const ir_graph *g, int i, int packed) {
+    const ir_node *n = &g->nodes[i];
+    if (n->op == IR_OP_RESHAPE) return 1;
+    if (n->op != IR_OP_SLICE) return 0;
+    return !(packed && n->axis == 0 && g->nodes[n->src[0]].shape[0] == IR_DIM_SEQ);
+}
 
 /* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
 int lower_node(lower_ctx *c, int i);

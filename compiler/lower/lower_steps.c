@@ -113,11 +113,18 @@ static int make_output(lower_ctx *c, int i) {
     int seq;
     v->rows = bind_rows(n, c->bucket, &seq);
     v->seq_rows = seq;
+    v->per_seq = 0;
     v->cols = node_cols(n, c->bucket);
     if (n->ndim == 1 && !seq) {
         /* A vector ([H], a sentence embedding) is one row, as a reshape to [H] views it. */
         v->rows = 1;
         v->cols = n->shape[0];
+    }
+    if (c->seqs && !seq) {
+        /* A request's one row (a pooled vector, the [CLS] row) is a row per sequence in a batch. */
+        if (v->rows != 1) return fail_node(c, n, "a packed batch has one row per token or per sequence, %s", "not more");
+        v->rows = c->seqs;
+        v->per_seq = 1;
     }
     v->ld = v->cols;
     v->root = i;
@@ -164,7 +171,9 @@ static int emit_kernel_step(lower_ctx *c, const ir_node *n, const kernel_spec *s
     sched_step *st = step_new(c, n, SCHED_STEP_KERNEL);
     if (!st) return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
     st->launch.kernel = ki;
-    if (kernel_dims(s, c->bucket, &st->launch.dims, c->d)) return -1;
+    if (kernel_dims_in(s, c->bucket, c->seqs, &st->launch.dims, c->d)) return -1;
+    /* a batch's sequences are as long as the longest length bucket at most */
+    if (c->seqs && kernel_launch_check_rows(s, c->longest, c->d)) return -1;
     /* the prefetch pair stays NONE until lower_prefetch knows the next step */
     st->launch.nargs = nargs + KERNEL_PREFETCH_ARGS;
     memcpy(st->launch.args, args, (size_t)nargs * sizeof *args);
@@ -194,6 +203,7 @@ static int index_kind(lower_ctx *c, const ir_node *owner, int idx, kernel_index 
 static int lower_embed_ln(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     kernel_spec s = spec_new(c, KERNEL_KIND_EMBED_LN);
+    s.packed = c->seqs > 0;
     s.hidden = (int)n->shape[n->ndim - 1];
     s.eps = n->eps;
     s.ngathers = n->ngathers;
@@ -211,7 +221,7 @@ static int lower_embed_ln(lower_ctx *c, int i) {
         if (s.gather_index[g] != KERNEL_INDEX_POSITION) bytes += 4.0 * c->bucket;
     }
     s.pad_id = pad > 0 ? pad : 0;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, tables[0], tables[1], tables[2],
                         weight_ref(c, n->src[0]), weight_ref(c, n->src[1])};
     return emit_kernel_step(c, n, &s, args, 7, 10.0 * c->bucket * s.hidden,
@@ -252,8 +262,31 @@ static int lower_add_ln(lower_ctx *c, int i) {
         if (require_contiguous(c, n, res, "residual")) return -1;
     }
     if (n->has_bias) bias = n->src[pos++];
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     return emit_add_ln(c, n, x, bias, res, n->src[1], n->src[2], c->v[i].ref);
+}
+
+/*
+ * A packed attention kernel's seq_qtile: the query tile of each length
+ * bucket of the plan, as the bucket's own kernel takes it
+ * (kernel_attention_qtile), turned into length ranges per tile.  The tile
+ * grows with the bucket, so each tile's sequences are one range: tile
+ * 8 * 2^k serves the lengths up to the longest bucket whose tile is at
+ * most that (a tile no bucket takes gets an empty range).
+ */
+static void lower_seq_qtiles(lower_ctx *c, kernel_spec *s) {
+    static const int tiles[4] = {8, 16, 32, 64};
+    memset(s->seq_qtile, 0, sizeof s->seq_qtile);
+    for (int b = 0; b < c->o->nbuckets; b++) {
+        int len = c->o->buckets[b];
+        int tile = kernel_attention_packed_tile(s, kernel_attention_qtile(s, len));
+        for (int k = 0; k < 4; k++)
+            if (tiles[k] >= tile && s->seq_qtile[k] < len) s->seq_qtile[k] = len;
+    }
+    for (int k = 1; k < 4; k++)
+        if (s->seq_qtile[k] < s->seq_qtile[k - 1]) s->seq_qtile[k] = s->seq_qtile[k - 1];
+    s->packed = 1;
+    s->qtile = 0;
 }
 
 static int lower_attention(lower_ctx *c, int i) {
@@ -280,13 +313,20 @@ static int lower_attention(lower_ctx *c, int i) {
     s.k_off = (int)((k->ref.offset - root->ref.offset) / c->es) + n->k_off;
     s.v_off = (int)((v->ref.offset - root->ref.offset) / c->es) + n->v_off;
     s.ctx_ld = n->heads * n->head_dim;
-    s.qtile = kernel_attention_qtile(&s, c->bucket);
+    /* the longest a sequence's keys are: the bucket, or in a batch the longest request */
+    double b = c->bucket, keys = b, h = (double)s.ctx_ld;
+    if (c->seqs) {
+        lower_seq_qtiles(c, &s);
+        keys = c->o->buckets[c->o->nbuckets - 1] < c->bucket ? c->o->buckets[c->o->nbuckets - 1] : c->bucket;
+    } else {
+        s.qtile = kernel_attention_qtile(&s, c->bucket);
+    }
+    /* the bias table covers the longest length bucket, so every sequence of a batch */
     s.bias_ld = bias >= 0 ? c->longest : 0;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, root->ref, bias >= 0 ? weight_ref(c, bias) : REF_NONE};
-    double b = c->bucket, h = (double)s.ctx_ld;
-    return emit_kernel_step(c, n, &s, args, 4, 4.0 * b * b * h + 5.0 * b * b * n->heads,
-                            (double)c->es * (4.0 * b * h + (bias >= 0 ? b * b * n->heads : 0.0)) + 4.0 * b);
+    return emit_kernel_step(c, n, &s, args, 4, 4.0 * b * keys * h + 5.0 * b * keys * n->heads,
+                            (double)c->es * (4.0 * b * h + (bias >= 0 ? b * keys * n->heads : 0.0)) + 4.0 * b);
 }
 
 /*
@@ -300,9 +340,11 @@ static int lower_pool(lower_ctx *c, int i) {
     const lower_view *x = act_view(c, n, 0);
     if (require_contiguous(c, n, x, "x")) return -1;
     /* A lone l2_normalize of one row (after a Dense module) is a cls pool of
-     * that row with normalize set: the POOL kernel's cls mode reads row 0 only. */
+     * that row with normalize set: the POOL kernel's cls mode reads row 0
+     * only.  In a token bucket the row is one per sequence: row mode. */
     int lone = n->op == IR_OP_L2_NORMALIZE;
-    if (lone && x->rows != 1) return fail_node(c, n, "l2_normalize lowers for %s only", "one row ([N] or [1, N])");
+    if (lone && x->rows != 1 && !x->per_seq)
+        return fail_node(c, n, "l2_normalize lowers for %s only", "one row ([N] or [1, N])");
     if (!lone && !x->seq_rows) return fail_node(c, n, "x must have one row per token (%s)", "[S, H]");
     if (n->nsrc > 1) {
         const ir_node *m = &c->g->nodes[n->src[1]];
@@ -311,14 +353,15 @@ static int lower_pool(lower_ctx *c, int i) {
     }
     kernel_spec s = spec_new(c, KERNEL_KIND_POOL);
     s.hidden = (int)x->cols;
-    s.pool_mode = lone ? PLAN_POOL_CLS : lower_pool_mode(n->pool_mode);
+    s.packed = c->seqs > 0;
+    s.pool_mode = lone ? (s.packed ? PLAN_POOL_ROW : PLAN_POOL_CLS) : lower_pool_mode(n->pool_mode);
     s.normalize = lone || n->normalize ? 1 : 0;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, x->ref};
-    double b = c->bucket, h = (double)s.hidden;
+    double b = c->bucket, h = (double)s.hidden, outs = c->seqs ? c->seqs : 1;
     int mean = s.pool_mode == PLAN_POOL_MEAN;
-    double flops = (mean ? b * h + h : 0.0) + (s.normalize ? 3.0 * h : 0.0);
-    double bytes = (double)c->es * ((mean ? b * h : h) + h) + (mean ? 4.0 * b : 0.0);
+    double flops = (mean ? b * h + outs * h : 0.0) + (s.normalize ? 3.0 * outs * h : 0.0);
+    double bytes = (double)c->es * ((mean ? b * h : outs * h) + outs * h) + (mean ? 4.0 * b : 0.0);
     return emit_kernel_step(c, n, &s, args, 3, flops, bytes);
 }
 
@@ -389,6 +432,13 @@ static kernel_spec gemm_spec_of(lower_ctx *c, kernel_kind kind, const lower_view
     s.res_ld = res ? (int)res->ld : 0;
     s.has_bias = bias >= 0;
     s.has_residual = res != NULL;
+    /* Split-K changes the order in which a dot product is summed, and the
+     * tiling rule picks the split by the bucket's rows: a sequence alone
+     * (a length bucket) and in a packed batch (a token bucket) would round
+     * differently.  A plan with token buckets therefore runs bertc's own
+     * GEMMs unsplit in every bucket, so both sum every element in the same
+     * order (docs/runtime.md, exactness). */
+    s.splits = c->o->ntoken_buckets > 0 ? 1 : 0;
     return s;
 }
 
@@ -407,7 +457,7 @@ static int linear_operands(lower_ctx *c, const ir_node *n, int pos, const lower_
         return fail_node(c, n, "operand %s is not an activation", "residual");
     if (*bias >= 0 && c->w->offset[*bias] < 0)
         return fail_node(c, n, "bias '%s' is not a constant", c->g->nodes[*bias].name);
-    if (!(*x)->seq_rows && (*x)->rows != 1)
+    if (!(*x)->seq_rows && !(*x)->per_seq && (*x)->rows != 1)
         return fail_node(c, n, "x must have S rows or exactly one row, not %s", "a fixed count");
     return 0;
 }
@@ -426,7 +476,7 @@ static int lower_linear(lower_ctx *c, int i) {
     const lower_view *x, *res;
     int bias, w = n->src[1];
     if (linear_operands(c, n, 2, &x, &bias, &res)) return -1;
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     const lower_view *o = &c->v[i];
     double flops, bytes;
     linear_cost(c, x, w, bias, res, 0, &flops, &bytes);
@@ -459,7 +509,7 @@ static int lower_linear_ln(lower_ctx *c, int i) {
     int bias, w = n->src[1], gamma = n->src[2], beta = n->src[3];
     if (linear_operands(c, n, 4, &x, &bias, &res)) return -1;
     if (res && res->ld != res->cols) return fail_node(c, n, "operand %s must have contiguous rows", "residual");
-    make_output(c, i);
+    if (make_output(c, i)) return -1;
     const lower_view *o = &c->v[i];
     double flops, bytes;
     linear_cost(c, x, w, bias, res, 2, &flops, &bytes);
@@ -483,10 +533,37 @@ static int lower_linear_ln(lower_ctx *c, int i) {
     return rc;
 }
 
+/*
+ * A packed batch's slice of the sequence axis: each sequence's first row,
+ * a row per sequence.  Alone it is a view of row 0; in a batch the first
+ * rows are seq_start[] apart, which no stride says, so it is a cls pool
+ * (packed: one block per sequence, a copy of the row).  Only the first
+ * token is supported — what BERT's pooler and the classification heads
+ * slice.
+ */
+static int lower_packed_slice(lower_ctx *c, int i, const lower_view *src) {
+    const ir_node *n = &c->g->nodes[i];
+    if (n->start != 0 || n->len != 1)
+        return fail_node(c, n, "a packed batch slices only the first token of each sequence (start 0, len 1), %s",
+                         "not other rows");
+    if (require_contiguous(c, n, src, "x")) return -1;
+    kernel_spec s;
+    memset(&s, 0, sizeof s);
+    s.kind = KERNEL_KIND_POOL;
+    s.dtype = c->prec;
+    s.hidden = (int)src->cols;
+    s.pool_mode = PLAN_POOL_CLS;
+    s.packed = 1;
+    if (make_output(c, i)) return -1;
+    sched_ref args[] = {c->v[i].ref, {SCHED_BUF_REQUEST, 0}, src->ref};
+    return emit_kernel_step(c, n, &s, args, 3, 0.0, 2.0 * (double)c->es * (double)c->seqs * (double)s.hidden);
+}
+
 static int lower_reshape_slice(lower_ctx *c, int i) {
     const ir_node *n = &c->g->nodes[i];
     const lower_view *src = act_view(c, n, 0);
     if (!src) return fail_node(c, n, "%s of a non-activation", "a view");
+    if (!lower_is_view(c->g, i, c->seqs > 0)) return lower_packed_slice(c, i, src);
     lower_view *v = &c->v[i];
     *v = *src;
     int seq;
@@ -511,6 +588,12 @@ static int lower_reshape_slice(lower_ctx *c, int i) {
     if (n->ndim >= 2) {
         rows = bind_rows(n, c->bucket, &seq);
         cols = node_cols(n, c->bucket);
+    }
+    if (src->per_seq) {
+        /* a row per sequence stays one: [1, H] and [H] are the same rows */
+        if (seq || rows != 1 || cols != src->cols)
+            return fail_node(c, n, "a packed batch's row per sequence can only be reshaped to [%s] or [1, H]", "H");
+        rows = src->rows;
     }
     if (src->ld != src->cols && (rows != src->rows || cols != src->cols))
         return fail_node(c, n, "reshape of a %s view changes its rows", "strided");
@@ -555,7 +638,7 @@ static uint64_t operand_bytes(int64_t rows, int64_t cols, int64_t ld, int batch,
 /* The largest weight operand step st reads whole: its first byte in
  * *first and its size (0: none).  Gathers read a few rows of their
  * tables, so an embedding's tables are no prefetch target. */
-static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, uint64_t *first) {
+static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, int seqs, uint64_t *first) {
     uint64_t best = 0;
     if (st->kind == SCHED_STEP_GEMM) {
         const sched_gemm *g = &st->gemm;
@@ -571,7 +654,7 @@ static uint64_t step_weights(const plan *p, const sched_step *st, int seq_len, u
     const kernel_spec *s = &p->kernels[st->launch.kernel].spec;
     if (s->kind == KERNEL_KIND_EMBED_LN) return 0;
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(s, seq_len, a);
+    kernel_args_in(s, seq_len, seqs, a);
     for (int i = 0; i < st->launch.nargs; i++)
         if (a[i].use == KERNEL_ARG_READ && st->launch.args[i].buf == SCHED_BUF_WEIGHTS && a[i].bytes > best)
             best = a[i].bytes, *first = st->launch.args[i].offset;
@@ -583,7 +666,7 @@ void lower_prefetch(lower_ctx *c) {
     for (int i = 0; i + 1 < b->nsteps; i++) {
         sched_launch *l = &b->steps[i].launch;
         if (b->steps[i].kind != SCHED_STEP_KERNEL) continue;
-        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], b->seq_len, &first);
+        uint64_t first = 0, bytes = step_weights(c->p, &b->steps[i + 1], b->seq_len, b->max_seqs, &first);
         if (!bytes || first + bytes > c->p->weights_size) continue;
         l->args[l->nargs - 2] = (sched_ref){SCHED_BUF_WEIGHTS, first};
         l->args[l->nargs - 1] = (sched_ref){SCHED_BUF_WEIGHTS, first + bytes - 1};

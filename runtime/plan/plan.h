@@ -24,7 +24,7 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 7   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family (plan_format.h) */
+#define PLAN_FORMAT_VERSION 7   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family and token buckets (plan_format.h) */
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -81,7 +81,7 @@ typedef struct plan {
     int nimages;
     plan_image *images;
     int nbuckets;
-    sched_bucket *buckets;           /* ascending seq_len */
+    sched_bucket *buckets;           /* length buckets ascending, then token buckets ascending */
     uint64_t arena_bytes;            /* max over buckets */
     uint64_t counter_bytes;          /* COUNTERS buffer: max over buckets (not in the file) */
     plan_fusion fusion;              /* which fusion built it (bertc compile --fusion) */
@@ -97,6 +97,18 @@ typedef struct plan {
 } plan;
 
 void plan_init(plan *p);
+/* The length buckets (max_seqs 0) are the first this many; the rest are
+ * token buckets (packed batches). */
+static inline int plan_length_buckets(const plan *p) {
+    int n = 0;
+    while (n < p->nbuckets && p->buckets[n].max_seqs == 0) n++;
+    return n;
+}
+/* The longest request a length bucket takes (0 without one). */
+static inline int plan_max_len(const plan *p) {
+    int n = plan_length_buckets(p);
+    return n ? p->buckets[n - 1].seq_len : 0;
+}
 /* Free a bucket's steps and outputs (their names too) and zero it. */
 void sched_bucket_free(sched_bucket *b);
 /*

@@ -58,15 +58,17 @@
 #define PLAN_SECTION_ENTRY_SIZE 32
 #define PLAN_SIGNATURE_SIZE 80
 /* Format 6 (the families): spec.pad_id and spec.bias_ld after spec.qtile
- * (152 -> 160 bytes). Format 7 (the GEMM family): the kernel record grows
- * from 160 to 176 bytes (spec.tile_m, tile_n, splits after spec.bias_ld,
- * then 4 bytes of padding); a launch holds 12 argument refs, so the step
- * record grows from 232 to 256 bytes; the bucket record's counter_bytes and
- * the signature's fusion take former padding. */
-#define PLAN_KERNEL_RECORD_SIZE 176  /* 144 in version 1, 152 in 2..5, 160 in 6 */
+ * (152 -> 160 bytes).  Format 7 (the GEMM family and token buckets): the
+ * kernel record grows from 160 to 192 bytes (spec.tile_m, tile_n, splits
+ * after spec.bias_ld, then spec.packed and spec.seq_qtile[4]); a launch
+ * holds 12 argument refs, so the step record grows from 232 to 256 bytes;
+ * the bucket record grows from 24 to 32 bytes (max_seqs at 12, the former
+ * padding; counter_bytes at 24, then 4 reserved bytes); the signature's
+ * fusion takes former padding. */
+#define PLAN_KERNEL_RECORD_SIZE 192  /* 144 in version 1, 152 in 2..5, 160 in 6 */
 #define PLAN_IMAGE_RECORD_SIZE 40
 #define PLAN_STATS_RECORD_SIZE 16
-#define PLAN_BUCKET_RECORD_SIZE 24
+#define PLAN_BUCKET_RECORD_SIZE 32   /* 24 in versions 1..6 */
 #define PLAN_STEP_RECORD_SIZE 256    /* 232 in versions 1..5 */
 #define PLAN_STEP_PAYLOAD_SIZE 232   /* launch (232 used: 12 refs) or gemm (208 + padding) */
 #define PLAN_GEMM_PAYLOAD_USED 208   /* a GEMM payload's fields; zeros after them */

@@ -68,6 +68,18 @@
  * counters one int per output tile when split, plus (GEMM_LN) one per row
  * block.  GEMM_LN's LayerNorm holds a row per warp: at most 64 floats per
  * lane, so hidden <= 2048 in 16-bit storage.
+ *
+ * Token buckets (packed batches, plan_types.h).  The row-wise kinds run
+ * unchanged over the batch's rows.  Packed embed_ln keeps its one block
+ * per row.  Packed pool is one block per sequence (N blocks; those past
+ * the batch's n return at once).  Packed attention keeps the four warps
+ * and the geometry of the tile a sequence would take alone (seq_qtile,
+ * kernel_attention_packed_tile): the kernel holds one variant per tile in
+ * use, its shared memory the largest of theirs, and each block finds its
+ * (sequence, query tile) from seq_start[]; the grid is heads x (the most
+ * tiles any batch of the bucket can need: rows / the smallest tile + N,
+ * every sequence wasting at most one partial tile), and blocks past the
+ * batch's tiles return before they wait for anything.
  */
 #include "plan_kernels.h"
 
@@ -87,7 +99,6 @@
 #define KERNEL_POOL_THREADS 256
 #define KERNEL_POOL_MAX_FLOATS 64 /* values per thread */
 #define KERNEL_POOL_MAX_HIDDEN 16384
-#define KERNEL_MAX_BUCKET 65536
 #define KERNEL_ATTENTION_MAX_BIAS_LD 4096 /* rows of a score-bias table (heads x rows^2 elements) */
 
 int kernel_vec_elems(int size, const int *vals, int n) {
@@ -102,6 +113,10 @@ int kernel_vec_elems(int size, const int *vals, int n) {
 }
 
 int kernel_ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+int kernel_kind_packs(kernel_kind kind) {
+    return kind == KERNEL_KIND_EMBED_LN || kind == KERNEL_KIND_ATTENTION || kind == KERNEL_KIND_POOL;
+}
 
 int kernel_kind_arg_count(kernel_kind kind) {
     static const int nargs[] = {7, 7, 4, 6, 3, 8, 10};
@@ -192,11 +207,24 @@ static int kernel_attention_check(const kernel_spec *s, diag *d) {
     if (s->ctx_ld < width || s->ctx_ld % 2)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: ctx_ld %d must be even and >= heads*head_dim %d",
                         s->ctx_ld, width);
-    if (s->qtile != 8 && s->qtile != 16 && s->qtile != 32 && s->qtile != 64)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d (8, 16, 32 or 64)", s->qtile);
     if (s->bias_ld < 0 || s->bias_ld > KERNEL_ATTENTION_MAX_BIAS_LD)
         return diag_set(d, DIAG_CODE_INPUT, "kernel attention: score-bias table of %d rows (0 for none, else up to %d)",
                         s->bias_ld, KERNEL_ATTENTION_MAX_BIAS_LD);
+    if (!s->packed) {
+        if (s->qtile != 8 && s->qtile != 16 && s->qtile != 32 && s->qtile != 64)
+            return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d (8, 16, 32 or 64)", s->qtile);
+        return 0;
+    }
+    if (s->qtile != 0)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: query tile %d in a packed kernel (0: seq_qtile decides)",
+                        s->qtile);
+    for (int i = 0; i < 4; i++)
+        if (s->seq_qtile[i] < (i ? s->seq_qtile[i - 1] : 0) || s->seq_qtile[i] > KERNEL_MAX_BUCKET)
+            return diag_set(d, DIAG_CODE_INTERNAL,
+                            "kernel attention: seq_qtile %d, %d, %d, %d (ascending lengths in 0..%d)", s->seq_qtile[0],
+                            s->seq_qtile[1], s->seq_qtile[2], s->seq_qtile[3], KERNEL_MAX_BUCKET);
+    if (s->seq_qtile[3] < 1)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel attention: seq_qtile gives no sequence a query tile");
     return 0;
 }
 
@@ -237,7 +265,50 @@ static int kernel_attention_tc_geometry(const kernel_spec *s, int qt, kernel_geo
     return g->smem <= KERNEL_SMEM_NO_OPTIN && kernel_attention_scratch(s) <= kv ? 0 : -1;
 }
 
+kernel_spec kernel_attention_variant(const kernel_spec *packed, int tile) {
+    kernel_spec v = *packed;
+    v.packed = 0;
+    v.qtile = tile;
+    memset(v.seq_qtile, 0, sizeof v.seq_qtile);
+    return v;
+}
+
+static int kernel_attention_geometry(const kernel_spec *s, kernel_geometry *g, diag *d);
+
+/* A packed kernel's variants: the tiles whose length ranges are not empty,
+ * each with its own geometry; the kernel's shared memory is the largest. */
+static int kernel_attention_packed_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    static const int tiles[4] = {8, 16, 32, 64};
+    int ntiles = 0, used[4] = {0, 0, 0, 0};
+    unsigned smem = 0;
+    for (int i = 0; i < 4; i++) {
+        if (s->seq_qtile[i] == (i ? s->seq_qtile[i - 1] : 0)) continue;
+        kernel_spec vs = kernel_attention_variant(s, tiles[i]);
+        kernel_geometry v;
+        memset(&v, 0, sizeof v);
+        if (kernel_attention_geometry(&vs, &v, d)) return -1;
+        used[ntiles++] = tiles[i];
+        if (v.smem > smem) smem = v.smem;
+    }
+    /* the rest of the geometry (path, vectors, warps, the grid's tile) is the smallest variant's */
+    kernel_spec first = kernel_attention_variant(s, used[0]);
+    memset(g, 0, sizeof *g);
+    g->kind = KERNEL_KIND_ATTENTION;
+    if (kernel_attention_geometry(&first, g, d)) return -1;
+    g->nqtiles = ntiles;
+    memcpy(g->qtiles, used, sizeof used);
+    g->smem = smem;
+    return 0;
+}
+
+int kernel_attention_packed_tile(const kernel_spec *s, int qtile) {
+    int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
+    int tc = kernel_attention_is_tc(s, kernel_vec_elems(plan_dtype_size(s->dtype), vals, 5));
+    return tc && qtile == 8 ? 16 : qtile;
+}
+
 static int kernel_attention_geometry(const kernel_spec *s, kernel_geometry *g, diag *d) {
+    if (s->packed) return kernel_attention_packed_geometry(s, g, d);
     int vals[5] = {s->head_dim, s->qkv_ld, s->q_off, s->k_off, s->v_off};
     g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 5);
     g->nw = KERNEL_ATTENTION_WARPS;
@@ -270,9 +341,9 @@ int kernel_attention_qtile(const kernel_spec *s, int bucket) {
     return 8;
 }
 
-static void kernel_attention_dims(const kernel_spec *s, const kernel_geometry *g, kernel_launch_dims *dims) {
-    kernel_dims_set(dims, (unsigned)s->heads, (unsigned)kernel_ceil_div(s->bucket, g->qt), (unsigned)(32 * g->nw),
-                    g->smem);
+static void kernel_attention_dims(const kernel_spec *s, int seqs, const kernel_geometry *g, kernel_launch_dims *dims) {
+    unsigned tiles = (unsigned)kernel_ceil_div(s->bucket, g->qt) + (s->packed ? (unsigned)seqs : 0u);
+    kernel_dims_set(dims, (unsigned)s->heads, tiles, (unsigned)(32 * g->nw), g->smem);
 }
 
 /* ------------------------------------------------------------ GEMM */
@@ -393,6 +464,8 @@ static int kernel_pool_check(const kernel_spec *s, diag *d) {
     if (s->hidden < 1 || s->hidden > KERNEL_POOL_MAX_HIDDEN)
         return diag_set(d, DIAG_CODE_INPUT, "kernel pool: hidden size %d is not supported (1..%d)", s->hidden,
                         KERNEL_POOL_MAX_HIDDEN);
+    if (s->pool_mode == PLAN_POOL_ROW && !s->packed)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: mode row in a one-request kernel (packed batches only)");
     if ((unsigned)s->pool_mode >= PLAN_POOL_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel pool: unknown pooling mode %d", (int)s->pool_mode);
     if (s->normalize != 0 && s->normalize != 1)
@@ -428,6 +501,11 @@ int kernel_spec_check(const kernel_spec *s, diag *d) {
     if ((unsigned)s->kind >= KERNEL_KIND_COUNT)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernels: unknown kernel kind %d", (int)s->kind);
     const char *name = plan_kernel_kind_name(s->kind);
+    if (s->packed != 0 && s->packed != 1)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: packed is %d (expected 0 or 1)", name, s->packed);
+    if (s->packed && !kernel_kind_packs(s->kind))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: packed (only embed_ln, attention and pool have a packed form)",
+                        name);
     if (s->dtype != PLAN_DTYPE_F32 && s->dtype != PLAN_DTYPE_F16 && s->dtype != PLAN_DTYPE_BF16)
         return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: dtype %s is not a storage type (float32, float16, bfloat16)",
                         name, plan_dtype_name(s->dtype));
@@ -483,44 +561,61 @@ static kernel_spec kernel_spec_at(const kernel_spec *s, int seq_len) {
 }
 
 /*
- * What a bucket-free kernel's spec cannot promise alone, for the launching
- * bucket e->bucket: RoBERTa's positions reach pad_id + bucket, a row of
- * the table; the score-bias table covers the bucket's [S, S] corner.
+ * What a bucket-free kernel's spec cannot promise alone, for sequences of
+ * up to `rows` rows: RoBERTa's positions reach pad_id + rows, a row of the
+ * table; the score-bias table covers the [rows, rows] corner.
  */
-static int kernel_launch_check(const kernel_spec *e, diag *d) {
+int kernel_launch_check_rows(const kernel_spec *e, int rows, diag *d) {
     for (int g = 0; kernel_spec_pad_gather(e) && g < e->ngathers; g++)
-        if (e->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (int64_t)e->pad_id + e->bucket >= e->table_rows[g])
+        if (e->gather_index[g] == KERNEL_INDEX_PAD_POSITION && (int64_t)e->pad_id + rows >= e->table_rows[g])
             return diag_set(d, DIAG_CODE_INPUT,
                             "kernel embed_ln: gather %d: positions after pad id %d reach %lld in a bucket of %d, past "
-                            "its %d rows", g, e->pad_id, (long long)e->pad_id + e->bucket, e->bucket, e->table_rows[g]);
-    if (e->kind == KERNEL_KIND_ATTENTION && e->bias_ld != 0 && e->bias_ld < e->bucket)
+                            "its %d rows", g, e->pad_id, (long long)e->pad_id + rows, rows, e->table_rows[g]);
+    if (e->kind == KERNEL_KIND_ATTENTION && e->bias_ld != 0 && e->bias_ld < rows)
         return diag_set(d, DIAG_CODE_INPUT,
                         "kernel attention: a score-bias table of %d rows cannot serve a bucket of %d (0 or bucket <= "
-                        "rows <= %d)", e->bias_ld, e->bucket, KERNEL_ATTENTION_MAX_BIAS_LD);
+                        "rows <= %d)", e->bias_ld, rows, KERNEL_ATTENTION_MAX_BIAS_LD);
     return 0;
 }
 
-int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
+int kernel_launch_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d) {
     kernel_geometry g;
     memset(dims, 0, sizeof *dims);
     kernel_spec e = kernel_spec_at(s, seq_len);
+    const char *name = plan_kernel_kind_name(s->kind);
     if (e.bucket < 1 || e.bucket > KERNEL_MAX_BUCKET)
-        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: launched for %d rows (1..%d)",
-                        plan_kernel_kind_name(s->kind), e.bucket, KERNEL_MAX_BUCKET);
-    if (kernel_geometry_of(s, &g, d) || kernel_launch_check(&e, d)) return -1;
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: launched for %d rows (1..%d)", name, e.bucket,
+                        KERNEL_MAX_BUCKET);
+    if (seqs < 0 || seqs > KERNEL_MAX_SEQS || seqs > seq_len)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: launched for %d sequences (0..%d, at most the rows)", name,
+                        seqs, KERNEL_MAX_SEQS);
+    if (s->packed && !seqs)
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: a packed kernel in a length bucket (packed batches only)",
+                        name);
+    if (!s->packed && seqs && kernel_kind_packs(s->kind))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kernel %s: a one-request kernel in a token bucket (it must be packed)",
+                        name);
+    if (kernel_geometry_of(s, &g, d)) return -1;
+    /* a token bucket's sequences are bounded by the plan's longest length
+     * bucket, not by its tokens: its caller checks that (kernel_launch_check_rows) */
+    if (!seqs && kernel_launch_check_rows(&e, e.bucket, d)) return -1;
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
     case KERNEL_KIND_ADD_LN: kernel_ln_dims(&e, &g, dims); break;
-    case KERNEL_KIND_ATTENTION: kernel_attention_dims(&e, &g, dims); break;
+    case KERNEL_KIND_ATTENTION: kernel_attention_dims(&e, seqs, &g, dims); break;
     case KERNEL_KIND_GEMM: kernel_gemm_dims(&e, &g, dims); break;
     case KERNEL_KIND_GEMM_SPLITK:
     case KERNEL_KIND_GEMM_LN:
         kernel_dims_set(dims, (unsigned)g.ntiles, (unsigned)g.rowblocks, 128, g.smem);
         dims->grid[2] = (unsigned)g.splits;
         break;
-    default: kernel_dims_set(dims, 1, 1, (unsigned)g.threads, 0); break;
+    default: kernel_dims_set(dims, s->packed ? (unsigned)seqs : 1u, 1, (unsigned)g.threads, 0); break;
     }
     return 0;
+}
+
+int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d) {
+    return kernel_launch_dims_in(s, seq_len, 0, dims, d);
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -554,14 +649,16 @@ static void kernel_gsk_args(const kernel_spec *s, kernel_arg *a) {
     a[9] = (kernel_arg){KERNEL_ARG_COUNTERS, 4 * (tile_counters + (uint64_t)g.rowblocks)};
 }
 
-void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
+void kernel_args_in(const kernel_spec *spec, int seq_len, int seqs, kernel_arg *a) {
     const kernel_arg unused = {KERNEL_ARG_UNUSED, 0};
     const kernel_spec e = kernel_spec_at(spec, seq_len), *s = &e;
     uint64_t h = (uint64_t)s->hidden, rows = (uint64_t)s->bucket;
-    /* embed_ln reads ids and token types, attention and pool the mask; the
-     * LayerNorm after an add and the GEMM only the length */
-    int arrays = s->kind == KERNEL_KIND_EMBED_LN || s->kind == KERNEL_KIND_ATTENTION || s->kind == KERNEL_KIND_POOL;
-    a[1] = (kernel_arg){KERNEL_ARG_REQUEST, kernel_request_bytes(arrays ? s->bucket : 0)};
+    /* embed_ln reads ids and token types, attention and pool the mask (and,
+     * packed, the positions and sequences); the LayerNorm after an add and
+     * the GEMM only the length */
+    int arrays = kernel_kind_packs(s->kind);
+    a[1] = (kernel_arg){KERNEL_ARG_REQUEST, arrays ? kernel_request_bytes_in(s->bucket, s->packed ? seqs : 0)
+                                                   : kernel_request_bytes(0)};
     switch (s->kind) {
     case KERNEL_KIND_EMBED_LN:
         a[0] = (kernel_arg){KERNEL_ARG_WRITE, kernel_rows_bytes(s, s->hidden, s->hidden)};
@@ -595,12 +692,18 @@ void kernel_args_of(const kernel_spec *spec, int seq_len, kernel_arg *a) {
         a[5] = s->has_residual ? (kernel_arg){KERNEL_ARG_READ, kernel_rows_bytes(s, s->res_ld, s->n)} : unused;
         if (s->kind != KERNEL_KIND_GEMM) kernel_gsk_args(s, a);
         break;
-    default: /* POOL: cls reads row 0 only */
-        a[0] = (kernel_arg){KERNEL_ARG_WRITE, h * (uint64_t)plan_dtype_size(s->dtype)};
-        a[2] = kernel_arg_read(s->pool_mode == PLAN_POOL_CLS ? h : rows * h, s);
+    default: /* POOL: cls and row read one row; packed, a row per sequence anywhere in the rows */
+        a[0] = (kernel_arg){KERNEL_ARG_WRITE, (s->packed ? (uint64_t)seqs : 1u) * h * (uint64_t)plan_dtype_size(s->dtype)};
+        a[2] = kernel_arg_read(s->packed && s->pool_mode != PLAN_POOL_ROW ? rows * h
+                               : s->packed                               ? (uint64_t)seqs * h
+                               : s->pool_mode == PLAN_POOL_MEAN          ? rows * h
+                                                                         : h,
+                               s);
         break;
     }
     /* the pair's extent is the distance between them (the reader checks it) */
     int n = kernel_kind_arg_count(s->kind);
     a[n - 2] = a[n - 1] = (kernel_arg){KERNEL_ARG_PREFETCH, 0};
 }
+
+void kernel_args_of(const kernel_spec *s, int seq_len, kernel_arg *a) { kernel_args_in(s, seq_len, 0, a); }

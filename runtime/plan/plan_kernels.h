@@ -41,6 +41,8 @@ typedef struct kernel_geometry {
     int qt, kt;                    /* query rows per block, keys per shared-memory tile */
     int wq, wk;                    /* tensor cores: warps over 16-row query groups x over key slices */
     int pt, skt;                   /* SIMT: query rows per pass, keys per tile */
+    int nqtiles;                   /* packed: query tiles in use (1..4), ascending in qtiles[] */
+    int qtiles[4];                 /* packed: each a variant of its own geometry (kernel_attention_variant) */
     /* GEMM, GEMM_SPLITK, GEMM_LN */
     int bm, bn;                    /* block tile */
     int stages;                    /* shared-memory ring depth (GEMMs; attention's K/V tiles) */
@@ -78,7 +80,19 @@ int kernel_spec_check(const kernel_spec *s, diag *d);
  * depends on the rows of a launch. */
 int kernel_geometry_of(const kernel_spec *s, kernel_geometry *g, diag *d);
 /* Grid, block and dynamic shared memory of a checked spec launched in a
- * bucket of seq_len rows (kernel_spec_rows). */
+ * bucket of seq_len rows (kernel_spec_rows) and, in a token bucket, `seqs`
+ * sequences at most (0: a length bucket).  A packed spec launches only in
+ * a token bucket, an unpacked embed_ln, attention or pool only in a length
+ * bucket. */
+int kernel_launch_dims_in(const kernel_spec *s, int seq_len, int seqs, kernel_launch_dims *dims, diag *d);
+/* What a bucket-free spec cannot promise alone for sequences of up to
+ * `rows` rows (RoBERTa's positions inside the table, the score-bias table
+ * large enough).  kernel_launch_dims_in checks it for a length bucket's
+ * rows; for a token bucket, whose sequences are bounded by the plan's
+ * longest length bucket and not by its tokens, the caller checks it with
+ * that length. */
+int kernel_launch_check_rows(const kernel_spec *s, int rows, diag *d);
+/* kernel_launch_dims_in in a length bucket. */
 int kernel_launch_dims_of(const kernel_spec *s, int seq_len, kernel_launch_dims *dims, diag *d);
 /* Pointer arguments of a kind's kernels, the prefetch pair included; 0 for
  * a value outside the enum. */
@@ -86,8 +100,16 @@ int kernel_kind_arg_count(kernel_kind kind);
 /* Whether a kind's text is the same for every bucket (its spec.bucket must be 0). */
 int kernel_kind_bucket_free(kernel_kind kind);
 /* The use and extent of each argument of a checked spec launched in a
- * bucket of seq_len rows (args[0 .. kernel_kind_arg_count - 1]). */
+ * bucket of seq_len rows and `seqs` sequences (0: a length bucket)
+ * (args[0 .. kernel_kind_arg_count - 1]). */
+void kernel_args_in(const kernel_spec *s, int seq_len, int seqs, kernel_arg *args);
+/* kernel_args_in in a length bucket. */
 void kernel_args_of(const kernel_spec *s, int seq_len, kernel_arg *args);
+/* Whether a kind has a packed form (it reads positions or sequences). */
+int kernel_kind_packs(kernel_kind kind);
+/* The unpacked attention spec a packed one runs for sequences that take
+ * query tile `tile` (8, 16, 32 or 64): its geometry is that variant's. */
+kernel_spec kernel_attention_variant(const kernel_spec *packed, int tile);
 
 /* The SMs a launch should cover at least once (a full wave on an H100 SXM,
  * the GPU with the most SMs of the common ones; an A100 has 108). */
@@ -99,6 +121,15 @@ void kernel_args_of(const kernel_spec *s, int seq_len, kernel_arg *args);
  * ignored.
  */
 int kernel_attention_qtile(const kernel_spec *s, int bucket);
+/*
+ * The query tile a packed attention kernel gives a sequence whose length
+ * bucket takes `qtile` alone: the same where the tile decides the numbers,
+ * else the one that computes the same rows with fewer idle lanes (8 -> 16
+ * on the tensor-core path: both are one query group and four key slices;
+ * 16-bit SIMT passes take every key tile at 64 either way).  Rows of a
+ * sequence therefore come out of a batch bit for bit as they do alone.
+ */
+int kernel_attention_packed_tile(const kernel_spec *s, int qtile);
 
 /* The widest vector for elements of `size` bytes: the largest power of two
  * v with v * size <= 16 that divides each of the n values (at least 1). */

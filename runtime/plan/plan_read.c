@@ -107,7 +107,7 @@ _Static_assert(KERNEL_INDEX_INPUT_IDS == 0 && KERNEL_INDEX_TOKEN_TYPES == 1 && K
                    KERNEL_INDEX_PAD_POSITION == 3 &&
                    KERNEL_MAX_GATHERS == 3,
                "kernel_index values are part of the plan format");
-_Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_COUNT == 2,
+_Static_assert(PLAN_POOL_CLS == 0 && PLAN_POOL_MEAN == 1 && PLAN_POOL_ROW == 2 && PLAN_POOL_COUNT == 3,
                "plan_pool_mode values are part of the plan format");
 _Static_assert(PLAN_IMAGE_CUBIN == 0 && PLAN_IMAGE_PTX == 1 && PLAN_IMAGE_EMU == 2,
                "plan_image_kind values are part of the plan format");
@@ -115,7 +115,8 @@ _Static_assert(SCHED_STEP_KERNEL == 0 && SCHED_STEP_GEMM == 1, "sched_step_kind 
 _Static_assert(SCHED_BUF_NONE == 0 && SCHED_BUF_WEIGHTS == 1 && SCHED_BUF_ARENA == 2 && SCHED_BUF_REQUEST == 3 &&
                    SCHED_BUF_COUNTERS == 4 && SCHED_BUF_COUNT == 5,
                "sched_buf values are part of the plan format");
-_Static_assert(KERNEL_REQ_HEADER_WORDS == 4 && KERNEL_REQ_LEN == 0 && KERNEL_REQ_BUCKET == 1,
+_Static_assert(KERNEL_REQ_HEADER_WORDS == 4 && KERNEL_REQ_LEN == 0 && KERNEL_REQ_BUCKET == 1 && KERNEL_REQ_NSEQ == 2 &&
+                   KERNEL_REQ_MAX_SEQS == 3 && KERNEL_MAX_SEQS == 1024 && KERNEL_MAX_BUCKET == 65536,
                "the request block's layout is part of the plan format");
 /* Format 6: GEMM_LN's ten arguments and the prefetch pair. */
 _Static_assert(KERNEL_MAX_ARGS == 12 && KERNEL_PREFETCH_ARGS == 2 &&
@@ -741,17 +742,19 @@ static int prd_kernel(prd *r, prd_cur *c, plan_kernel *k, uint64_t *next_src) {
     if (cur_bool(c, "spec.has_act", &s->has_act) || cur_enum(c, "spec.act", "an activation", PLAN_ACT_COUNT, &v))
         return -1;
     s->act = (plan_act)v;
-    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean)", PLAN_POOL_COUNT, &v) ||
+    if (cur_enum(c, "spec.pool_mode", "a pooling mode (0 cls, 1 mean, 2 row)", PLAN_POOL_COUNT, &v) ||
         cur_bool(c, "spec.normalize", &s->normalize))
         return -1;
     s->pool_mode = (plan_pool_mode)v;
     s->qtile = cur_i32(c);
     if (cur_i32_min(c, "spec.pad_id", 0, &s->pad_id) || cur_i32_min(c, "spec.bias_ld", 0, &s->bias_ld)) return -1;
-    /* format 7: the GEMM family's tile and split (checked by the contract) */
+    /* format 7: the GEMM family's tile and split (checked by the contract),
+     * then token buckets */
     s->tile_m = cur_i32(c);
     s->tile_n = cur_i32(c);
     s->splits = cur_i32(c);
-    if (cur_zero(c, 4, "reserved")) return -1;
+    if (cur_bool(c, "spec.packed", &s->packed)) return -1;
+    for (int i = 0; i < 4; i++) s->seq_qtile[i] = cur_i32(c);
     /* The launch contract (plan_kernels.h): the spec is one the kind can
      * serve, so its geometry and argument extents can be computed. */
     if (k->nargs != kernel_kind_arg_count(s->kind))
@@ -892,7 +895,7 @@ static uint64_t prd_buffer_size(const plan *p, const sched_bucket *b, sched_buf 
     switch (buf) {
     case SCHED_BUF_WEIGHTS: return p->weights_size;
     case SCHED_BUF_ARENA: return b->arena_bytes;
-    case SCHED_BUF_REQUEST: return kernel_request_bytes(b->seq_len);
+    case SCHED_BUF_REQUEST: return kernel_request_bytes_in(b->seq_len, b->max_seqs);
     case SCHED_BUF_COUNTERS: return b->counter_bytes;
     default: return 0;
     }
@@ -933,7 +936,12 @@ static int prd_launch_dims(prd_cur *c, const sched_bucket *b, const plan_kernel 
     kernel_launch_dims want;
     diag kd;
     diag_init(&kd);
-    if (kernel_launch_dims_of(&pk->spec, b->seq_len, &want, &kd)) return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
+    if (kernel_launch_dims_in(&pk->spec, b->seq_len, b->max_seqs, &want, &kd))
+        return CUR_FAIL(c, "field launch.kernel: %s", kd.text);
+    /* a token bucket's sequences are at most the longest length bucket
+     * (the length buckets come first, so they are read already) */
+    if (b->max_seqs && kernel_launch_check_rows(&pk->spec, plan_max_len(c->r->p), &kd))
+        return CUR_FAIL(c, "field launch.kernel: %s (the longest sequence of a batch)", kd.text);
     const kernel_launch_dims *g = &l->dims;
     if (!memcmp(g->grid, want.grid, sizeof want.grid) && !memcmp(g->block, want.block, sizeof want.block) &&
         g->shared_bytes == want.shared_bytes)
@@ -988,7 +996,7 @@ static int prd_launch_arg(prd_cur *c, const sched_bucket *b, const plan_kernel *
 static int prd_launch_args(prd_cur *c, const sched_bucket *b, const plan_kernel *pk, const sched_launch *l,
                            const uint64_t *arg_at) {
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(&pk->spec, b->seq_len, a);
+    kernel_args_in(&pk->spec, b->seq_len, b->max_seqs, a);
     for (int i = 0; i < l->nargs; i++) {
         c->at = arg_at[i];
         if (prd_launch_arg(c, b, pk, i, &l->args[i], &a[i])) return -1;
@@ -1143,19 +1151,28 @@ static int prd_output(prd_cur *c, const sched_bucket *b, sched_output *o) {
     if (prd_ref(c, "ref", b, 0, &o->ref)) return -1;
     if (o->ref.buf == SCHED_BUF_COUNTERS)
         return CUR_FAIL(c, "field ref.buf: an output cannot live in the %s buffer", prd_buffer_name(o->ref.buf));
-    if (cur_bool(c, "rows_are_seq", &o->rows_are_seq) || cur_zero(c, 4, "reserved") ||
-        cur_i64_min(c, "cols", 1, &o->cols) ||
-        cur_i64_min(c, "row_stride", o->rows_are_seq ? o->cols : 0, &o->row_stride))
+    if (cur_bool(c, "rows_are_seq", &o->rows_are_seq) || cur_bool(c, "per_seq", &o->per_seq)) return -1;
+    /* A token bucket's outputs have a row per token or a row per sequence;
+     * a length bucket's a row per token or one row. */
+    if (o->per_seq && (o->rows_are_seq || !b->max_seqs))
+        return CUR_FAIL(c, "field per_seq: 1, but %s", o->rows_are_seq ? "rows_are_seq is 1 too (one or the other)"
+                                                                         : "the bucket is a length bucket (max_seqs 0)");
+    if (b->max_seqs && !o->rows_are_seq && !o->per_seq)
+        return CUR_FAIL(c, "field per_seq: 0 in a token bucket (an output there has a row per token or per sequence)");
+    if (cur_i64_min(c, "cols", 1, &o->cols) ||
+        cur_i64_min(c, "row_stride", o->rows_are_seq || o->per_seq ? o->cols : 0, &o->row_stride))
         return -1;
     /* The whole output lies inside its buffer. */
-    uint64_t elems, bytes, rows = o->rows_are_seq ? (uint64_t)b->seq_len - 1 : 0;
+    uint64_t elems, bytes;
+    uint64_t rows = o->rows_are_seq ? (uint64_t)b->seq_len - 1 : o->per_seq ? (uint64_t)b->max_seqs - 1 : 0;
     uint64_t size = prd_buffer_size(c->r->p, b, o->ref.buf);
     if (__builtin_mul_overflow(rows, (uint64_t)o->row_stride, &elems) ||
         __builtin_add_overflow(elems, (uint64_t)o->cols, &elems) ||
         __builtin_mul_overflow(elems, (uint64_t)plan_dtype_size(o->dtype), &bytes) || bytes > size - o->ref.offset)
         return CUR_FAIL(c, "field row_stride: the output's %s rows of %lld columns (stride %lld) from offset %llu run "
                         "past the end of the %s buffer (%llu bytes)",
-                        o->rows_are_seq ? "bucket" : "1", (long long)o->cols, (long long)o->row_stride,
+                        o->rows_are_seq ? "bucket" : o->per_seq ? "max_seqs" : "1", (long long)o->cols,
+                        (long long)o->row_stride,
                         (unsigned long long)o->ref.offset, prd_buffer_name(o->ref.buf), (unsigned long long)size);
     return 0;
 }
@@ -1184,6 +1201,55 @@ static int prd_outputs_unique(prd *r, const sched_bucket *b, int bi, uint64_t fi
     return 0;
 }
 
+/* seq_len and max_seqs of bucket i: length buckets (max_seqs 0) first,
+ * ascending within max_seq_len; then token buckets, ascending, each of at
+ * most KERNEL_MAX_SEQS sequences and no more sequences than tokens. */
+static int prd_bucket_len(prd *r, prd_cur *c, uint32_t i, uint32_t len) {
+    plan *p = r->p;
+    sched_bucket *b = &p->buckets[i];
+    const sched_bucket *prev = i > 0 ? &p->buckets[i - 1] : NULL;
+    uint64_t len_at = c->at;
+    c->at = len_at + 12; /* the max_seqs field */
+    if (!b->max_seqs && prev && prev->max_seqs)
+        return CUR_FAIL(c, "field max_seqs: 0 after bucket %u's token bucket (length buckets come first)", i - 1);
+    if (b->max_seqs && !prev)
+        return CUR_FAIL(c, "field max_seqs: %u in bucket 0 (a plan has a length bucket first)", (unsigned)b->max_seqs);
+    if (b->max_seqs && (b->max_seqs < 1 || b->max_seqs > KERNEL_MAX_SEQS || (uint32_t)b->max_seqs > len))
+        return CUR_FAIL(c, "field max_seqs: %u is not in 1..%d and at most the bucket's %u tokens",
+                        (unsigned)b->max_seqs, KERNEL_MAX_SEQS, len);
+    c->at = len_at;
+    if (!b->max_seqs && (len < 1 || len > (uint64_t)p->max_seq_len))
+        return CUR_FAIL(c, "field seq_len: %u is not in 1..%lld (max_seq_len)", len, (long long)p->max_seq_len);
+    if (b->max_seqs && (len < 1 || len > KERNEL_MAX_BUCKET))
+        return CUR_FAIL(c, "field seq_len: %u tokens is not in 1..%d", len, KERNEL_MAX_BUCKET);
+    if (prev && !prev->max_seqs == !b->max_seqs && len <= (uint32_t)prev->seq_len)
+        return CUR_FAIL(c, "field seq_len: %u does not follow bucket %u's %d (%s buckets ascend strictly)", len, i - 1,
+                        prev->seq_len, b->max_seqs ? "token" : "length");
+    b->seq_len = (int)len;
+    return 0;
+}
+
+/* Bucket i's outputs are bucket 0's, in the same order: name, dtype,
+ * columns and kind of rows (a token bucket's row per sequence is a length
+ * bucket's one row), so an output index means the same in every bucket. */
+static int prd_outputs_match(prd *r, int i, uint64_t first) {
+    const sched_bucket *b0 = &r->p->buckets[0], *b = &r->p->buckets[i];
+    if (b->noutputs != b0->noutputs)
+        return PRD_FAIL(r, first, "bucket %d has %d outputs, bucket 0 has %d (every bucket has the same outputs)", i,
+                        b->noutputs, b0->noutputs);
+    for (int j = 0; j < b->noutputs; j++) {
+        const sched_output *o = &b->outputs[j], *o0 = &b0->outputs[j];
+        if (strcmp(o->name, o0->name) || o->dtype != o0->dtype || o->cols != o0->cols ||
+            o->rows_are_seq != o0->rows_are_seq)
+            return PRD_FAIL(r, first + (uint64_t)j * PLAN_OUTPUT_RECORD_SIZE,
+                            "bucket %d output %d (\"%s\", %lld columns, %s) is not bucket 0's output %d (\"%s\", %lld "
+                            "columns, %s)",
+                            i, j, o->name, (long long)o->cols, o->rows_are_seq ? "per token" : "one row per request", j,
+                            o0->name, (long long)o0->cols, o0->rows_are_seq ? "per token" : "one row per request");
+    }
+    return 0;
+}
+
 static int prd_schedules(prd *r) {
     plan *p = r->p;
     const prd_section *s = &r->sec[PLAN_SECTION_SCHEDULES];
@@ -1202,13 +1268,9 @@ static int prd_schedules(prd *r) {
         prd_cur c;
         prd_ctx(r, "bucket %u", i);
         if (prd_record(r, &c, s->off + (uint64_t)i * PLAN_BUCKET_RECORD_SIZE, PLAN_BUCKET_RECORD_SIZE)) return -1;
-        uint32_t len = cur_u32(&c);
-        if (len < 1 || len > (uint64_t)p->max_seq_len)
-            return CUR_FAIL(&c, "field seq_len: %u is not in 1..%lld (max_seq_len)", len, (long long)p->max_seq_len);
-        if (i > 0 && len <= (uint32_t)p->buckets[i - 1].seq_len)
-            return CUR_FAIL(&c, "field seq_len: %u does not follow bucket %u's %d (buckets ascend strictly)", len, i - 1,
-                            p->buckets[i - 1].seq_len);
-        b->seq_len = (int)len;
+        /* max_seqs (offset 12) decides what seq_len may be: read it first */
+        b->max_seqs = (int)prd_ld32(r->base + c.pos + 12);
+        if (prd_bucket_len(r, &c, i, cur_u32(&c))) return -1;
         uint32_t nsteps = cur_u32(&c);
         if (nsteps > (s->size - used) / PLAN_STEP_RECORD_SIZE)
             return CUR_FAIL(&c, "field nsteps: %u step records do not fit in the section (%llu bytes)", nsteps,
@@ -1220,13 +1282,16 @@ static int prd_schedules(prd *r) {
             return CUR_FAIL(&c, "field noutputs: %u output records do not fit in the section (%llu bytes)", nout,
                             (unsigned long long)s->size);
         used += (uint64_t)nout * PLAN_OUTPUT_RECORD_SIZE;
+        cur_u32(&c); /* max_seqs, checked with seq_len */
+        b->arena_bytes = cur_u64(&c);
+        if (b->arena_bytes > max_arena) max_arena = b->arena_bytes;
+        /* format 7: the GEMM family's arrival counters, then reserved */
         b->counter_bytes = cur_u32(&c);
         if (b->counter_bytes % 4 || b->counter_bytes > PLAN_MAX_COUNTER_BYTES)
             return CUR_FAIL(&c, "field counter_bytes: %u is not a multiple of 4 in 0..%u", b->counter_bytes,
                             PLAN_MAX_COUNTER_BYTES);
         if (b->counter_bytes > p->counter_bytes) p->counter_bytes = b->counter_bytes;
-        b->arena_bytes = cur_u64(&c);
-        if (b->arena_bytes > max_arena) max_arena = b->arena_bytes;
+        if (cur_zero(&c, 4, "reserved")) return -1;
         if (prd_record_done(&c)) return -1;
         /* Counts become the arrays' sizes only once the arrays exist (plan_free walks them). */
         if (nsteps && !(b->steps = calloc(nsteps, sizeof b->steps[0]))) return prd_oom(r);
@@ -1258,7 +1323,7 @@ static int prd_schedules(prd *r) {
                 prd_record_done(&c))
                 return -1;
         }
-        if (prd_outputs_unique(r, b, i, first)) return -1;
+        if (prd_outputs_unique(r, b, i, first) || (i > 0 && prd_outputs_match(r, i, first))) return -1;
     }
     r->ctx[0] = '\0';
     if (p->arena_bytes != max_arena) {

@@ -26,12 +26,19 @@
  * The request block.  Every kernel receives `const int *req`, device
  * memory laid out as
  *
- *     int32 len;                 real sequence length L, 1 <= L <= B
+ *     int32 len;                 rows in use L, 1 <= L <= B: the request's
+ *                                length, or a batch's total tokens
  *     int32 bucket;              the bucket length B (the arrays' length)
- *     int32 reserved[2];         zero
+ *     int32 nseq;                0 in a length bucket; a batch's sequences n
+ *     int32 max_seqs;            0 in a length bucket; the token bucket's N
  *     int32 input_ids[B];
  *     int32 token_type_ids[B];
  *     int32 attention_mask[B];
+ *   and in a token bucket (max_seqs N >= 1) only:
+ *     int32 position[B];         each token's position in its sequence
+ *     int32 seq_start[N + 1];    sequence i is rows [seq_start[i],
+ *                                seq_start[i + 1]); seq_start[0] = 0 and
+ *                                seq_start[i] = L for every i >= n
  *
  * which the runtime fills with one host-to-device copy per request (the
  * first node of the bucket's CUDA Graph).  Both lengths are read from
@@ -40,6 +47,17 @@
  * below) serves every bucket: it finds the token types and the mask at
  * 4 + B and 4 + 2B words.  Rows >= L are padding: kernels may skip them,
  * and no output row < L may depend on what padding rows hold.
+ *
+ * Token buckets (packed batches).  A bucket with max_seqs N >= 1 runs up
+ * to N requests at once, their rows end to end with no padding between
+ * them: L is the sum of their lengths.  Every row-wise kernel (LayerNorm,
+ * GEMM) runs unchanged over the L rows, knowing nothing of sequences.
+ * The kinds that look across rows or at a row's position are `packed` in
+ * a token bucket (spec.packed): embed_ln reads each row's position from
+ * position[], attention works per sequence from seq_start[] (a query
+ * tile of one sequence per block, never a key of another), pool writes
+ * one row per sequence.  A per-sequence activation (a pooled or [CLS]
+ * row) has N rows, of which the first n are real.
  *
  * Buckets and kernels.  spec.bucket is the number of rows a kernel's text
  * is built for, or 0 for a kernel that serves any bucket: its rows are
@@ -118,6 +136,9 @@ static inline const char *plan_fusion_name(plan_fusion f) {
 typedef enum plan_pool_mode {
     PLAN_POOL_CLS,        /* row 0, the [CLS] token; the mask is not read */
     PLAN_POOL_MEAN,       /* mean over the rows the attention mask keeps */
+    /* format 7, packed only: row i of a row-per-sequence input (a lone
+     * l2_normalize after a Dense module; alone that is a cls pool of its one row) */
+    PLAN_POOL_ROW,
     PLAN_POOL_COUNT,
 } plan_pool_mode;
 
@@ -138,15 +159,19 @@ static inline const char *plan_act_name(plan_act a) {
 }
 
 static inline const char *plan_pool_mode_name(plan_pool_mode m) {
-    static const char *const names[] = {"cls", "mean"};
+    static const char *const names[] = {"cls", "mean", "row"};
     return (unsigned)m < PLAN_POOL_COUNT ? names[m] : "?";
 }
 
 /* ---- kernels ------------------------------------------------------------ */
 
 #define KERNEL_REQ_HEADER_WORDS 4
-#define KERNEL_REQ_LEN 0             /* header word: the real length L */
+#define KERNEL_REQ_LEN 0             /* header word: the real length L (a batch: its total tokens) */
 #define KERNEL_REQ_BUCKET 1          /* header word: the bucket length B */
+#define KERNEL_REQ_NSEQ 2            /* header word: a batch's sequences n (0: a length bucket) */
+#define KERNEL_REQ_MAX_SEQS 3        /* header word: the token bucket's N (0: a length bucket) */
+#define KERNEL_MAX_SEQS 1024         /* the most sequences a token bucket may hold */
+#define KERNEL_MAX_BUCKET 65536      /* the most rows a bucket (or a kernel's text) may have */
 #define KERNEL_MAX_GATHERS 3
 /* The most pointer arguments a launch passes: GEMM_LN's ten and the
  * prefetch pair (format 7; 8 + 2 in formats 5 and 6). */
@@ -163,10 +188,16 @@ static inline const char *plan_pool_mode_name(plan_pool_mode m) {
  */
 #define KERNEL_PREFETCH_ARGS 2
 
-/* Bytes of the request block of a bucket of `bucket` rows. */
-static inline uint64_t kernel_request_bytes(int64_t bucket) {
-    return 4 * ((uint64_t)KERNEL_REQ_HEADER_WORDS + 3 * (uint64_t)bucket);
+/* Bytes of the request block of a bucket of `bucket` rows and `seqs`
+ * sequences (0: a length bucket: header and three arrays; else a token
+ * bucket: header, four arrays and seq_start[seqs + 1]). */
+static inline uint64_t kernel_request_bytes_in(int64_t bucket, int64_t seqs) {
+    if (seqs <= 0) return 4 * ((uint64_t)KERNEL_REQ_HEADER_WORDS + 3 * (uint64_t)bucket);
+    return 4 * ((uint64_t)KERNEL_REQ_HEADER_WORDS + 4 * (uint64_t)bucket + (uint64_t)seqs + 1);
 }
+
+/* Bytes of the request block of a length bucket of `bucket` rows. */
+static inline uint64_t kernel_request_bytes(int64_t bucket) { return kernel_request_bytes_in(bucket, 0); }
 
 typedef enum kernel_kind {
     /*
@@ -177,7 +208,9 @@ typedef enum kernel_kind {
      * RoBERTa's position id (pad_id where input_ids[s] == pad_id, else
      * pad_id + the count of non-pad ids in [0, s]), per gather_index[g];
      * unused tables are NULL.  Ids are clamped to the
-     * table (the runtime validates them before the launch).
+     * table (the runtime validates them before the launch).  Packed: the
+     * position is position[s], s's place in its own sequence, and the
+     * pad-position count runs over s's own sequence only.
      */
     KERNEL_KIND_EMBED_LN,
     /*
@@ -194,6 +227,11 @@ typedef enum kernel_kind {
      * qkv (leading dimension qkv_ld) at column offsets q_off, k_off, v_off.
      * With bias_ld > 0, bias[h][s][k] (a [heads, bias_ld, bias_ld] table,
      * bias_ld >= bucket) is added to the scaled score of every visible key.
+     * Packed: the same per sequence of seq_start[], over its own rows and
+     * keys only (s and k the places in the sequence, so bias_ld >= the
+     * longest sequence, not the token count), each sequence with the query
+     * tile its length takes alone (seq_qtile), so its rows come out as they
+     * would alone.
      * args: (T *ctx, const int *req, const T *qkv, const T *bias)
      */
     KERNEL_KIND_ATTENTION,
@@ -210,7 +248,10 @@ typedef enum kernel_kind {
      *   pool_mode MEAN: p = sum_{s < L, attention_mask[s] != 0} x[s, :] / max(count, 1e-9)
      *   out[:] = normalize ? p / max(||p||_2, 1e-12) : p
      * x is [bucket, hidden] with contiguous rows; out is one row [hidden].
-     * Rows >= L and masked rows are never read.  One block.
+     * Rows >= L and masked rows are never read.  One block.  Packed: block
+     * i pools sequence i's rows into out[i, :], for i < n; pool_mode ROW
+     * (packed only) takes x's row i instead, of an x with a row per
+     * sequence (a lone Normalize: alone, cls of a one-row x).
      * args: (T *out, const int *req, const T *x)
      */
     KERNEL_KIND_POOL,
@@ -278,8 +319,13 @@ typedef struct kernel_spec {
     float scale;
     int qkv_ld, q_off, k_off, v_off;
     int ctx_ld;
-    int qtile;                   /* query rows per block: 8, 16, 32 or 64 (kernel_attention_qtile) */
+    int qtile;                   /* query rows per block: 8, 16, 32 or 64 (kernel_attention_qtile); 0 packed */
     int bias_ld;                 /* 0: no score bias; else rows (and heads' row count) of the bias table */
+    /* format 7: packed ATTENTION: a sequence of length <= seq_qtile[0] takes
+     * query tiles of 8 rows, <= [1] of 16, <= [2] of 32, <= [3] of 64
+     * (ascending; equal neighbours leave a tile out; a longer one takes the
+     * largest tile in use): the tile its length bucket's kernel uses alone */
+    int seq_qtile[4];
 
     /* GEMM */
     int n, k;                    /* M is the bucket */
@@ -297,6 +343,9 @@ typedef struct kernel_spec {
      * the compiler (compiler/lower/lower_gemm.c), checked by the contract */
     int tile_m, tile_n;
     int splits;
+    /* EMBED_LN, ATTENTION, POOL: 1 in a token bucket (the request block's
+     * positions and seq_start; the launch's sequences), 0 in a length one */
+    int packed;
 } kernel_spec;
 
 /* The rows a launch of s covers in a bucket of seq_len rows: its own rows,
@@ -374,12 +423,20 @@ typedef struct sched_output {
     sched_ref ref;
     plan_dtype dtype;
     int rows_are_seq;            /* 1: [len, cols] (rows beyond len are padding); 0: [cols] */
+    int per_seq;                 /* token buckets: 1: [n, cols], a row per sequence (rows_are_seq 0) */
     int64_t cols;
     int64_t row_stride;          /* elements between rows */
 } sched_output;
 
+/*
+ * A bucket is a length bucket (max_seqs 0: one request of up to seq_len
+ * tokens) or a token bucket (max_seqs N >= 1: a packed batch of up to N
+ * requests whose lengths add up to at most seq_len).  A plan lists its
+ * length buckets first, then its token buckets, each group ascending.
+ */
 typedef struct sched_bucket {
-    int seq_len;                 /* bucket length B */
+    int seq_len;                 /* bucket length B: the rows of every [B, *] activation */
+    int max_seqs;                /* 0: a length bucket; N >= 1: a token bucket of at most N sequences */
     int nsteps;
     sched_step *steps;
     int noutputs;

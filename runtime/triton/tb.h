@@ -28,7 +28,8 @@
  * Triton gave for them, and its response.  A request that fails a check
  * gets its error here and takes no further part.  tb_batch_run then runs
  * every row of every remaining job — the one place that knows how rows
- * reach the device (tb_execute.c says what changes with packed batches).
+ * reach the device: as packed batches when the plan has token buckets,
+ * else one bertc_infer per row (tb_execute.c).
  */
 #ifndef BERTC_TB_H
 #define BERTC_TB_H
@@ -107,7 +108,14 @@ typedef struct tb_instance {
     tb_vec outputs;               /* tb_output */
     tb_vec jobs;                  /* tb_job */
     tb_vec text, pair, bytes;     /* char: staging of TEXT, TEXT_PAIR and other inputs */
+    tb_vec packed;                /* bertc_request: the rows of one packed batch (token buckets) */
+    tb_vec packed_at;             /* tb_packed_row: whose rows they are */
 } tb_instance;
+
+/* Row `row` of job `job`: where a packed batch's request k came from. */
+typedef struct tb_packed_row {
+    size_t job, row;
+} tb_packed_row;
 
 /* ---- tb_util.c */
 /* A server error object with a formatted message (never NULL's message). */

@@ -20,18 +20,20 @@
  * hold the batch's bookkeeping, where failing all of them is the honest
  * answer.
  *
- * What changes with packed batches.  Today a plan has sequence-length
- * buckets only, and the runtime answers one request at a time
- * (bertc_infer), so tb_batch_run runs the batch's rows one after another:
- * dynamic batching already saves Triton's per-call overhead and keeps the
- * instance busy, but each row is its own graph launch.  When plans carry
- * token buckets and the runtime has the packed-batch API (issue 14,
- * bertc_infer_batch), tb_batch_run is the one function to change: gather
- * the rows of every good job (they are already in one table, with their
- * lengths), run them as packed batches, and scatter the outputs with the
- * same row -> buffer arithmetic as tb_row_outputs.  Nothing before or after
- * it needs to know.  bertc export-triton then writes the token buckets as
- * dynamic batching's preferred sizes (docs/serving.md).
+ * Packed batches.  When the plan has token buckets (bertc compile
+ * --batch-tokens), tb_batch_run gathers the rows of every good job, in
+ * order, into packed batches — as many rows as the largest token bucket
+ * and bertc_plan_max_batch allow — and runs each with one
+ * bertc_infer_batch: one graph launch for rows of many requests, no
+ * padding between them.  The outputs are scattered with tb_row_outputs'
+ * row -> buffer arithmetic (bertc_batch_output_read per row).  A packed
+ * batch the runtime refuses (a bad id in one request's row refuses the
+ * whole batch) is run again row by row, so the error reaches only the
+ * request it belongs to, as before.  Without token buckets each row is its
+ * own bertc_infer: dynamic batching still saves Triton's per-call
+ * overhead and keeps the instance busy.  bertc export-triton writes the
+ * token buckets' request counts as dynamic batching's preferred sizes
+ * (docs/serving.md).
  */
 #include <string.h>
 
@@ -82,15 +84,17 @@ static void tb_job_prepare(tb_instance *in, tb_job *job) {
     job->error = e;
 }
 
-/* Row r of the job's outputs, from the context's last request; per-token
- * outputs are padded with zeros to the job's width. */
-static TRITONSERVER_Error *tb_row_outputs(tb_instance *in, const tb_job *job, size_t r, int64_t len) {
+/* Row r of the job's outputs, from the context's last request (k < 0) or
+ * request k of its last packed batch; per-token outputs are padded with
+ * zeros to the job's width. */
+static TRITONSERVER_Error *tb_row_outputs(tb_instance *in, const tb_job *job, size_t r, int64_t len, long k) {
     for (size_t i = 0; i < job->noutputs; i++) {
         const tb_output *o = &TB_AT(&in->outputs, tb_output, job->first_output + i);
         size_t stride = (size_t)o->cols * (o->per_token ? (size_t)job->width : 1);
         size_t count = (size_t)o->cols * (o->per_token ? (size_t)len : 1);
         float *dst = o->dst + r * stride;
-        bertc_status st = bertc_output_read(in->ctx, o->index, dst, count);
+        bertc_status st = k < 0 ? bertc_output_read(in->ctx, o->index, dst, count)
+                                : bertc_batch_output_read(in->ctx, o->index, (size_t)k, dst, count);
         if (st != BERTC_STATUS_OK)
             return tb_error(tb_status_code(st), "output %s: %s", o->name, bertc_context_error(in->ctx));
         if (count < stride) memset(dst + count, 0, (stride - count) * sizeof *dst);
@@ -98,24 +102,75 @@ static TRITONSERVER_Error *tb_row_outputs(tb_instance *in, const tb_job *job, si
     return NULL;
 }
 
-/* Every row of every job that is still good, on the device.  The one place
- * that knows how rows reach the runtime: see the top of this file for what
- * packed batches change here. */
-static void tb_batch_run(tb_instance *in, tb_job *jobs, size_t n) {
+static bertc_request tb_row_request(const tb_instance *in, const tb_job *job, size_t r) {
     const int32_t *tok = in->tokens.data;
-    for (size_t j = 0; j < n; j++) {
-        tb_job *job = &jobs[j];
-        for (size_t r = 0; !job->error && r < job->nrows; r++) {
-            const tb_row *row = &TB_AT(&in->rows, tb_row, job->first_row + r);
-            bertc_request rq = {tok + row->ids, row->types == TB_NONE ? NULL : tok + row->types,
-                                row->mask == TB_NONE ? NULL : tok + row->mask, row->len};
-            bertc_status st = bertc_infer(in->ctx, &rq);
-            if (st != BERTC_STATUS_OK)
-                job->error = tb_error(tb_status_code(st), "%s%zu: %s", job->text ? "TEXT row " : "row ", r,
-                                      bertc_context_error(in->ctx));
-            else job->error = tb_row_outputs(in, job, r, row->len);
-        }
+    const tb_row *row = &TB_AT(&in->rows, tb_row, job->first_row + r);
+    return (bertc_request){tok + row->ids, row->types == TB_NONE ? NULL : tok + row->types,
+                           row->mask == TB_NONE ? NULL : tok + row->mask, row->len};
+}
+
+/* Row r of a job alone (bertc_infer). */
+static void tb_row_run(tb_instance *in, tb_job *job, size_t r) {
+    bertc_request rq = tb_row_request(in, job, r);
+    bertc_status st = bertc_infer(in->ctx, &rq);
+    if (st != BERTC_STATUS_OK)
+        job->error = tb_error(tb_status_code(st), "%s%zu: %s", job->text ? "TEXT row " : "row ", r,
+                              bertc_context_error(in->ctx));
+    else job->error = tb_row_outputs(in, job, r, rq.len, -1);
+}
+
+/* The n gathered rows as one packed batch; if the runtime refuses it, row
+ * by row, so a bad row fails only its own request. */
+static void tb_packed_run(tb_instance *in, tb_job *jobs, size_t n) {
+    const bertc_request *rq = in->packed.data;
+    const tb_packed_row *at = in->packed_at.data;
+    int ok = bertc_infer_batch(in->ctx, rq, n) == BERTC_STATUS_OK;
+    for (size_t k = 0; k < n; k++) {
+        tb_job *job = &jobs[at[k].job];
+        if (job->error) continue;
+        if (ok) job->error = tb_row_outputs(in, job, at[k].row, rq[k].len, (long)k);
+        else tb_row_run(in, job, at[k].row);
     }
+}
+
+/* Every good row in order, cut into packed batches that fit. */
+static void tb_batch_run_packed(tb_instance *in, tb_job *jobs, size_t n) {
+    size_t max_n = (size_t)bertc_plan_max_batch(in->model->plan), k = 0;
+    int64_t max_tokens = bertc_plan_max_batch_tokens(in->model->plan), tokens = 0;
+    bertc_request *rq = tb_vec_reserve(&in->packed, max_n);
+    tb_packed_row *at = tb_vec_reserve(&in->packed_at, max_n);
+    for (size_t j = 0; j < n; j++)
+        for (size_t r = 0; !jobs[j].error && r < jobs[j].nrows; r++) {
+            if (!rq || !at) {
+                jobs[j].error = tb_error(TRITONSERVER_ERROR_UNAVAILABLE, "out of memory for a packed batch");
+                break;
+            }
+            bertc_request one = tb_row_request(in, &jobs[j], r);
+            if (k && (k == max_n || tokens + one.len > max_tokens)) {
+                tb_packed_run(in, jobs, k);
+                k = 0, tokens = 0;
+            }
+            if (jobs[j].error) break;
+            if (one.len > max_tokens) { /* longer than any token bucket: alone */
+                tb_row_run(in, &jobs[j], r);
+                continue;
+            }
+            rq[k] = one;
+            at[k++] = (tb_packed_row){j, r};
+            tokens += one.len;
+        }
+    if (k) tb_packed_run(in, jobs, k);
+}
+
+/* Every row of every job that is still good, on the device: packed
+ * batches when the plan has token buckets, else one request per row. */
+static void tb_batch_run(tb_instance *in, tb_job *jobs, size_t n) {
+    if (bertc_plan_max_batch(in->model->plan) > 0) {
+        tb_batch_run_packed(in, jobs, n);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        for (size_t r = 0; !jobs[j].error && r < jobs[j].nrows; r++) tb_row_run(in, &jobs[j], r);
 }
 
 static void tb_job_finish(TRITONBACKEND_ModelInstance *instance, tb_instance *in, tb_job *job,

@@ -131,7 +131,8 @@ static void tb_instance_free(tb_instance *in) {
     if (!in) return;
     bertc_context_destroy(in->ctx);
     bertc_encoding_free(in->enc);
-    tb_vec *vecs[] = {&in->tokens, &in->rows, &in->outputs, &in->jobs, &in->text, &in->pair, &in->bytes};
+    tb_vec *vecs[] = {&in->tokens, &in->rows,  &in->outputs, &in->jobs,     &in->text,
+                      &in->pair,   &in->bytes, &in->packed,  &in->packed_at};
     for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) tb_vec_free(vecs[i]);
     free(in->name);
     free(in);
@@ -181,6 +182,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     tb_vec_init(&in->text, 1);
     tb_vec_init(&in->pair, 1);
     tb_vec_init(&in->bytes, 1);
+    tb_vec_init(&in->packed, sizeof(bertc_request));
+    tb_vec_init(&in->packed_at, sizeof(tb_packed_row));
     bertc_context_options o;
     char err[TB_ERR_CAP];
     e = tb_instance_device(instance, in, &o);

@@ -33,6 +33,18 @@ contains export-device "$C" 'parameters { key: "device" value: { string_value: "
 contains export-pin "$C" "parameters { key: \"sha256\" value: { string_value: \"$sha\" } }"
 if ls -a "$R" | grep -q tmp; then fail export-no-temp "a temporary folder is left in $R"; else pass export-no-temp; fi
 
+# Token buckets (64 and 256 tokens, up to 16 requests): max_batch_size the
+# plan's largest packed batch, one preferred size per bucket — the requests
+# of --mean-len tokens (default half the longest bucket, 32) that fill it.
+expect export-packed 0 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$R" --device emu --name packed
+contains export-packed-max "$R/packed/config.pbtxt" 'max_batch_size: 16'
+contains export-packed-preferred "$R/packed/config.pbtxt" 'preferred_batch_size: [ 2, 8 ]'
+contains export-packed-why "$R/packed/config.pbtxt" 'the requests of 32 tokens (--mean-len) that fill one'
+expect export-packed-mean 0 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$R" --device emu --name packed2 --mean-len 10 --max-batch 12
+contains export-packed-mean-sizes "$R/packed2/config.pbtxt" 'preferred_batch_size: [ 6, 12 ]'
+expect export-packed-bad-mean 1 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$R" --device emu --name packed3 --mean-len 0
+contains export-packed-bad-mean-msg "$T/err" "--mean-len: '0' is not a positive length"
+
 # The configuration follows the plan: no tokenizer -> no text inputs; outputs
 # as the plan has them; no batching -> no batch dimension, no batcher.
 expect export-tanh 0 "$B" export-triton "$P/tiny-bert-tanh-fp32.plan" "$R" --device emu --max-batch 0 --ids-type int32

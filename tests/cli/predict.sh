@@ -65,3 +65,25 @@ expect predict-svg-all 1 "$B" inspect "$P" --predict all --svg "$T/y.svg"
 absent predict-svg-all-none "$T/y.svg"
 expect predict-bad-constants 1 "$B" inspect "$P" --predict a100 --model-constants efficiency=7
 contains predict-bad-constants-msg "$T/err" "efficiency=7"
+
+# Token buckets (tiny-bert-batch-fp16 carries sm_90 too): each modelled step
+# by step like a length bucket, with its requests and tokens per second, and
+# the throughput summary comparing each with the same requests alone.
+PB="$BUILD/plans/tiny-bert-batch-fp16.plan"
+expect predict-token-json 0 "$B" inspect "$PB" --predict h100 --json
+if python3 - "$T/out" <<'PY' >"$T/py" 2>&1
+import json, sys
+p = json.load(open(sys.argv[1]))
+tok = [b for b in p["buckets"] if b["max_seqs"]]
+assert [b["seq_len"] for b in tok] == [64, 256] and all(b["max_seqs"] == 16 for b in tok), tok
+for b in p["buckets"]:
+    assert abs(b["tokens_per_s"] - b["seq_len"] * 1e6 / b["predicted_us"]) <= 1e-3 * b["tokens_per_s"], b
+    n = b["max_seqs"] or 1
+    assert abs(b["requests_per_s"] - n * 1e6 / b["predicted_us"]) <= 1e-3 * b["requests_per_s"], b
+    assert abs(sum(s["predicted_us"] for s in b["steps"]) - b["predicted_us"]) <= 1e-3 * b["predicted_us"], b
+PY
+then pass predict-token-json-consistent; else fail predict-token-json-consistent "$(tail -3 "$T/py")"; fi
+expect predict-token-text 0 "$B" inspect "$PB" --predict h100
+contains predict-token-bucket "$T/out" "token bucket 256 tokens (up to 16 requests, packed):"
+contains predict-token-throughput "$T/out" "(16 requests of 16 tokens); alone"
+contains predict-token-padded "$T/out" "padded to the longest:"

@@ -10,8 +10,17 @@
  * with the context serving the next one either way.  Input layout: byte 0
  * selects (bit 0 run the kernels for real, else the null device; bit 1
  * token types given; bit 2 mask given; bit 3 the rest is text for the
- * plan's tokenizer), bytes 1-2 the length (little-endian), then the values,
- * 4 bytes each, read cyclically.  Real runs must give finite outputs.
+ * plan's tokenizer; bit 4 the tokens are a packed batch), bytes 1-2 the
+ * length (little-endian), then the values, 4 bytes each, read cyclically.
+ * Real runs must give finite outputs.
+ *
+ * Packed batches (the micro plan has token buckets of 16 and 32 tokens, 4
+ * requests at most): the tokens are cut into 1 + (byte 0 >> 5) requests
+ * whose lengths come from the value stream (0 and past the longest bucket
+ * included) and sent to bertc_infer_batch; the batch is valid when every
+ * value is, every request is 1..the longest bucket long, and the batch
+ * fits the plan's request and token limits — else the whole batch must be
+ * refused as a bad request.
  */
 #include <math.h>
 #include <string.h>
@@ -79,6 +88,35 @@ static void fuzz_text(const uint8_t *text, size_t n, int real) {
     free(s);
 }
 
+/* The len tokens of rq cut into requests; runs them as one packed batch. */
+static void fuzz_batch(const bertc_request *rq, int valid, const uint8_t *data, const uint8_t *v, size_t nv, int real) {
+    int64_t longest = bertc_plan_bucket_len(fuzz_plan, bertc_plan_bucket_count(fuzz_plan) - 1);
+    size_t n = 1 + (size_t)(data[0] >> 5);
+    bertc_request q[8];
+    int64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t want = (int64_t)((uint32_t)fuzz_word(v, nv, 7 * i + 5) % (uint32_t)(longest + 2));
+        int64_t len = i + 1 == n ? rq->len - at : (want < rq->len - at ? want : rq->len - at);
+        q[i] = (bertc_request){rq->input_ids + at, rq->token_type_ids ? rq->token_type_ids + at : NULL,
+                               rq->attention_mask ? rq->attention_mask + at : NULL, len};
+        valid &= len >= 1 && len <= longest;
+        at += len;
+    }
+    valid &= n <= (size_t)bertc_plan_max_batch(fuzz_plan) && rq->len <= bertc_plan_max_batch_tokens(fuzz_plan);
+    bertc_status st = bertc_infer_batch(fuzz_ctx, q, n);
+    fuzz_require(st == (valid ? BERTC_STATUS_OK : BERTC_STATUS_BAD_REQUEST), bertc_context_error(fuzz_ctx));
+    if (st != BERTC_STATUS_OK || !real) return;
+    for (int o = 0; o < bertc_plan_output_count(fuzz_plan); o++) {
+        bertc_output_info info;
+        bertc_plan_output_info(fuzz_plan, o, &info);
+        size_t count = (size_t)(info.per_token ? rq->len : (int64_t)n) * (size_t)info.cols;
+        float *out = malloc(count * sizeof *out);
+        fuzz_require(out && bertc_batch_output_read_all(fuzz_ctx, o, out, count) == BERTC_STATUS_OK, "a batch output");
+        for (size_t i = 0; i < count; i++) fuzz_require(isfinite(out[i]), "a finite batch output");
+        free(out);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!fuzz_plan) fuzz_setup();
     if (size < 3) return 0;
@@ -89,7 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     int64_t len = data[1] | data[2] << 8, longest = bertc_plan_bucket_len(fuzz_plan, bertc_plan_bucket_count(fuzz_plan) - 1);
-    if (real && len > longest + 2) len %= longest + 3; /* real runs stay short */
+    /* real runs stay short: a request, or a batch that may pass the largest token bucket */
+    int64_t real_cap = data[0] & 16 ? bertc_plan_max_batch_tokens(fuzz_plan) + 2 : longest + 2;
+    if (real && len > real_cap) len %= real_cap + 1;
     size_t cap = (size_t)(len > 0 ? len : 1);
     int32_t *ids = malloc(cap * sizeof *ids), *types = malloc(cap * sizeof *types), *mask = malloc(cap * sizeof *mask);
     int64_t vocab = bertc_plan_vocab_size(fuzz_plan), ntypes = bertc_plan_type_vocab_size(fuzz_plan);
@@ -109,7 +149,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (data[0] & 4) valid &= mask[i] == 0 || mask[i] == 1;
     }
     bertc_request rq = {ids, data[0] & 2 ? types : NULL, data[0] & 4 ? mask : NULL, len};
-    fuzz_infer(&rq, valid, real);
+    if ((data[0] & 16) && bertc_plan_max_batch(fuzz_plan) > 0) {
+        /* the values' validity without the length's: the batch judges its own lengths */
+        int values = 1;
+        for (int64_t i = 0; i < len; i++)
+            values &= ids[i] >= 0 && ids[i] < vocab &&
+                      (!(data[0] & 2) || (types[i] >= 0 && types[i] < (ntypes > 0 ? ntypes : 1))) &&
+                      (!(data[0] & 4) || mask[i] == 0 || mask[i] == 1);
+        fuzz_batch(&rq, values, data, v, nv, real);
+    } else {
+        fuzz_infer(&rq, valid, real);
+    }
     free(ids);
     free(types);
     free(mask);

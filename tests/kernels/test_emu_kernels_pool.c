@@ -217,7 +217,7 @@ static void test_pool_source(void) {
     char *text = NULL, *entry = NULL;
     CHECK(kernel_source(&s, &text, &entry, &d) == 0, "%s", d.text);
     if (text) {
-        const char *want = "// bertc template=pool dtype=float16 bucket=any hidden=384 mode=mean normalize=1\n";
+        const char *want = "// bertc template=pool dtype=float16 bucket=any hidden=384 mode=mean normalize=1 packed=0\n";
         CHECK(!strncmp(text, want, strlen(want)), "first line: %.120s", text);
         CHECK(strstr(text, "bertc_pool<__half, 384,") != NULL, "instantiation");
         CHECK(!strcmp(entry, "bertc_pool_f16_h384_mean_l2"), "entry %s", entry);

@@ -127,12 +127,16 @@ static void rnd_fill(void *p, size_t n) {
 
 static float rnd_float(double lo, double hi) { return (float)(lo + (hi - lo) * check_rng_uniform()); }
 
-static uint64_t req_bytes(int seq_len) { return 4 * (4 + 3 * (uint64_t)seq_len); }
+/* The request block of plan_types.h: header, three arrays of B (a token
+ * bucket's four, and seq_start[N + 1]). */
+static uint64_t req_bytes(int seq_len, int max_seqs) {
+    return max_seqs ? 4 * (4 + 4 * (uint64_t)seq_len + (uint64_t)max_seqs + 1) : 4 * (4 + 3 * (uint64_t)seq_len);
+}
 
 static uint64_t buffer_size(const plan *p, const sched_bucket *b, sched_buf buf) {
     return buf == SCHED_BUF_WEIGHTS ? p->weights_size
          : buf == SCHED_BUF_ARENA   ? b->arena_bytes
-         : buf == SCHED_BUF_REQUEST ? req_bytes(b->seq_len)
+         : buf == SCHED_BUF_REQUEST ? req_bytes(b->seq_len, b->max_seqs)
          : buf == SCHED_BUF_COUNTERS ? b->counter_bytes
                                     : 0;
 }
@@ -182,24 +186,40 @@ static void rnd_spec_fields(kernel_spec *s) {
     s->tile_n = tns[check_rng_range(0, 2)];
     s->splits = (int)check_rng_range(1, 8);
     if (s->kind == KERNEL_KIND_GEMM_LN) s->has_act = 0, s->n = (int)check_rng_range(1, 1024);
+    /* packed where the kind has the form and the bucket is a token bucket
+     * (rnd_spec decides); attention's tiles by length, ascending */
+    for (int i = 0; i < 4; i++) s->seq_qtile[i] = (i ? s->seq_qtile[i - 1] : 0) + (int)check_rng_range(0, 40);
+    if (s->seq_qtile[3] == 0) s->seq_qtile[3] = 1;
 }
 
-/* A spec for a bucket of `bucket` rows: its own (a GEMM) or any (0) — and
- * then launchable in the plan's longest bucket too (RoBERTa's positions and
- * MPNet's score bias are checked against the launching bucket). */
-static void rnd_spec(kernel_spec *s, int bucket, int longest) {
+/* A spec for a bucket of `bucket` rows and `seqs` sequences (a token
+ * bucket; 0: a length bucket): its own rows (a GEMM) or any (0) — and then
+ * launchable in the plan's longest length bucket too (RoBERTa's positions
+ * and MPNet's score bias are checked against the launching bucket, and a
+ * batch's sequences against the longest length bucket). */
+static void rnd_spec(kernel_spec *s, int bucket, int seqs, int longest) {
     for (;;) {
         memset(s, 0, sizeof *s);
         s->kind = (kernel_kind)check_rng_range(0, KERNEL_KIND_COUNT - 1);
         s->bucket = kernel_kind_bucket_free(s->kind) ? 0 : bucket;
         rnd_spec_fields(s);
+        s->packed = seqs && kernel_kind_packs(s->kind);
+        if (s->packed && s->kind == KERNEL_KIND_ATTENTION) s->qtile = 0;
         kernel_launch_dims dims;
         diag d;
         diag_init(&d);
         if (!kernel_spec_check(s, &d) &&
-            !kernel_launch_dims_of(s, kernel_kind_bucket_free(s->kind) ? longest : bucket, &dims, &d))
+            !kernel_launch_dims_in(s, kernel_kind_bucket_free(s->kind) && !seqs ? longest : bucket, seqs, &dims, &d) &&
+            !kernel_launch_check_rows(s, longest, &d))
             return;
     }
+}
+
+/* Whether kernel s may launch in bucket b: its rows (or any) and, for a
+ * kind with a packed form, packed exactly in token buckets. */
+static int kernel_fits(const kernel_spec *s, const sched_bucket *b) {
+    if (s->bucket != 0 && s->bucket != b->seq_len) return 0;
+    return !kernel_kind_packs(s->kind) || s->packed == (b->max_seqs > 0);
 }
 
 /* A reference the reader accepts for an operand of `bytes` (0: NONE): in
@@ -219,9 +239,9 @@ static void rnd_launch(const plan *p, sched_bucket *b, sched_launch *l) {
     const kernel_spec *s = &p->kernels[l->kernel].spec;
     diag d;
     diag_init(&d);
-    kernel_launch_dims_of(s, b->seq_len, &l->dims, &d);
+    kernel_launch_dims_in(s, b->seq_len, b->max_seqs, &l->dims, &d);
     kernel_arg a[KERNEL_MAX_ARGS];
-    kernel_args_of(s, b->seq_len, a);
+    kernel_args_in(s, b->seq_len, b->max_seqs, a);
     l->nargs = p->kernels[l->kernel].nargs;
     for (int i = 0; i < KERNEL_MAX_ARGS; i++) {
         if (i >= l->nargs) rnd_fill(&l->args[i], sizeof l->args[i]);
@@ -320,18 +340,27 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
     p->weights = rnd_bytes((size_t)p->weights_size);
     p->owns_weights = 1;
 
-    /* Buckets: distinct ascending lengths. */
-    p->nbuckets = small ? 1 : (int)check_rng_range(rich ? 2 : 1, 4);
-    if (p->nbuckets > p->max_seq_len) p->nbuckets = (int)p->max_seq_len;
+    /* Buckets: distinct ascending lengths, then maybe token buckets:
+     * distinct ascending token counts, each of at most that many sequences. */
+    int nlen = small ? 1 : (int)check_rng_range(rich ? 2 : 1, 4);
+    if (nlen > p->max_seq_len) nlen = (int)p->max_seq_len;
+    int ntok = small ? 0 : (int)check_rng_range(0, 2);
+    p->nbuckets = nlen + ntok;
     p->buckets = calloc((size_t)p->nbuckets, sizeof p->buckets[0]);
     int prev = 0;
-    for (int i = 0; i < p->nbuckets; i++) {
-        int left = p->nbuckets - 1 - i;
+    for (int i = 0; i < nlen; i++) {
+        int left = nlen - 1 - i;
         int hi = (int)p->max_seq_len - left;
         int len = (int)check_rng_range(prev + 1, prev + 1 + (hi - prev - 1) / 2);
-        if (i == p->nbuckets - 1 && check_rng_range(0, 1)) len = (int)p->max_seq_len;
+        if (i == nlen - 1 && check_rng_range(0, 1)) len = (int)p->max_seq_len;
         p->buckets[i].seq_len = prev = len;
         p->buckets[i].arena_bytes = (uint64_t)check_rng_range(64, 1 << 20);
+    }
+    for (int i = nlen, tok = 0; i < p->nbuckets; i++) {
+        sched_bucket *b = &p->buckets[i];
+        b->seq_len = tok = tok + (int)check_rng_range(1, 700);
+        b->max_seqs = (int)check_rng_range(1, tok < 64 ? tok : 64);
+        b->arena_bytes = (uint64_t)check_rng_range(64, 1 << 20);
     }
 
     /* Kernels, each generated for one bucket (or any); kernel 0 for bucket 0. */
@@ -342,8 +371,8 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
         kernel_spec *s = &k->spec;
         k->entry = rnd_ident("bertc_kernel_");
         k->source = rnd_text(small ? 40 : (size_t)check_rng_range(0, 3000));
-        rnd_spec(s, p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)].seq_len,
-                 p->buckets[p->nbuckets - 1].seq_len);
+        const sched_bucket *b = &p->buckets[i == 0 ? 0 : check_rng_range(0, p->nbuckets - 1)];
+        rnd_spec(s, b->seq_len, b->max_seqs, p->buckets[nlen - 1].seq_len);
         k->nargs = kernel_kind_arg_count(s->kind);
     }
 
@@ -374,19 +403,31 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
 
     for (int bi = 0; bi < p->nbuckets; bi++) {
         sched_bucket *b = &p->buckets[bi];
-        /* Outputs first: they may grow the arena to fit. */
-        b->noutputs = small ? 1 : (int)check_rng_range(1, 3);
+        /* Outputs first: they may grow the arena to fit.  Every bucket has
+         * bucket 0's outputs (name, dtype, columns, rows per token or not);
+         * a token bucket has a row per sequence where a length bucket has
+         * one row. */
+        b->noutputs = bi ? p->buckets[0].noutputs : small ? 1 : (int)check_rng_range(1, 3);
         b->outputs = calloc((size_t)b->noutputs, sizeof b->outputs[0]);
         for (int j = 0; j < b->noutputs; j++) {
             sched_output *o = &b->outputs[j];
-            char prefix[32];
-            snprintf(prefix, sizeof prefix, "out%d_", j);
-            o->name = rnd_ident(prefix);
-            o->dtype = (plan_dtype)check_rng_range(0, PLAN_DTYPE_COUNT - 1);
-            o->rows_are_seq = (int)check_rng_range(0, 1);
-            o->cols = check_rng_range(1, 96);
-            o->row_stride = o->rows_are_seq ? o->cols + check_rng_range(0, 8) : check_rng_range(0, 100);
-            uint64_t rows = o->rows_are_seq ? (uint64_t)b->seq_len - 1 : 0;
+            if (bi) {
+                const sched_output *o0 = &p->buckets[0].outputs[j];
+                o->name = xstrdup(o0->name);
+                o->dtype = o0->dtype;
+                o->rows_are_seq = o0->rows_are_seq;
+                o->cols = o0->cols;
+            } else {
+                char prefix[32];
+                snprintf(prefix, sizeof prefix, "out%d_", j);
+                o->name = rnd_ident(prefix);
+                o->dtype = (plan_dtype)check_rng_range(0, PLAN_DTYPE_COUNT - 1);
+                o->rows_are_seq = (int)check_rng_range(0, 1);
+                o->cols = check_rng_range(1, 96);
+            }
+            o->per_seq = b->max_seqs && !o->rows_are_seq;
+            o->row_stride = o->rows_are_seq || o->per_seq ? o->cols + check_rng_range(0, 8) : check_rng_range(0, 100);
+            uint64_t rows = o->rows_are_seq ? (uint64_t)b->seq_len - 1 : o->per_seq ? (uint64_t)b->max_seqs - 1 : 0;
             uint64_t extent = (rows * (uint64_t)o->row_stride + (uint64_t)o->cols) * (uint64_t)dtype_size(o->dtype);
             if (p->weights_size > extent && check_rng_range(0, 3) == 0) {
                 o->ref.buf = SCHED_BUF_WEIGHTS;
@@ -400,7 +441,7 @@ static void gen_plan(plan *p, gen_size size, int with_tokenizer) {
 
         int kernels_here[64], nhere = 0;
         for (int k = 0; k < p->nkernels; k++)
-            if (p->kernels[k].spec.bucket == b->seq_len || p->kernels[k].spec.bucket == 0) kernels_here[nhere++] = k;
+            if (kernel_fits(&p->kernels[k].spec, b)) kernels_here[nhere++] = k;
         b->nsteps = small ? 2 : (int)check_rng_range(rich && bi == 0 ? 2 : 0, 12);
         b->steps = b->nsteps ? calloc((size_t)b->nsteps, sizeof b->steps[0]) : NULL;
         for (int j = 0; j < b->nsteps; j++) {
@@ -539,6 +580,8 @@ static int spec_diff(const kernel_spec *a, const kernel_spec *b, int i) {
     DIFF(a->pool_mode != b->pool_mode || a->normalize != b->normalize, "kernel %d pool_mode/normalize", i);
     DIFF(a->pad_id != b->pad_id || a->bias_ld != b->bias_ld, "kernel %d pad_id/bias_ld", i);
     DIFF(a->tile_m != b->tile_m || a->tile_n != b->tile_n || a->splits != b->splits, "kernel %d tile/splits", i);
+    DIFF(a->qtile != b->qtile || a->packed != b->packed || memcmp(a->seq_qtile, b->seq_qtile, sizeof a->seq_qtile),
+         "kernel %d qtile/packed/seq_qtile", i);
     return 0;
 }
 
@@ -594,7 +637,8 @@ static int plan_diff(const plan *a, const plan *b) {
     for (int i = 0; i < a->nbuckets; i++) {
         const sched_bucket *x = &a->buckets[i], *y = &b->buckets[i];
         DIFF(x->seq_len != y->seq_len || x->nsteps != y->nsteps || x->noutputs != y->noutputs ||
-                 x->arena_bytes != y->arena_bytes || x->counter_bytes != y->counter_bytes,
+                 x->arena_bytes != y->arena_bytes || x->counter_bytes != y->counter_bytes ||
+                 x->max_seqs != y->max_seqs,
              "bucket %d header", i);
         for (int j = 0; j < x->nsteps; j++) {
             const sched_step *s = &x->steps[j], *t = &y->steps[j];
@@ -617,7 +661,8 @@ static int plan_diff(const plan *a, const plan *b) {
         for (int j = 0; j < x->noutputs; j++) {
             const sched_output *o = &x->outputs[j], *q = &y->outputs[j];
             DIFF(str_differs(o->name, q->name) || o->dtype != q->dtype || ref_differs(o->ref, q->ref) ||
-                     o->rows_are_seq != q->rows_are_seq || o->cols != q->cols || o->row_stride != q->row_stride,
+                     o->rows_are_seq != q->rows_are_seq || o->per_seq != q->per_seq || o->cols != q->cols ||
+                     o->row_stride != q->row_stride,
                  "bucket %d output %d", i, j);
         }
     }
@@ -869,7 +914,7 @@ static void test_layout_matches_spec(void) {
     CHECK(ld32(b + 0x28) == 10, "10 sections with a tokenizer and labels, got %u", ld32(b + 0x28));
     static const uint8_t scalars[8] = {1, 2, 4, 8, 4, 8, 0, 0};
     CHECK(memcmp(b + 0x30, scalars, 8) == 0, "scalar sizes");
-    static const uint16_t records[12] = {128, 32, 80, 176, 40, 16, 24, 256, 48, 16, 80, 0};
+    static const uint16_t records[12] = {128, 32, 80, 192, 40, 16, 32, 256, 48, 16, 80, 0};
     for (int i = 0; i < 12; i++)
         CHECK(b[0x38 + 2 * i] == (records[i] & 0xff) && b[0x39 + 2 * i] == records[i] >> 8, "record size %d", i);
     CHECK(ld32(b + 0x50) == 0x3FC00000u && ld64(b + 0x58) == 0xC004000000000000ull, "float probes");
@@ -925,15 +970,22 @@ static void test_layout_matches_spec(void) {
               ld32(k + 144) == (uint32_t)ks->normalize && (int32_t)ld32(k + 148) == ks->qtile &&
               (int32_t)ld32(k + 152) == ks->pad_id && (int32_t)ld32(k + 156) == ks->bias_ld &&
               (int32_t)ld32(k + 160) == ks->tile_m && (int32_t)ld32(k + 164) == ks->tile_n &&
-              (int32_t)ld32(k + 168) == ks->splits && ld32(k + 172) == 0,
+              (int32_t)ld32(k + 168) == ks->splits,
           "kernel spec tail");
+    CHECK(ld32(k + 172) == (uint32_t)ks->packed && (int32_t)ld32(k + 176) == ks->seq_qtile[0] &&
+              (int32_t)ld32(k + 188) == ks->seq_qtile[3],
+          "kernel packed fields");
     /* Bucket 0, its first step (a launch) and second (a GEMM). */
     const uint8_t *q = b + sched.off;
     const sched_bucket *b0 = &p.buckets[0];
     CHECK((int)ld32(q) == b0->seq_len && (int)ld32(q + 4) == b0->nsteps && (int)ld32(q + 8) == b0->noutputs &&
-              ld32(q + 12) == b0->counter_bytes && ld64(q + 16) == b0->arena_bytes,
+              ld32(q + 12) == 0 && ld64(q + 16) == b0->arena_bytes && ld32(q + 24) == b0->counter_bytes &&
+              ld32(q + 28) == 0,
           "bucket 0 record");
-    const uint8_t *st = q + 24 * (size_t)p.nbuckets;
+    const sched_bucket *bl = &p.buckets[p.nbuckets - 1];
+    const uint8_t *ql = q + PLAN_BUCKET_RECORD_SIZE * (size_t)(p.nbuckets - 1);
+    CHECK((int)ld32(ql) == bl->seq_len && (int)ld32(ql + 12) == bl->max_seqs, "last bucket's max_seqs");
+    const uint8_t *st = q + PLAN_BUCKET_RECORD_SIZE * (size_t)p.nbuckets;
     const sched_launch *l = &b0->steps[0].launch;
     CHECK(ld32(st) == 0 && strcmp(str + ld32(st + 4), b0->steps[0].name) == 0, "step 0 kind/name");
     CHECK(ld64(st + 16) == b0->steps[0].min_hbm_bytes, "step 0 min_hbm_bytes");
@@ -1034,7 +1086,7 @@ static void example_plan(plan *p) {
     b->steps[1].min_hbm_bytes = 448;
     b->noutputs = 1;
     b->outputs = calloc(1, sizeof b->outputs[0]);
-    b->outputs[0] = (sched_output){xstrdup("last_hidden_state"), {SCHED_BUF_ARENA, 0}, PLAN_DTYPE_F32, 1, 4, 4};
+    b->outputs[0] = (sched_output){xstrdup("last_hidden_state"), {SCHED_BUF_ARENA, 0}, PLAN_DTYPE_F32, 1, 0, 4, 4};
 }
 
 /*
@@ -1143,10 +1195,10 @@ static void test_counters_contract(void) {
 
 static const uint8_t example_head[128 + 8 * 32] = {
     0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x07, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0xb4, 0xb1, 0xd6, 0x64,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x4c, 0xcf, 0xa4, 0x6e,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
-    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xb0, 0x00,
-    0x28, 0x00, 0x10, 0x00, 0x18, 0x00, 0x00, 0x01, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
+    0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xc0, 0x00,
+    0x28, 0x00, 0x10, 0x00, 0x20, 0x00, 0x00, 0x01, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
     0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0xc0,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1155,11 +1207,11 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x50, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0xbe, 0x1c, 0xdb, 0x00, 0x00, 0x00, 0x00,
     0x03, 0x00, 0x00, 0x00, 0x12, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0xb0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xbf, 0xee, 0x78, 0x72, 0x00, 0x00, 0x00, 0x00,
+    0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x6d, 0x3b, 0x57, 0xff, 0x00, 0x00, 0x00, 0x00,
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x48, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x4a, 0xaf, 0x9b, 0x00, 0x00, 0x00, 0x00,
+    0x50, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xfe, 0x60, 0x62, 0x04, 0x00, 0x00, 0x00, 0x00,
     0x07, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x41, 0xd3, 0xbc, 0x4a, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x3a, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1364,7 +1416,7 @@ static void test_header_fields(void) {
     c[0x38 + 2 * PLAN_RECORD_KERNEL] = 144;
     fix_checksums(c, len);
     EXPECT_FAIL(c, len, "kernel record size",
-                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 176 in this reader");
+                "offset 0x3e: header: type-size probe: the kernel record is 144 bytes in this plan, 192 in this reader");
     memcpy(c, b, len);
     c[0x33] = 4;
     fix_checksums(c, len);
@@ -1492,8 +1544,8 @@ static int tplan_load(tplan *t, const plan *p) {
     t->nimages = ld32(b + t->sig.off + 68);
     t->nbuckets = ld32(b + t->sig.off + 72);
     t->bucket0 = (size_t)t->sched.off;
-    t->bucket1 = t->bucket0 + 24;
-    t->step0 = (size_t)t->sched.off + 24 * t->nbuckets;
+    t->bucket1 = t->bucket0 + PLAN_BUCKET_RECORD_SIZE;
+    t->step0 = (size_t)t->sched.off + PLAN_BUCKET_RECORD_SIZE * t->nbuckets;
     t->step1 = t->step0 + 256;
     t->out0 = t->step0 + 256 * (size_t)ld32(b + t->bucket0 + 4);
     return 1;
@@ -1601,7 +1653,7 @@ static void test_semantic_errors(void) {
     FIXED_FAIL("prefetch in the arena", "is a prefetch bound; it cannot be the arena buffer");
     st32(pf, SCHED_BUF_WEIGHTS);
     st64(pf + 8, 8);
-    st32(pf + 16, SCHED_BUF_NONE); /* whatever the compiler put there */
+    st32(pf + 16, SCHED_BUF_NONE); /* the generated pair may have been two weight offsets */
     st64(pf + 24, 0);
     FIXED_FAIL("prefetch half NONE", "the prefetch range of kernel", "two weight offsets or two NONE references");
     st32(pf, SCHED_BUF_WEIGHTS);
@@ -1669,7 +1721,7 @@ static void test_semantic_errors(void) {
     st32(c + t.sig.off + 76, 2);
     FIXED_FAIL("fusion", "section SIGNATURE: field fusion: 2 is not a fusion level");
     st32(c + t.sig.off + 64, t.nkernels + 1);
-    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 176 bytes");
+    FIXED_FAIL("kernel count", "section KERNELS: the section has", "kernel records of 192 bytes");
     st32(c + t.sig.off + 72, 0);
     FIXED_FAIL("no buckets", "field nbuckets: 0");
 
@@ -1721,7 +1773,7 @@ static void test_semantic_errors(void) {
         FIXED_FAIL("pad id of another kind", "section KERNELS: kernel 0: field spec: kernel ",
                    "pad id 2 without a pad-position gather (expected 0)");
     }
-    st32(c + t.bucket0 + 12, 6);
+    st32(c + t.bucket0 + 24, 6);
     FIXED_FAIL("counter bytes", "bucket 0: field counter_bytes: 6 is not a multiple of 4");
     {
         float nan = NAN;
@@ -1778,6 +1830,93 @@ static void test_semantic_errors(void) {
     free(c);
     free(t.b);
     plan_free(&p);
+}
+
+/*
+ * Token buckets (format 6) on a real plan: tiny-bert-batch-fp32 from `make
+ * plans` (length buckets 8, 16, 64; token buckets of 64 and 256 tokens,
+ * at most 16 requests).  Each damage is one field of a bucket, an output
+ * or a packed kernel, with the checksums made good again, so the reader's
+ * own check is what fires, and says which field.
+ */
+static void test_token_buckets(void) {
+    const uint64_t BR = PLAN_BUCKET_RECORD_SIZE;
+    char path[512];
+    snprintf(path, sizeof path, "%s/plans/tiny-bert-batch-fp32.plan", check_build_dir());
+    size_t len = 0;
+    uint8_t *b = (uint8_t *)check_read_file(path, &len);
+    CHECK_REQUIRE(b != NULL, "%s: not readable (make plans)", path);
+    tsec sched, kern, sig;
+    CHECK_REQUIRE(find_section(b, PLAN_SECTION_SCHEDULES, &sched) && find_section(b, PLAN_SECTION_KERNELS, &kern) &&
+                      find_section(b, PLAN_SECTION_SIGNATURE, &sig),
+                  "sections");
+    uint32_t nb = ld32(b + sig.off + 72), nk = ld32(b + sig.off + 64);
+    uint8_t *bk = b + sched.off; /* bucket records */
+    CHECK_REQUIRE(nb == 5 && ld32(bk + 3 * BR) == 64 && ld32(bk + 3 * BR + 12) == 16 && ld32(bk + 4 * BR) == 256 &&
+                      ld32(bk + 12) == 0,
+                  "%s: expected buckets 8, 16, 64 and token buckets 64, 256 of 16 requests", path);
+    uint8_t *c = malloc(len);
+#define RESET() memcpy(c, b, len)
+#define TB_FAIL(label, ...)                      \
+    do {                                         \
+        fix_checksums(c, len);                   \
+        EXPECT_FAIL(c, len, label, __VA_ARGS__); \
+        RESET();                                 \
+    } while (0)
+    RESET();
+    uint8_t *cb = c + sched.off;
+    st32(cb + 4 * BR + 12, 0);
+    TB_FAIL("length after token", "bucket 4: field max_seqs: 0 after bucket 3's token bucket (length buckets come first)");
+    st32(cb + 12, 4);
+    TB_FAIL("token bucket first", "bucket 0: field max_seqs: 4 in bucket 0");
+    st32(cb + 3 * BR + 12, 65);
+    TB_FAIL("more sequences than tokens", "bucket 3: field max_seqs: 65 is not in 1..1024 and at most the bucket's 64 tokens");
+    st32(cb + 4 * BR, 64);
+    TB_FAIL("token buckets ascend", "bucket 4: field seq_len: 64 does not follow bucket 3's 64 (token buckets ascend");
+    st32(cb + 3 * BR, 70000);
+    TB_FAIL("too many tokens", "bucket 3: field seq_len: 70000 tokens is not in 1..65536");
+    /* the outputs: after every bucket's steps; bucket 3's and bucket 0's */
+    uint64_t at = sched.off + BR * (uint64_t)nb, out[5];
+    for (uint32_t i = 0; i < nb; i++) {
+        at += PLAN_STEP_RECORD_SIZE * (uint64_t)ld32(b + sched.off + BR * i + 4);
+        out[i] = at;
+        at += PLAN_OUTPUT_RECORD_SIZE * (uint64_t)ld32(b + sched.off + BR * i + 8);
+    }
+    st32(c + out[3] + 48 + 28, 0); /* pooler_output of token bucket 64 */
+    TB_FAIL("token bucket one row", "field per_seq: 0 in a token bucket");
+    st32(c + out[0] + 48 + 28, 1);
+    TB_FAIL("length bucket per sequence", "field per_seq: 1, but the bucket is a length bucket");
+    st32(c + out[3] + 28, 1); /* last_hidden_state: per token and per sequence */
+    TB_FAIL("both kinds of rows", "field per_seq: 1, but rows_are_seq is 1 too");
+    st64(c + out[3] + 48 + 32, 95);
+    TB_FAIL("outputs differ", "bucket 3 output 1 (\"pooler_output\", 95 columns, one row per request) is not bucket 0's");
+    /* the packed kernels: the attention one's tiles, every one's flag */
+    int attention = -1, packed = -1;
+    for (uint32_t k = 0; k < nk; k++) {
+        const uint8_t *r = b + kern.off + PLAN_KERNEL_RECORD_SIZE * (uint64_t)k;
+        if (ld32(r + 172) == 1 && ld32(r + 24) == KERNEL_KIND_ATTENTION) attention = (int)k;
+        if (ld32(r + 172) == 1) packed = (int)k;
+    }
+    CHECK_REQUIRE(attention >= 0 && packed >= 0, "no packed attention kernel in %s", path);
+    uint8_t *ka = c + kern.off + PLAN_KERNEL_RECORD_SIZE * (uint64_t)attention;
+    st32(ka + 172, 2);
+    TB_FAIL("packed 2", "field spec.packed: 2");
+    st32(ka + 176, 70);
+    TB_FAIL("tiles not ascending", "seq_qtile 70, 64, 64, 64 (ascending lengths");
+    st32(ka + 148, 8);
+    TB_FAIL("packed with a query tile", "query tile 8 in a packed kernel");
+    st32(c + kern.off + PLAN_KERNEL_RECORD_SIZE * (uint64_t)packed + 172, 0);
+    TB_FAIL("unpacked in a token bucket", "a one-request kernel in a token bucket (it must be packed)");
+    for (uint32_t k = 0; k < nk; k++)
+        if (ld32(b + kern.off + PLAN_KERNEL_RECORD_SIZE * (uint64_t)k + 24) == KERNEL_KIND_ADD_LN) {
+            st32(c + kern.off + PLAN_KERNEL_RECORD_SIZE * (uint64_t)k + 172, 1);
+            TB_FAIL("packed add_ln", "kernel add_ln: packed (only embed_ln, attention and pool have a packed form)");
+            break;
+        }
+#undef TB_FAIL
+#undef RESET
+    free(c);
+    free(b);
 }
 
 /* A hostile plan whose counts claim far more than the file holds must not allocate for them. */
@@ -1968,6 +2107,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_section_table);
     CHECK_CASE(test_semantic_errors);
     CHECK_CASE(test_counters_contract);
+    CHECK_CASE(test_token_buckets);
     CHECK_CASE(test_huge_counts);
     CHECK_CASE(test_fuzz);
     CHECK_CASE(test_write_failures);

@@ -30,6 +30,7 @@ import bsen
 BUILD = os.environ.get("BERTC_BUILD_DIR", "build")
 MINILM = os.path.join(BUILD, "plans", "all-MiniLM-L6-v2-fp32.plan")
 TINY = os.path.join(BUILD, "plans", "tiny-bert-fp32.plan")
+MINILM_PACKED = os.path.join(BUILD, "plans", "all-MiniLM-L6-v2-batch-fp32.plan")  # token buckets 64, 256; 16 requests
 GOLDEN = os.path.join("tests", "golden", "all-MiniLM-L6-v2-sentences.bsen")
 SEED = int(os.environ.get("BERTC_TEST_SEED", "1"))
 
@@ -198,6 +199,24 @@ def test_errors(minilm, tmp_path):
     with pytest.raises(bertc.InvalidArgumentError, match="closed"):
         p.encode("x")
     p.close()
+
+
+def test_encode_packed_batches(minilm):
+    """With token buckets, encode() sends packed batches (several texts per launch): every embedding is the bits
+    the plan without them gives one text at a time, whatever batch_size, pooling from per-token rows too; an
+    error names the text by its place in the whole list."""
+    rng = np.random.default_rng(SEED)
+    words = ["cat", "dog", "market", "the", "runs", "quickly", "over", "Zürich", "bank", "river", "a", "of"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 30)))) for _ in range(40)] + ["", "x"]
+    with bertc.Plan(MINILM_PACKED, device="emu") as packed:
+        want = minilm.encode(texts)
+        for bs in (1, 7, 64):
+            assert packed.encode(texts, batch_size=bs).tobytes() == want.tobytes(), bs
+        assert packed.encode(texts[:9], pooling="mean").tobytes() == minilm.encode(texts[:9], pooling="mean").tobytes()
+        assert packed.encode(texts[:5], pooling="cls").tobytes() == minilm.encode(texts[:5], pooling="cls").tobytes()
+        with pytest.raises(bertc.BadRequestError, match=r"text 3: .*UTF-8"):
+            packed.encode(["a", "b", "c", "lone \ud800 surrogate", "e"], batch_size=2)
+        assert packed.encode("still here").tobytes() == minilm.encode("still here").tobytes()
 
 
 def test_compile(tiny, tmp_path):

@@ -26,21 +26,6 @@
 
 static const emuctl *E;
 
-static const char *plan_path(const char *name) {
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ & 3];
-    snprintf(p, 512, "%s/plans/%s.plan", check_build_dir(), name);
-    return p;
-}
-
-static bertc_plan *open_plan(const char *name) {
-    bertc_plan *pl = NULL;
-    char err[1024];
-    bertc_status st = bertc_plan_open(plan_path(name), &pl, err, sizeof err);
-    CHECK(st == BERTC_STATUS_OK, "opening %s: %s", name, err);
-    return pl;
-}
 
 static bertc_context_options emu_options(void) {
     bertc_context_options o;
@@ -164,7 +149,7 @@ static void ptx_has_tensor_cores(const plan *p, const char *arch) {
  * tensor-core path; the plan carries no compute_75) and EMU: the runtime's image choice and the module path of a GPU, with the
  * emulated device binding the CUBIN's kernels to their twins by name. */
 static void test_image_paths_run(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp16");
     if (!pl) return;
     testreq r;
     testreq_random(&r, pl, 13, 1, 1);
@@ -177,7 +162,7 @@ static void test_image_paths_run(void) {
     plan raw;
     diag d;
     diag_init(&d);
-    CHECK(plan_read(&raw, plan_path("tiny-bert-fp16"), &d) == 0, "%s", d.text);
+    CHECK(plan_read(&raw, testreq_plan_path("tiny-bert-fp16"), &d) == 0, "%s", d.text);
     int emu_img = -1;
     for (int i = 0; i < raw.nimages; i++)
         if (raw.images[i].kind == PLAN_IMAGE_EMU) emu_img = i;
@@ -208,7 +193,7 @@ static void test_image_paths_run(void) {
     char err[1024];
     bertc_status st = bertc_context_create(pl, &o, &none, err, sizeof err);
     CHECK(st == BERTC_STATUS_NO_DEVICE && !none, "7.0 gave %s", bertc_status_name(st));
-    CHECK(strstr(err, "no kernel image for sm_70") && strstr(err, "sm_86") && strstr(err, plan_path("tiny-bert-fp16")),
+    CHECK(strstr(err, "no kernel image for sm_70") && strstr(err, "sm_86") && strstr(err, testreq_plan_path("tiny-bert-fp16")),
           "unclear: %s", err);
     E->reset();
     plan_free(&raw);
@@ -239,7 +224,7 @@ static uint64_t le64(const unsigned char *p) {
 
 static void test_bad_plans(void) {
     size_t n;
-    unsigned char *b = slurp(plan_path("tiny-bert-fp32"), &n);
+    unsigned char *b = slurp(testreq_plan_path("tiny-bert-fp32"), &n);
     CHECK(b && n > 4096, "fixture plan missing");
     if (!b) return;
     char err[1024];
@@ -279,7 +264,7 @@ static void test_bad_plans(void) {
 }
 
 static void test_missing_driver(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o;
     bertc_context_options_init(&o);
@@ -306,7 +291,7 @@ static void test_missing_driver(void) {
 /* ------------------------------------------------------------ requests */
 
 static void test_bad_requests(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
@@ -354,7 +339,7 @@ static void test_bad_requests(void) {
 
 /* One request is one graph launch; nothing runs outside the graph. */
 static void test_one_launch_per_request(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
@@ -362,7 +347,7 @@ static void test_one_launch_per_request(void) {
     plan raw;
     diag d;
     diag_init(&d);
-    plan_read(&raw, plan_path("tiny-bert-fp32"), &d);
+    plan_read(&raw, testreq_plan_path("tiny-bert-fp32"), &d);
     for (int i = 0; i < 6; i++) {
         int64_t len = check_rng_range(1, 64);
         int b = 0;
@@ -393,7 +378,7 @@ static void test_one_launch_per_request(void) {
 
 /* Weights are uploaded once per device, whatever the number of contexts. */
 static void test_weights_shared(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     bertc_emudev_stats s0, s1, s2;
@@ -405,7 +390,7 @@ static void test_weights_shared(void) {
     plan raw;
     diag d;
     diag_init(&d);
-    plan_read(&raw, plan_path("tiny-bert-fp32"), &d);
+    plan_read(&raw, testreq_plan_path("tiny-bert-fp32"), &d);
     long first = s1.live_bytes - s0.live_bytes, second = s2.live_bytes - s1.live_bytes;
     CHECK(first - second == (long)raw.weights_size && s2.live_modules == 1,
           "first context %ld bytes, second %ld, weights %llu, modules %ld", first, second,
@@ -421,7 +406,7 @@ static void test_weights_shared(void) {
 /* The runtime leaves the calling thread's current CUDA context as it found
  * it (a service's own CUDA code on that thread must not find bertc's). */
 static void test_current_context_restored(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     device_table t;
     diag d;
@@ -449,7 +434,7 @@ static void test_current_context_restored(void) {
 
 /* Lazy capture: a bucket's graph exists only after its first request. */
 static void test_capture_on_first_use(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     o.capture_on_first_use = 1;
@@ -476,7 +461,7 @@ static void test_capture_on_first_use(void) {
 /* Every device call the runtime makes at create, failing once at each of
  * its calls in turn: a clear status, and nothing left behind. */
 static void test_injected_device_failures(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     static const struct {
@@ -547,7 +532,7 @@ static void test_host_alloc_failures(void) {
         bertc_plan *pl = NULL;
         bertc_context *c = NULL;
         char err[1024];
-        bertc_status st = bertc_plan_open(plan_path("tiny-bert-fp32"), &pl, err, sizeof err);
+        bertc_status st = bertc_plan_open(testreq_plan_path("tiny-bert-fp32"), &pl, err, sizeof err);
         if (st == BERTC_STATUS_OK) st = bertc_context_create(pl, &o, &c, err, sizeof err);
         rt_debug_fail_host_alloc(0);
         bertc_context_destroy(c);
@@ -568,7 +553,7 @@ static int add_plan_twins(const char *name) {
     plan raw;
     diag d;
     diag_init(&d);
-    if (plan_read(&raw, plan_path(name), &d) != 0) {
+    if (plan_read(&raw, testreq_plan_path(name), &d) != 0) {
         CHECK(0, "%s", d.text);
         return -1;
     }
@@ -585,7 +570,7 @@ static int kernel_edges(const char *name, int64_t len) {
     plan raw;
     diag d;
     diag_init(&d);
-    if (plan_read(&raw, plan_path(name), &d) != 0) return -1;
+    if (plan_read(&raw, testreq_plan_path(name), &d) != 0) return -1;
     int b = 0, n = 0;
     while (raw.buckets[b].seq_len < len) b++;
     for (int s = 1; s < raw.buckets[b].nsteps; s++)
@@ -601,7 +586,7 @@ static int kernel_edges(const char *name, int64_t len) {
  * options.pdl = 0 and an sm_86 CUBIN launch plainly; the compute_90 PTX
  * on 10.0 (griddepcontrol inside) overlaps. */
 static void test_programmatic_launch_plan(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp16");
     if (!pl) return;
     enum { NREQ = 4 };
     static const int64_t lens[NREQ] = {5, 16, 40, 64};
@@ -674,7 +659,7 @@ done:
 /* Bytes copied back per request: the request's rows of a per-token output
  * (not the bucket's), and only the outputs the context selected. */
 static void test_copy_back(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     int64_t H = bertc_plan_hidden(pl);
     int lhs = bertc_plan_output_index(pl, "last_hidden_state"), pooled = bertc_plan_output_index(pl, "pooler_output");
@@ -737,7 +722,7 @@ static void test_copy_back(void) {
  * failing candidate is dropped, a failing event fails the create cleanly)
  * and computes what the heuristic's first computes. */
 static void test_algorithm_timing(void) {
-    bertc_plan *pl = open_plan("tiny-bert-bf16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-bf16");
     if (!pl) return;
     testreq r;
     testreq_random(&r, pl, 30, 1, 1);
@@ -782,7 +767,7 @@ static void test_algorithm_timing(void) {
 /* bertc_debug_time_steps runs a bucket's steps one by one and names them;
  * afterwards there is nothing to read, and the next request is right. */
 static void test_per_step_times(void) {
-    bertc_plan *pl = open_plan("tiny-bert-fp32");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
     if (!pl) return;
     bertc_context_options o = emu_options();
     bertc_context *c = make_ctx(pl, &o);
@@ -797,7 +782,7 @@ static void test_per_step_times(void) {
     plan raw;
     diag d;
     diag_init(&d);
-    CHECK(plan_read(&raw, plan_path("tiny-bert-fp32"), &d) == 0 && n == raw.buckets[1].nsteps && n > 0,
+    CHECK(plan_read(&raw, testreq_plan_path("tiny-bert-fp32"), &d) == 0 && n == raw.buckets[1].nsteps && n > 0,
           "%d steps, the 16 bucket has %d", n, raw.buckets[1].nsteps);
     bertc_step_time *t = calloc((size_t)n, sizeof *t);
     bertc_emudev_stats s0, s1;
@@ -874,7 +859,7 @@ static void *worker_run(void *arg) {
 }
 
 static void test_threads(void) {
-    bertc_plan *pl = open_plan("tiny-bert-bf16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-bf16");
     if (!pl) return;
     static worker w[NTHREADS];
     memset(w, 0, sizeof w);

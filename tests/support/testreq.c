@@ -23,3 +23,19 @@ void testreq_copy(testreq *dst, const testreq *src) {
     dst->rq.token_type_ids = src->rq.token_type_ids ? dst->types : NULL;
     dst->rq.attention_mask = src->rq.attention_mask ? dst->mask : NULL;
 }
+
+const char *testreq_plan_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    char *p = buf[k++ & 3];
+    snprintf(p, 512, "%s/plans/%s.plan", check_build_dir(), name);
+    return p;
+}
+
+bertc_plan *testreq_plan_open(const char *name) {
+    bertc_plan *pl = NULL;
+    char err[1024];
+    bertc_status st = bertc_plan_open(testreq_plan_path(name), &pl, err, sizeof err);
+    CHECK(st == BERTC_STATUS_OK, "opening %s: %s", name, err);
+    return pl;
+}

@@ -19,7 +19,11 @@
  * the same plan and device, given the same ids (or bertc_encode's ids for
  * text), must give the same bits the backend put into the response.  The
  * model is tiny-bert (fp32; buckets 8, 16, 64; a vocabulary; pooler),
- * with random ids, types and masks drawn from BERTC_TEST_SEED.
+ * with random ids, types and masks drawn from BERTC_TEST_SEED.  The
+ * execute cases run again on tiny-bert-batch-fp32, whose token buckets
+ * make the backend send rows as packed batches (bertc_infer_batch): every
+ * row must still be, bit for bit, the row bertc_infer gives alone, and a
+ * bad row in a packed batch must fail only its own request.
  */
 #include <math.h>
 #include <sys/stat.h>
@@ -320,7 +324,10 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *resp, con
 
 /* ------------------------------------------------------------- helpers */
 
-#define PLAN "tiny-bert-fp32"
+/* The plan the repository holds: tiny-bert, or its packed twin (token
+ * buckets 64 and 256 of up to 16 requests), whose rows the backend runs
+ * as packed batches (test_packed_*). */
+static const char *plan_name = "tiny-bert-fp32";
 #define HIDDEN 96
 #define MAX_LEN 64
 #define VOCAB 1000
@@ -347,7 +354,7 @@ static const char *mock_repo(void) {
     int ok = getcwd(cwd, sizeof cwd) != NULL;
     ok &= snprintf(ver, sizeof ver, "%s/1", repo) < (int)sizeof ver;
     ok &= snprintf(plan, sizeof plan, "%s/model.plan", ver) < (int)sizeof plan;
-    ok &= snprintf(target, sizeof target, "%s/%s/plans/%s.plan", cwd, check_build_dir(), PLAN) < (int)sizeof target;
+    ok &= snprintf(target, sizeof target, "%s/%s/plans/%s.plan", cwd, check_build_dir(), plan_name) < (int)sizeof target;
     CHECK(ok && !mkdir(repo, 0700) && !mkdir(ver, 0700) && !symlink(target, plan), "cannot make %s", repo);
     return repo;
 }
@@ -358,6 +365,7 @@ static void mock_repo_remove(void) {
     if (snprintf(p, sizeof p, "%s/1/model.plan", repo) < (int)sizeof p) unlink(p);
     if (snprintf(p, sizeof p, "%s/1", repo) < (int)sizeof p) rmdir(p);
     rmdir(repo);
+    repo[0] = '\0';
 }
 
 static char config_buf[4096];
@@ -465,7 +473,7 @@ typedef struct reference {
 static int reference_open(reference *ref) {
     char path[512], err[1024];
     memset(ref, 0, sizeof *ref);
-    snprintf(path, sizeof path, "%s/plans/%s.plan", check_build_dir(), PLAN);
+    snprintf(path, sizeof path, "%s/plans/%s.plan", check_build_dir(), plan_name);
     bertc_context_options o;
     bertc_context_options_init(&o);
     o.device = BERTC_DEVICE_EMULATED;
@@ -658,6 +666,10 @@ static void execute_ids(void) {
         rs[i].outputs[rs[i].noutputs++] = "pooler_output";
     }
     mock_execute(&f.inst, rs, 5);
+    const tb_instance *in = f.inst.state;
+    if (bertc_plan_max_batch(in->model->plan)) /* packed: the 9 rows (233 tokens at most) are one batch */
+        CHECK(bertc_batch_count(in->ctx) == 9, "the last packed batch had %zu rows, expected all 9",
+              bertc_batch_count(in->ctx));
     for (int i = 0; i < 5; i++) {
         CHECK(!rs[i].error[0], "request %d: %s", i, rs[i].error);
         TRITONBACKEND_Output *h = mock_output(&rs[i], "last_hidden_state");
@@ -864,6 +876,17 @@ static void bad_requests(void) {
     fixture_close(&f);
 }
 
+/* The execute cases again, the plan with token buckets: packed batches. */
+static void test_packed_execute(void) {
+    mock_repo_remove();
+    plan_name = "tiny-bert-batch-fp32";
+    execute_ids();
+    execute_text();
+    bad_requests();
+    mock_repo_remove();
+    plan_name = "tiny-bert-fp32";
+}
+
 static void unbatched(void) {
     fixture f;
     if (fixture_open(&f, 0)) return;
@@ -904,6 +927,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(execute_text);
     CHECK_CASE(bad_requests);
     CHECK_CASE(unbatched);
+    CHECK_CASE(test_packed_execute);
     CHECK_CASE(books_balance);
     mock_repo_remove();
     return check_summary();

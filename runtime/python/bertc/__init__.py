@@ -20,9 +20,12 @@ OutOfMemoryError, InvalidArgumentError; all are BertcError, whose `status`
 is the runtime's status name.  compile() failures are CompileError with the
 command's message.
 
-Requests run one at a time per context today; `batch_size` in encode()
-groups texts for the packed-batch API that comes with token buckets
-(docs/python.md).  docs/python.md has the complete guide.
+encode() sends `batch_size` texts at a time: tokenised together on every
+core (bertc_encode_batch), then, when the plan has token buckets (bertc
+compile --batch-tokens), run as packed batches -- as many texts per graph
+launch as the largest token bucket holds (bertc_infer_batch) -- else one
+request per text.  The embeddings are the same bits either way.
+docs/python.md has the complete guide.
 """
 import ctypes
 import os
@@ -136,6 +139,7 @@ class _Context:
 
     def __init__(self, lib, plan_ptr, opts):
         self.lib, self.lock, self.ptr, self.enc = lib, threading.Lock(), None, None
+        self.encs = []  # encode()'s batch of encodings, grown on demand
         err = ctypes.create_string_buffer(_ERR_CAP)
         ptr = ctypes.c_void_p()
         st = lib.bertc_context_create(plan_ptr, ctypes.byref(opts), ctypes.byref(ptr), err, _ERR_CAP)
@@ -158,6 +162,18 @@ class _Context:
             if self.enc:
                 self.lib.bertc_encoding_free(self.enc)
                 self.enc = None
+            for e in self.encs:
+                self.lib.bertc_encoding_free(e)
+            self.encs = []
+
+    def encodings(self, n):
+        """At least n encodings for a batch (kept for the next call)."""
+        while len(self.encs) < n:
+            e = self.lib.bertc_encoding_create()
+            if not e:
+                raise OutOfMemoryError("out of memory", "out of memory")
+            self.encs.append(e)
+        return self.encs[:n]
 
     def __del__(self):
         try:
@@ -350,7 +366,8 @@ class Plan:
                   normalisation, compiled into the plan), else pooler_output, else the [CLS] row;
                   or 'model', 'pooler', 'cls', 'mean' (the mean of the text's token rows)
         normalize divide each embedding by its L2 norm
-        batch_size how many texts go to the device together (today one request each; see docs/python.md)
+        batch_size how many texts are tokenised together (on every core) and sent to the device together: as
+                  packed batches when the plan has token buckets, else one request each
         """
         single, texts, pairs = _as_list(texts, pairs)
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -359,21 +376,68 @@ class Plan:
         result = np.empty((len(texts), spec.cols), np.float32)
         with self._use() as c:
             for start in range(0, len(texts), batch_size):
-                for i in range(start, min(len(texts), start + batch_size)):
-                    n = self._encode(c, "text %d" % i, texts[i], pairs[i] if pairs else None, max_len)
-                    req = _native.Request(self._lib.bertc_encoding_ids(c.enc),
-                                          self._lib.bertc_encoding_type_ids(c.enc), None, n)
-                    self._infer(c, req, "text %d" % i)
-                    if spec.per_token:
-                        rows = np.empty((n, spec.cols), np.float32)
-                        self._read(c, spec, rows)
-                        result[i] = rows[0] if pooling == "cls" else rows.mean(axis=0)
-                    else:
-                        self._read(c, spec, result[i])
+                end = min(len(texts), start + batch_size)
+                reqs = self._encode_batch(c, texts, pairs, start, end, max_len)
+                self._embed_batch(c, reqs, start, spec, pooling, result)
         if normalize:
             norms = np.linalg.norm(result, axis=1, keepdims=True)
             result /= np.where(norms > 0, norms, 1)
         return result[0] if single else result
+
+    def _encode_batch(self, c, texts, pairs, start, end, max_len):
+        """texts[start:end] tokenised together: a Request per text, pointing into c's encodings."""
+        n = end - start
+        encs = c.encodings(n)
+        t = (ctypes.c_char_p * n)(*[_text_bytes("text %d" % (start + k), texts[start + k]) for k in range(n)])
+        p = None
+        if pairs:
+            p = (ctypes.c_char_p * n)(*[None if pairs[start + k] is None else
+                                        _text_bytes("text %d pair" % (start + k), pairs[start + k]) for k in range(n)])
+        opt = _native.BatchOptions()
+        self._lib.bertc_batch_options_init(ctypes.byref(opt))
+        opt.max_len = max_len
+        err = ctypes.create_string_buffer(_ERR_CAP)
+        st = self._lib.bertc_encode_batch(self._plan(), (ctypes.c_void_p * n)(*encs), t, p, n, ctypes.byref(opt),
+                                          err, _ERR_CAP)
+        if st:  # "text K: ..." counts from this batch's first text
+            msg = err.value.decode("utf-8", "replace")
+            if msg.startswith("text ") and msg[5:].split(":")[0].isdigit():
+                k = int(msg[5:].split(":")[0])
+                msg = "text %d%s" % (start + k, msg[5 + len(str(k)):])
+            _fail(st, msg)
+        return [_native.Request(self._lib.bertc_encoding_ids(e), self._lib.bertc_encoding_type_ids(e), None,
+                                int(self._lib.bertc_encoding_len(e))) for e in encs]
+
+    def _embed_batch(self, c, reqs, start, spec, pooling, result):
+        """Runs the requests (packed batches that fit, or one by one) and writes their embeddings."""
+        max_n = self._lib.bertc_plan_max_batch(self._plan())
+        max_tokens = self._lib.bertc_plan_max_batch_tokens(self._plan())
+        k = 0
+        while k < len(reqs):
+            n, tokens = 1, reqs[k].len
+            while max_n and k + n < len(reqs) and n < max_n and tokens + reqs[k + n].len <= max_tokens:
+                tokens += reqs[k + n].len
+                n += 1
+            packed = max_n > 0 and tokens <= max_tokens
+            if packed:
+                st = self._lib.bertc_infer_batch(c.ptr, (_native.Request * n)(*reqs[k:k + n]), n)
+                if st:
+                    _fail(st, "texts %d..%d (one packed batch; its request i is text %d + i): %s"
+                          % (start + k, start + k + n - 1, start + k, c.error()))
+            else:
+                self._infer(c, reqs[k], "text %d" % (start + k))
+            for i in range(n):
+                self._embedding(c, spec, pooling, reqs[k + i].len, i if packed else None, result[start + k + i])
+            k += n
+
+    def _embedding(self, c, spec, pooling, length, index, dst):
+        """The embedding of request `index` of the last batch (None: the last single request) into dst."""
+        if not spec.per_token:
+            self._read(c, spec, dst, index)
+            return
+        rows = np.empty((length, spec.cols), np.float32)
+        self._read(c, spec, rows, index)
+        dst[:] = rows[0] if pooling == "cls" else rows.mean(axis=0)
 
     # ---------------------------------------------------------------- ids
     def _infer(self, c, req, what):
@@ -381,8 +445,11 @@ class Plan:
         if st:
             _fail(st, "%s: %s" % (what, c.error()))
 
-    def _read(self, c, spec, dst):
-        st = self._lib.bertc_output_read(c.ptr, spec.index, dst.ctypes.data_as(_native.P_FLOAT), dst.size)
+    def _read(self, c, spec, dst, index=None):
+        """Output spec of the last request (index None) or of request `index` of the last packed batch."""
+        p = dst.ctypes.data_as(_native.P_FLOAT)
+        st = self._lib.bertc_output_read(c.ptr, spec.index, p, dst.size) if index is None else \
+            self._lib.bertc_batch_output_read(c.ptr, spec.index, index, p, dst.size)
         if st:
             _fail(st, "%s: %s" % (spec.name, c.error()))
 

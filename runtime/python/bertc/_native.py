@@ -48,6 +48,11 @@ class Request(ctypes.Structure):
     _fields_ = [("input_ids", P_INT32), ("token_type_ids", P_INT32), ("attention_mask", P_INT32), ("len", c_int64)]
 
 
+class BatchOptions(ctypes.Structure):
+    # bertc.h's bertc_batch_options (bertc_encode_batch)
+    _fields_ = [("threads", c_int), ("max_len", c_int64)]
+
+
 # name: (result type, argument types)
 _SIGNATURES = {
     "bertc_status_name": (c_char_p, [c_int]),
@@ -83,6 +88,15 @@ _SIGNATURES = {
     "bertc_encoding_type_ids": (P_INT32, [c_void_p]),
     "bertc_encoding_token": (c_char_p, [c_void_p, c_int64]),
     "bertc_encoding_truncated": (c_int, [c_void_p]),
+    # packed batches (token buckets)
+    "bertc_plan_max_batch": (c_int, [c_void_p]),
+    "bertc_plan_max_batch_tokens": (c_int64, [c_void_p]),
+    "bertc_infer_batch": (c_int, [c_void_p, ctypes.POINTER(Request), c_size_t]),
+    "bertc_batch_output_read": (c_int, [c_void_p, c_int, c_size_t, P_FLOAT, c_size_t]),
+    "bertc_batch_options_init": (None, [ctypes.POINTER(BatchOptions)]),
+    "bertc_encode_batch": (c_int, [c_void_p, ctypes.POINTER(c_void_p), ctypes.POINTER(c_char_p),
+                                   ctypes.POINTER(c_char_p), c_size_t, ctypes.POINTER(BatchOptions), c_char_p,
+                                   c_size_t]),
 }
 
 _lib = None
