@@ -32,11 +32,11 @@
 
 static const char USAGE_RUN_BATCH[] =
     "usage: bertc run PLAN (--ids-file F | --text-file F) [--device cuda|emu] [--max-len N]\n"
-    "                 [--output OUT.npy] [--pooled-output P.npy] [--expect-sha256 HEX]\n"
+    "                 [--output OUT.npy] [--pooled-output P.npy] [--expect-sha256 HEX] [--unpacked]\n"
     "\n"
     "Runs one input per line of F (token ids, or text through the plan's\n"
     "tokenizer) as packed batches when the plan has token buckets (bertc\n"
-    "compile --batch-tokens), else one by one. --output writes the model's first\n"
+    "compile --batch-tokens), else (or with --unpacked) one by one. --output writes the model's first\n"
     "output as float32 .npy, per-token outputs packed [total tokens, cols] in\n"
     "input order, the others [n, cols]; --pooled-output writes pooler_output [n,\n"
     "hidden]. Without them, a line per input and a summary of every output.\n";
@@ -44,6 +44,7 @@ static const char USAGE_RUN_BATCH[] =
 typedef struct rb_args {
     const char *file, *device, *ids_file, *text_file, *out, *pooled_out, *pin;
     long max_len;
+    int unpacked;              /* one request per launch even with token buckets */
 } rb_args;
 
 /* The inputs: n requests whose arrays point into ids/encodings here. */
@@ -76,7 +77,10 @@ static int rb_read_args(int argc, char **argv, rb_args *a) {
         else if (!strcmp(arg, "--output")) slot = &a->out;
         else if (!strcmp(arg, "--pooled-output")) slot = &a->pooled_out;
         else if (!strcmp(arg, "--expect-sha256")) slot = &a->pin;
-        else if (!strcmp(arg, "--max-len")) {
+        else if (!strcmp(arg, "--unpacked")) {
+            a->unpacked = 1;
+            continue;
+        } else if (!strcmp(arg, "--max-len")) {
             if (++i >= argc || cli_parse_count(argv[i], 1, &a->max_len))
                 return cli_usage_error(USAGE_RUN_BATCH, "--max-len needs a positive count%s", "");
             continue;
@@ -221,8 +225,9 @@ static int rb_collect(bertc_context *ctx, const bertc_plan *pl, int batch, const
 }
 
 /* Runs every request: packed batches cut to fit, or one by one. */
-static int rb_run(bertc_context *ctx, const bertc_plan *pl, const rb_inputs *in, rb_outputs *o, int *batches) {
-    size_t max_n = (size_t)bertc_plan_max_batch(pl);
+static int rb_run(bertc_context *ctx, const bertc_plan *pl, int unpacked, const rb_inputs *in, rb_outputs *o,
+                  int *batches) {
+    size_t max_n = unpacked ? 0 : (size_t)bertc_plan_max_batch(pl);
     int64_t max_tokens = bertc_plan_max_batch_tokens(pl), row = 0;
     *batches = 0;
     for (size_t first = 0; first < in->n;) {
@@ -258,7 +263,9 @@ static int rb_write(const rb_args *a, bertc_plan *pl, const rb_inputs *in, const
              (!a->pooled_out || npy_write_f32_to(&fa[1], o->data[pool], 2, s1) == 0);
     if (file_atomic_commit_all(fa, 2, ok, d)) return -1;
     fprintf(stderr, "bertc: %zu inputs, %lld tokens in %d launches (%s)\n", in->n, (long long)in->tokens, batches,
-            bertc_plan_max_batch(pl) ? "packed batches" : "one request each: the plan has no token buckets");
+            a->unpacked                ? "one request each: --unpacked"
+            : bertc_plan_max_batch(pl) ? "packed batches"
+                                       : "one request each: the plan has no token buckets");
     if (a->out || a->pooled_out) return 0;
     int64_t row = 0;
     for (size_t i = 0; i < in->n; i++) {
@@ -297,7 +304,7 @@ static int rb_main(const rb_args *a, bertc_device_kind kind, file_atomic *fa, di
     bertc_status st = rc ? BERTC_STATUS_OK : bertc_context_create(pl, &opt, &ctx, err, sizeof err);
     if (st != BERTC_STATUS_OK) rc = cli_runtime_fail(st, err);
     int batches = 0;
-    if (!rc) rc = rb_run(ctx, pl, &in, &o, &batches);
+    if (!rc) rc = rb_run(ctx, pl, a->unpacked, &in, &o, &batches);
     if (!rc && rb_write(a, pl, &in, &o, fa, batches, d)) rc = cli_fail(d);
     bertc_context_destroy(ctx);
     rb_outputs_free(&o);

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Packed batches from the command line: `bertc run --ids-file/--text-file`
 # (an input a line, as packed batches when the plan has token buckets, one
-# by one when it has none — the same .npy bytes either way, per-token
-# outputs packed [total tokens, cols] in input order, per-request ones [n,
-# cols]), its errors (a bad line names the file and the line; nothing is
+# by one when it has none or with --unpacked — the same .npy bytes either
+# way on one plan, per-token outputs packed [total tokens, cols] in input
+# order, per-request ones [n, cols]; a plan without token buckets may split
+# its own GEMMs' K by the bucket and round differently, so the comparisons
+# run the plan with token buckets both ways), its errors (a bad line names the file and the line; nothing is
 # written), and `bertc bench --batch` (a seeded load: requests/s, tokens/s,
 # percentiles; the same requests for the same seed).
 . tests/cli/lib/common.sh
@@ -18,7 +20,10 @@ printf '101 7 42 900 3 102\n\n101 200 102\r\n101 5 6 7 8 9 10 11 12 13 102\n' >"
 expect run-ids-file-batch 0 "$B" run "$PB" --device emu --ids-file "$T/ids.txt" --output "$T/b.npy" --pooled-output "$T/bp.npy"
 contains run-ids-file-one-launch "$T/err" "3 inputs, 20 tokens in 1 launches (packed batches)"
 expect run-ids-file-alone 0 "$B" run "$P1" --device emu --ids-file "$T/ids.txt" --output "$T/a.npy" --pooled-output "$T/ap.npy"
-contains run-ids-file-no-token-buckets "$T/err" "in 3 launches (one request each"
+contains run-ids-file-no-token-buckets "$T/err" "in 3 launches (one request each: the plan has no token buckets"
+expect run-ids-file-unpacked 0 "$B" run "$PB" --device emu --ids-file "$T/ids.txt" --unpacked --output "$T/a.npy" \
+    --pooled-output "$T/ap.npy"
+contains run-ids-file-unpacked-msg "$T/err" "in 3 launches (one request each: --unpacked)"
 if cmp -s "$T/b.npy" "$T/a.npy" && cmp -s "$T/bp.npy" "$T/ap.npy"; then pass run-ids-file-same-bytes
 else fail run-ids-file-same-bytes "packed and one-by-one outputs differ"; fi
 if head -c 80 "$T/b.npy" | grep -q "'shape': (20, 96)" && head -c 80 "$T/bp.npy" | grep -q "'shape': (3, 96)"; then
@@ -27,7 +32,7 @@ else
     fail run-ids-file-shapes "$(head -c 80 "$T/b.npy" | tail -c 40) / $(head -c 80 "$T/bp.npy" | tail -c 40)"
 fi
 # each request's rows are its rows alone (bertc run --ids of the second line)
-expect run-ids-second-alone 0 "$B" run "$P1" --device emu --ids "101 200 102" --output "$T/second.npy"
+expect run-ids-second-alone 0 "$B" run "$PB" --device emu --ids "101 200 102" --output "$T/second.npy"
 if python3 - "$T/b.npy" "$T/second.npy" <<'EOF'; then pass run-ids-file-rows; else fail run-ids-file-rows "rows 6..8 differ"; fi
 import sys
 def body(p):
@@ -56,7 +61,9 @@ contains run-text-file-max-len-msg "$T/err" "--max-len needs --text-file"
 # text: MiniLM, packed and alone, the sentence embeddings per input
 printf 'Hello world\nThe quick brown fox jumps over the lazy dog.\n\nA\n' >"$T/texts.txt"
 expect run-text-file-batch 0 "$B" run "$MB" --device emu --text-file "$T/texts.txt" --output "$T/tb.npy"
-expect run-text-file-alone 0 "$B" run "$M1" --device emu --text-file "$T/texts.txt" --output "$T/ta.npy"
+expect run-text-file-alone 0 "$B" run "$MB" --device emu --text-file "$T/texts.txt" --unpacked --output "$T/ta.npy"
+expect run-text-file-no-token-buckets 0 "$B" run "$M1" --device emu --text-file "$T/texts.txt" --output "$T/t1.npy"
+contains run-text-file-no-token-buckets-msg "$T/err" "(one request each: the plan has no token buckets)"
 if cmp -s "$T/tb.npy" "$T/ta.npy"; then pass run-text-file-same-bytes; else fail run-text-file-same-bytes "differ"; fi
 expect run-text-file-summary 0 "$B" run "$MB" --device emu --text-file "$T/texts.txt"
 contains run-text-file-embeddings "$T/out" "sentence_embedding [3, 384]"
