@@ -34,8 +34,9 @@ INC_IR       := -Icompiler/ir $(INC_COMMON)
 INC_FRONTEND := -Icompiler/frontend -Icompiler/ir -Icompiler $(INC_COMMON)
 INC_PASSES   := -Icompiler/passes -Icompiler/ir $(INC_COMMON)
 INC_CODEGEN  := -Icompiler/codegen -Icompiler $(INC_PLAN) $(CUDA_INC) -I$(BUILD)/gen
-INC_LOWER    := -Icompiler/lower -Icompiler/codegen -Icompiler/ir $(INC_PLAN)
-INC_COMPILER := -Icompiler -Icompiler/frontend -Icompiler/ir -Icompiler/passes -Icompiler/lower -Icompiler/codegen \
+INC_MODEL    := -Icompiler/model $(INC_PLAN)
+INC_LOWER    := -Icompiler/lower -Icompiler/codegen -Icompiler/model -Icompiler/ir $(INC_PLAN)
+INC_COMPILER := -Icompiler -Icompiler/frontend -Icompiler/ir -Icompiler/passes -Icompiler/lower -Icompiler/codegen -Icompiler/model \
                 -Iruntime $(INC_PLAN)
 INC_TESTS    := -Itests/support $(INC_COMPILER) $(INC_RUNTIME) -Iruntime/emu/device $(INC_EMU_CORE)
 # The Triton backend may use the runtime's public header only (tools/check_layers.py).
@@ -54,6 +55,7 @@ $(BUILD)/compiler/ir/%.o:       INC = $(INC_IR)
 $(BUILD)/compiler/frontend/%.o: INC = $(INC_FRONTEND)
 $(BUILD)/compiler/passes/%.o:   INC = $(INC_PASSES)
 $(BUILD)/compiler/lower/%.o:    INC = $(INC_LOWER)
+$(BUILD)/compiler/model/%.o:    INC = $(INC_MODEL)
 $(BUILD)/compiler/codegen/%.o:  INC = $(INC_CODEGEN)
 $(BUILD)/gen/%.o:               INC = $(INC_CODEGEN)
 $(BUILD)/tests/%.o:             INC = $(INC_TESTS)

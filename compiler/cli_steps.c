@@ -4,7 +4,7 @@
  * run one by one between CUDA events), beside the whole graph's time.
  *
  * With --predict GPU, the performance model's prediction of each step
- * (`bertc inspect --predict GPU`, compiler/predict.h) stands beside the
+ * (`bertc inspect --predict GPU`, compiler/model/predict.h) stands beside the
  * measured time, so the first GPU that runs tools/gpu_validate.sh checks
  * the model step by step; without it the column says "-".  The sum of the steps against the graph shows what the
  * graph (no launch gaps) and programmatic dependent launch (overlap) buy.

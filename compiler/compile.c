@@ -127,14 +127,17 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     memset(&m, 0, sizeof m);
     memset(r, 0, sizeof *r);
     plan_init(&p);
-    int buckets[COMPILE_MAX_BUCKETS], rc = -1;
+    int buckets[COMPILE_MAX_BUCKETS], sms[ARCH_MAX], nsms = 0, rc = -1;
+    for (int i = 0; i < o->targets.count; i++) sms[nsms++] = arch_number(o->targets.names[i]);
     double t = compile_now();
     lower_options lo = {.precision = o->precision,
                         .fusion = o->fusion,
                         .buckets = buckets,
                         .token_buckets = o->token_buckets,
                         .ntoken_buckets = o->ntoken_buckets,
-                        .max_batch = o->max_batch > 0 ? o->max_batch : COMPILE_DEFAULT_MAX_BATCH};
+                        .max_batch = o->max_batch > 0 ? o->max_batch : COMPILE_DEFAULT_MAX_BATCH,
+                        .sms = sms,
+                        .nsms = nsms};
     passes_level level = o->fusion == PLAN_FUSION_BASELINE ? PASSES_LEVEL_BASELINE : PASSES_LEVEL_DEFAULT;
 
     /* The output first: a path that cannot be written fails before the work. */

@@ -40,10 +40,11 @@ RULES = {
     "compiler/ir": ["runtime/common"],
     "compiler/frontend": ["compiler/ir", "compiler", "runtime/common"],
     "compiler/passes": ["compiler/ir", "runtime/common"],
-    "compiler/lower": ["compiler/ir", "compiler/codegen", "runtime/plan", "runtime/common"],
+    "compiler/model": ["runtime/plan", "runtime/common"],
+    "compiler/lower": ["compiler/ir", "compiler/codegen", "compiler/model", "runtime/plan", "runtime/common"],
     "compiler/codegen": ["compiler", "runtime/plan", "runtime/common"],
     "compiler": ["compiler/frontend", "compiler/ir", "compiler/passes", "compiler/lower", "compiler/codegen",
-                 "runtime", "runtime/plan", "runtime/common"],
+                 "compiler/model", "runtime", "runtime/plan", "runtime/common"],
     "runtime/triton": [],
 }
 # Single headers a part may use without the rest of their part: the Triton

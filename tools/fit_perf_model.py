@@ -6,16 +6,16 @@ published batch-1 FP16 BERT latencies, and prints the calibration table.
             [--bertc build/bertc] [--fit] [--check] [--markdown]
 
 Without --fit it only evaluates the constants compiled into bertc
-(compiler/predict.c) and prints the table (what `make bench` does); with
+(compiler/model/predict.c) and prints the table (what `make bench` does); with
 --fit it searches for the best constants first (a few minutes) and prints
-them, to be copied into compiler/predict.c.
+them, to be copied into compiler/model/predict.c.
 
 BASE and LARGE are BERT-base and BERT-large plans with TensorRT's structure
 (7 launches per encoder layer: `bertc compile` with the baseline fusion
 flags, see tools/bench.sh), each with the buckets 128 and 384.  The model is
 applied through `bertc inspect PLAN --predict all --json --model-constants
 launch_cycles=K,efficiency=E,units=tensor`, so there is exactly one
-implementation of it (compiler/predict.c); `units=tensor` states the
+implementation of it (compiler/model/predict.c); `units=tensor` states the
 calibration's one assumption: TensorRT's kernels run their FLOPs on the
 tensor cores on every GPU listed, so the plan's 16-bit kernels are modelled
 that way here whatever today's sm_75 templates do.

@@ -147,7 +147,9 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     lw.blob = NULL;
     int total = o->nbuckets + o->ntoken_buckets;
     p->buckets = calloc((size_t)total + 1, sizeof *p->buckets);
-    int rc = p->buckets ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    lower_gemm_chooser *gemm = malloc(sizeof *gemm);
+    int rc = p->buckets && gemm ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    if (gemm) lower_gemm_chooser_init(gemm, o->sms, o->nsms, (double)p->weights_size);
     lower_ctx c = {.g = g,
                    .w = &lw,
                    .longest = longest,
@@ -156,7 +158,8 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
                    .es = (size_t)plan_dtype_size(o->precision),
                    .o = o,
                    .p = p,
-                   .d = d};
+                   .d = d,
+                   .gemm = gemm};
     for (int b = 0; !rc && b < total; b++) {
         int tokens = b >= o->nbuckets;
         sched_bucket *out = &p->buckets[p->nbuckets++];
@@ -171,5 +174,6 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
         if (out->counter_bytes > p->counter_bytes) p->counter_bytes = out->counter_bytes;
     }
     lower_weights_free(&lw);
+    free(gemm);
     return rc;
 }

@@ -45,6 +45,7 @@
 #include "diag.h"
 #include "ir.h"
 #include "plan.h"
+#include "predict.h"
 #include "weights.h"
 
 typedef struct lower_options {
@@ -56,6 +57,9 @@ typedef struct lower_options {
     const int *token_buckets;    /* ascending total tokens of packed batches (none: ntoken_buckets 0) */
     int ntoken_buckets;
     int max_batch;               /* sequences per packed batch at most (each token bucket: min(this, tokens)) */
+    const int *sms;              /* the plan's CUBIN architectures (75 for sm_75, ...): the GPUs the GEMM
+                                    choices are modelled on (lower_gemm.c); none: the A100 and the H100 */
+    int nsms;
 } lower_options;
 
 /*
@@ -68,12 +72,45 @@ typedef struct lower_options {
 int lower_model(const ir_graph *g, const weights *w, const lower_options *o, plan *p, diag *d);
 
 /*
- * The compiler's tiling of bertc's own GEMMs (lower_gemm.c, the one cost
- * function the performance model is meant to replace): the cheapest
- * tile_m, tile_n and splits of a GEMM_SPLITK or GEMM_LN spec (every other
- * field set) that the launch contract accepts, written into s, and its
- * modelled µs; -1 with d set when none is accepted (the caller falls back).
+ * The compiler's choices for bertc's own GEMMs (lower_gemm.c), asked of
+ * the performance model over the GPUs a plan serves.  A chooser lives for
+ * one lowering and remembers its answers.
  */
-int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d);
+#define LOWER_GEMM_MAX_GPUS 16
+#define LOWER_GEMM_MEMO 32
+
+typedef struct lower_gemm_memo {
+    kernel_spec in, out;
+    double us[LOWER_GEMM_MAX_GPUS];
+} lower_gemm_memo;
+
+typedef struct lower_gemm_chooser {
+    predict_constants k;
+    int ngpus;
+    const predict_gpu *gpus[LOWER_GEMM_MAX_GPUS];
+    int image_sm[LOWER_GEMM_MAX_GPUS];   /* the architecture of the image each runs (75, 80, 86, 90, ...) */
+    double l2_share[LOWER_GEMM_MAX_GPUS];   /* share of the model's weights each one's L2 keeps */
+    lower_gemm_memo memo[LOWER_GEMM_MEMO];
+    int nmemo, next;
+} lower_gemm_chooser;
+
+/* The GPUs of the model's table that run one of the architectures `sms`
+ * (75 for sm_75, ...; none: the A100 and the H100), for a model of
+ * `weight_bytes` bytes of weights (0: taken as too large for any L2). */
+void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, double weight_bytes);
+/*
+ * The tiling of a GEMM_SPLITK or GEMM_LN spec (every other field set; a
+ * positive `splits` on entry caps the splits) that the launch contract
+ * accepts and the model scores best, written into s, with its modelled µs
+ * per GPU of the chooser into us (may be NULL); -1 with d set when none is
+ * accepted (the caller falls back).
+ */
+int lower_gemm_tiling(lower_gemm_chooser *c, kernel_spec *s, double *us, diag *d);
+/* 1 when a GEMM-kind spec scores better than the best GEMM_SPLITK tiling
+ * of the same product (modelled at splitk_us per GPU). */
+int lower_gemm_plain_wins(const lower_gemm_chooser *c, const kernel_spec *plain, const double *splitk_us);
+/* 1 when a tiled GEMM_LN (modelled at fused_us per GPU) scores at most as
+ * the chain it replaces, a cuBLASLt GEMM and an ADD_LN; 0 when the chain wins. */
+int lower_gemm_fuse_ln(const lower_gemm_chooser *c, const kernel_spec *ln, const double *fused_us);
 
 #endif

@@ -1,97 +1,123 @@
 /*
  * lower_gemm — the compiler's choices for bertc's own GEMMs, in one place
- * (lower_internal.h): whether a dense layer runs on cuBLASLt or on a
- * generated kernel, and the tile and split-K of a generated one.  The
- * performance model (bertc inspect --predict) is meant to replace the
- * cost function below; everything else asks only lower_gemm_tiling.
+ * (lower.h): whether a dense layer runs on cuBLASLt or on a generated
+ * kernel, and the tile and split-K of a generated one.  Both are asked of
+ * the performance model (compiler/model/predict.h), the same equations
+ * `bertc inspect --predict` applies to the finished plan, so what the
+ * compiler chose and what the report says can be checked against each
+ * other.
+ *
+ * Which GPUs.  A plan serves every GPU of the architectures it is built
+ * for, and of a newer minor of one (the runtime's rule), and one tiling
+ * serves them all.  The chooser models each such GPU of the model's table
+ * (the default architectures:
+ * T4, A10, L4, L40S, A100, H100, H200); a plan with no CUBIN (the emulated
+ * device only, PTX only) is modelled on the A100 and H100, the issue's two
+ * reference GPUs.  A candidate's score is the sum over those GPUs of its
+ * modelled µs over the best candidate's µs on the same GPU — 1.0 per GPU
+ * where it is the best there — so no GPU's time dominates because it is
+ * slow, and the winner is the candidate that loses least across them.
+ * Ties (1e-9): the fewer splits, then the larger tile.  Each GPU's L2 is
+ * taken to keep the share of the model's weights it would keep of a
+ * request's (performance model, predict_l2_share): a small model's weights
+ * stay in a large L2, and then a serial tail costs more than a short grid.
  *
  * The rule for the implementation (lower_steps.c applies it):
  *   - an epilogue cuBLASLt cannot compute with documented math (GELU erf or
- *     tanh, tanh) runs on a generated kernel at every fusion level;
+ *     tanh, tanh) runs on a generated kernel at every fusion level: at the
+ *     default level the better scored of GEMM_SPLITK's best tiling and the
+ *     GEMM kind (whole-K tiles, its own choice), per bucket;
  *   - a LINEAR_LN (dense layer + residual + LayerNorm, default fusion only)
- *     runs on GEMM_LN whenever the contract can serve it: one launch
- *     instead of a cuBLASLt GEMM and an ADD_LN kernel, and no activation
- *     round trip between them — worth a dependent launch (~2.5-3 µs)
- *     against a reduction tail of well under a microsecond;
- *   - everything else (QKV, relu FC1, plain projections) stays on cuBLASLt,
- *     whose tuned kernels and own split-K win where nothing is fused.
+ *     runs on GEMM_LN when the model scores it at most as the chain it
+ *     replaces, a cuBLASLt GEMM (the best of cuBLASLt's plausible tiles)
+ *     and an ADD_LN kernel, over the same GPUs; otherwise on that chain, in
+ *     this bucket only (`bertc inspect` shows each bucket's steps);
+ *   - everything else (QKV, relu FC1, plain projections) stays on cuBLASLt.
  *
- * The tiling.  At batch 1 every GEMM streams its weights once from HBM and
- * re-reads its operands from L2 once per tile that needs them; what limits
- * a small grid is how many bytes each SM pulls through its L2 port, and how
- * many of them its blocks keep in flight.  For a tile BM x BN and S splits
- * over K (M rows = the bucket, es bytes per element, kslice = K/S rounded
- * up to k-tiles), on a reference GPU of GEMM_SMS SMs:
+ * Registers.  ptxas has not run when the lowering chooses, so a kernel's
+ * registers are estimated from its tile: the FP32 accumulators per thread
+ * (tile_m x tile_n over 128 threads) twice over — fragments and addresses
+ * grow with the tile — plus 32; gemm_ln keeps at least 88 for its
+ * LayerNorm tail.  Against ptxas on sm_80 (docs/performance.md's table)
+ * the estimate is within 8 of every kernel bertc builds today;
+ * `bertc inspect --predict` uses ptxas's numbers.
  *
- *   ctas       = ceil(M/BM) * ceil(N/BN) * S
- *   bytes/cta  = (BM + BN) * kslice * es + (S > 1 ? BM*BN*4 : 0)      x and w slices, its partial
- *   per SM     = ceil(ctas / GEMM_SMS) blocks, of which min(that, resident) at once
- *   bandwidth  = min(L2_PER_SM, at-once * in-flight / LATENCY)          Little's law: a block keeps
- *                                                                       (stages - 1) k-tiles in flight
- *   main       = max(per SM * bytes/cta / bandwidth, per SM * 2*BM*BN*kslice / MMA_PER_SM)
- *   tail       = (S > 1 ? (S + 1) * BM*BN*4 : 0) / L2_PER_SM            the last arriver's reduction
- *              + (LayerNorm ? BM * N * (4 + es) / L2_PER_SM : 0)        the row block's normalisation
- *   cost       = max(main, weights / HBM) + tail
- *
- * A tiling whose grid fills the reference GPU (ctas >= GEMM_SMS) beats one
- * that does not (idle SMs leave their share of the bandwidth unused, and
- * the issue asks every step at s128 for a full wave); among equals the
- * cheapest wins (ties: the fewer splits, then the larger tile).  The
- * constants are an H100 SXM's (132 SMs, 3 TB/s HBM, about 80 GB/s of L2
- * per SM, ~0.8 µs of loaded memory latency, half of the 989 TFLOP/s dense
- * fp16 rate as what mma.sync reaches, up to 3 resident blocks of 128
- * threads as the registers allow): the GPU with the most SMs the issue
- * targets, so a grid that fills it fills an A100 too.  The serial tail is
- * what keeps BM small for GEMM_LN (one block normalises BM whole rows) and
- * S moderate (the last arriver reads S partials).
+ * Choices are remembered per spec (a lower_gemm_chooser lives for one
+ * lowering): every layer asks the same question, and each answer costs
+ * some thousands of model evaluations.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower_internal.h"
 #include "plan_kernels.h"
+#include "predict.h"
 
-#define GEMM_SMS 132.0
-#define GEMM_HBM_BPS 3.0e12
-#define GEMM_L2_PER_SM_BPS 80.0e9
-#define GEMM_LATENCY_S 0.8e-6
-#define GEMM_MMA_PER_SM_FLOPS (0.5 * 989.0e12 / 132.0)
-#define GEMM_SMEM_PER_SM (227.0 * 1024.0)
-#define GEMM_MAX_RESIDENT 3.0
 #define GEMM_MAX_SPLITS 32
+#define GEMM_TIE 1e-9
 
-/* Modelled µs of a checked GEMM_SPLITK / GEMM_LN spec (the formula above). */
-static double lower_gemm_cost(const kernel_spec *s) {
+void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, double weight_bytes) {
+    memset(c, 0, sizeof *c);
+    predict_constants_default(&c->k);
+    for (int i = 0; i < predict_gpu_count() && c->ngpus < LOWER_GEMM_MAX_GPUS; i++) {
+        const predict_gpu *g = predict_gpu_at(i);
+        int best = -1;
+        for (int a = 0; a < nsms; a++)
+            if (sms[a] / 10 == g->major && sms[a] % 10 <= g->minor && sms[a] > best) best = sms[a];
+        if (nsms > 0 ? best < 0 : strcmp(g->name, "a100") && strcmp(g->name, "h100")) continue;
+        c->gpus[c->ngpus] = g;
+        c->l2_share[c->ngpus] = weight_bytes > 0 ? predict_l2_share(g, weight_bytes, 0.0) : 0.0;
+        c->image_sm[c->ngpus++] = best >= 0 ? best : g->major * 10 + g->minor;
+    }
+}
+
+/* The estimate the file's essay states (the tile from the geometry: the
+ * GEMM kind chooses its own). */
+static int lower_gemm_registers(const kernel_spec *s) {
     kernel_geometry g;
-    diag d;
-    diag_init(&d);
-    if (kernel_geometry_of(s, &g, &d)) return 1e30;
+    diag quiet;
+    diag_init(&quiet);
+    if (kernel_geometry_of(s, &g, &quiet)) return -1;
+    int r = 32 + 2 * (g.bm * g.bn / 128);
+    if (s->kind == KERNEL_KIND_GEMM_LN && r < 88) r = 88;
+    return r > 255 ? 255 : r;
+}
+
+/* FLOPs, weight bytes and minimum bytes of a GEMM_SPLITK / GEMM_LN spec,
+ * as lower_steps.c records them for the step. */
+static void lower_gemm_work(const kernel_spec *s, double *flops, double *weights, double *min_bytes) {
     double es = plan_dtype_size(s->dtype), M = s->bucket, N = s->n, K = s->k;
-    double bm = s->tile_m, bn = s->tile_n, S = s->splits, bk = 64.0 / es;
-    double kslice = g.kts * bk;
-    double ctas = ceil(M / bm) * ceil(N / bn) * S;
-    double cta_bytes = (bm + bn) * kslice * es + (S > 1 ? bm * bn * 4 : 0);
-    double per_sm = ceil(ctas / GEMM_SMS);
-    double resident = fmin(per_sm, fmin(GEMM_MAX_RESIDENT, floor(GEMM_SMEM_PER_SM / g.smem)));
-    double inflight = (g.stages - 1) * (bm + bn) * 64.0;
-    double bw = fmin(GEMM_L2_PER_SM_BPS, resident * inflight / GEMM_LATENCY_S);
-    double main = fmax(per_sm * cta_bytes / bw, per_sm * 2.0 * bm * bn * kslice / GEMM_MMA_PER_SM_FLOPS);
-    double tail = (S > 1 ? (S + 1) * bm * bn * 4 : 0) / GEMM_L2_PER_SM_BPS;
-    if (s->kind == KERNEL_KIND_GEMM_LN) tail += bm * N * (4 + es) / GEMM_L2_PER_SM_BPS;
-    return (fmax(main, N * K * es / GEMM_HBM_BPS) + tail) * 1e6;
+    double ln = s->kind == KERNEL_KIND_GEMM_LN ? 2.0 : 0.0;
+    *flops = 2.0 * M * N * K + (ln > 0 ? 8.0 * M * N : 0.0);
+    *weights = es * (N * K + (s->has_bias ? N : 0) + ln * N);
+    *min_bytes = *weights + es * (M * K + M * N + (s->has_residual ? M * N : 0));
 }
 
-static int lower_gemm_full_wave(const kernel_spec *s) {
-    double ctas = ceil((double)s->bucket / s->tile_m) * ceil((double)s->n / s->tile_n) * s->splits;
-    return ctas >= GEMM_SMS;
+/* Modelled µs of a tiled spec on every GPU of the chooser; -1 if a CTA
+ * does not fit one of them or the contract refuses the launch. */
+static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, double *us) {
+    predict_candidate cand = {.spec = s, .registers = lower_gemm_registers(s)};
+    diag quiet;
+    diag_init(&quiet);
+    if (kernel_launch_dims_of(s, s->bucket, &cand.dims, &quiet)) return -1;
+    lower_gemm_work(s, &cand.flops, &cand.weight_bytes, &cand.min_bytes);
+    for (int g = 0; g < c->ngpus; g++) {
+        predict_step st;
+        cand.image_sm = c->image_sm[g];
+        cand.l2_share = c->l2_share[g];
+        if (predict_candidate_step(c->gpus[g], &c->k, &cand, &st, &quiet)) return -1;
+        us[g] = st.us;
+    }
+    return 0;
 }
 
-int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d) {
+/* The candidate tilings of s (kept: those the contract accepts and every
+ * GPU fits), with their times; their count. */
+static int lower_gemm_candidates(const lower_gemm_chooser *c, const kernel_spec *s, kernel_spec *cands,
+                                 double (*us)[LOWER_GEMM_MAX_GPUS], int cap) {
     static const int tms[] = {16, 32, 64, 128}, tns[] = {32, 64, 128};
-    int found = 0;
-    kernel_spec best = *s;
-    double best_cost = 0;
-    int ktiles = (s->k + 64 / plan_dtype_size(s->dtype) - 1) / (64 / plan_dtype_size(s->dtype));
+    int ktiles = (s->k + 64 / plan_dtype_size(s->dtype) - 1) / (64 / plan_dtype_size(s->dtype)), n = 0;
     /* a caller may cap the splits (s->splits > 0 on entry): a plan with
      * token buckets asks for 1 (lower_steps.c, gemm_spec_of) */
     int max_splits = s->splits > 0 && s->splits < GEMM_MAX_SPLITS ? s->splits : GEMM_MAX_SPLITS;
@@ -99,31 +125,138 @@ int lower_gemm_tiling(kernel_spec *s, double *cost_us, diag *d) {
         /* a tile far taller than the rows only adds idle warps */
         if (a > 0 && tms[a - 1] >= s->bucket) break;
         for (int b = 0; b < 3; b++)
-            for (int sp = 1; sp <= max_splits && sp <= ktiles; sp++) {
+            for (int sp = 1; sp <= max_splits && sp <= ktiles && n < cap; sp++) {
                 kernel_spec t = *s;
                 t.tile_m = tms[a];
                 t.tile_n = tns[b];
                 t.splits = sp;
                 diag quiet;
                 diag_init(&quiet);
-                if (kernel_spec_check(&t, &quiet)) continue;
-                double cost = lower_gemm_cost(&t);
-                int full = lower_gemm_full_wave(&t), best_full = found && lower_gemm_full_wave(&best);
-                int better = !found || full > best_full ||
-                             (full == best_full &&
-                              (cost < best_cost - 1e-9 ||
-                               (fabs(cost - best_cost) <= 1e-9 &&
-                                (sp < best.splits ||
-                                 (sp == best.splits && t.tile_m * t.tile_n > best.tile_m * best.tile_n)))));
-                if (better) {
-                    best = t;
-                    best_cost = cost;
-                    found = 1;
-                }
+                if (kernel_spec_check(&t, &quiet) || lower_gemm_times(c, &t, us[n])) continue;
+                cands[n++] = t;
             }
     }
-    if (!found) return diag_set(d, DIAG_CODE_INPUT, "no tiling of %s fits its launch contract", plan_kernel_kind_name(s->kind));
-    *s = best;
-    if (cost_us) *cost_us = best_cost;
+    return n;
+}
+
+/* Sum over the GPUs of us[g] / best[g] (the essay's score). */
+static double lower_gemm_score(const lower_gemm_chooser *c, const double *us, const double *best) {
+    double score = 0;
+    for (int g = 0; g < c->ngpus; g++) score += us[g] / best[g];
+    return score;
+}
+
+/* The winner among n candidates (the essay's rule); its index. */
+static int lower_gemm_pick(const lower_gemm_chooser *c, const kernel_spec *cands, double (*us)[LOWER_GEMM_MAX_GPUS],
+                           int n) {
+    double best[LOWER_GEMM_MAX_GPUS];
+    int pick = -1;
+    for (int g = 0; g < c->ngpus; g++) {
+        best[g] = us[0][g];
+        for (int i = 1; i < n; i++) best[g] = fmin(best[g], us[i][g]);
+    }
+    double pick_score = 0;
+    for (int i = 0; i < n; i++) {
+        double score = lower_gemm_score(c, us[i], best);
+        const kernel_spec *t = &cands[i], *b = pick >= 0 ? &cands[pick] : NULL;
+        int better = !b || score < pick_score - GEMM_TIE ||
+                     (fabs(score - pick_score) <= GEMM_TIE &&
+                      (t->splits < b->splits ||
+                       (t->splits == b->splits && t->tile_m * t->tile_n > b->tile_m * b->tile_n)));
+        if (better) pick = i, pick_score = score;
+    }
+    return pick;
+}
+
+static int lower_gemm_tiling_run(const lower_gemm_chooser *c, kernel_spec *s, double *us_out, diag *d) {
+    enum { CAP = 4 * 3 * GEMM_MAX_SPLITS };
+    kernel_spec *cands = malloc(CAP * sizeof *cands);
+    double(*us)[LOWER_GEMM_MAX_GPUS] = malloc(CAP * sizeof *us);
+    int n = cands && us ? lower_gemm_candidates(c, s, cands, us, CAP) : -1, rc = 0;
+    if (n < 0) rc = diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    else if (n == 0)
+        rc = diag_set(d, DIAG_CODE_INPUT, "no tiling of %s fits its launch contract", plan_kernel_kind_name(s->kind));
+    else {
+        int pick = lower_gemm_pick(c, cands, us, n);
+        *s = cands[pick];
+        memcpy(us_out, us[pick], sizeof(double) * (size_t)c->ngpus);
+    }
+    free(cands);
+    free(us);
+    return rc;
+}
+
+int lower_gemm_tiling(lower_gemm_chooser *c, kernel_spec *s, double *us, diag *d) {
+    for (int i = 0; i < c->nmemo; i++)
+        if (!memcmp(&c->memo[i].in, s, sizeof *s)) {
+            *s = c->memo[i].out;
+            if (us) memcpy(us, c->memo[i].us, sizeof(double) * (size_t)c->ngpus);
+            return 0;
+        }
+    kernel_spec in = *s, t = *s;
+    double times[LOWER_GEMM_MAX_GPUS];
+    if (lower_gemm_tiling_run(c, &t, times, d)) return -1;
+    lower_gemm_memo *m = &c->memo[c->nmemo < LOWER_GEMM_MEMO ? c->nmemo++ : (c->next++ % LOWER_GEMM_MEMO)];
+    m->in = in;
+    m->out = t;
+    memcpy(m->us, times, sizeof times);
+    *s = t;
+    if (us) memcpy(us, times, sizeof(double) * (size_t)c->ngpus);
     return 0;
+}
+
+/* ------------------------------------------------------------ GEMM_LN or the chain */
+
+/* Modelled µs of the chain a GEMM_LN replaces (a cuBLASLt GEMM with its
+ * bias, an ADD_LN with the residual) on GPU g; -1 if it does not fit. */
+static int lower_gemm_chain_us(const lower_gemm_chooser *c, int g, const kernel_spec *ln, double *us) {
+    double es = plan_dtype_size(ln->dtype), M = ln->bucket, N = ln->n, K = ln->k;
+    sched_gemm gm = {.m = ln->n, .n = ln->bucket, .k = ln->k, .batch_count = 1, .ab_type = ln->dtype};
+    predict_candidate gemm = {.gemm = &gm, .image_sm = c->image_sm[g], .flops = 2.0 * M * N * K,
+                              .l2_share = c->l2_share[g]};
+    gemm.weight_bytes = es * (N * K + (ln->has_bias ? N : 0));
+    gemm.min_bytes = gemm.weight_bytes + es * (M * K + M * N);
+    kernel_spec a;
+    memset(&a, 0, sizeof a);
+    a.kind = KERNEL_KIND_ADD_LN;
+    a.dtype = ln->dtype;
+    a.hidden = ln->n;
+    a.eps = ln->eps;
+    a.has_residual = ln->has_residual;
+    predict_candidate add = {.spec = &a, .registers = 64, .image_sm = c->image_sm[g], .flops = 8.0 * M * N,
+                             .l2_share = c->l2_share[g]};
+    add.weight_bytes = es * 2.0 * N;
+    add.min_bytes = add.weight_bytes + es * M * N * (2.0 + ln->has_residual);
+    predict_step s1, s2;
+    diag quiet;
+    diag_init(&quiet);
+    if (kernel_launch_dims_of(&a, ln->bucket, &add.dims, &quiet) ||
+        predict_candidate_step(c->gpus[g], &c->k, &gemm, &s1, &quiet) ||
+        predict_candidate_step(c->gpus[g], &c->k, &add, &s2, &quiet))
+        return -1;
+    *us = s1.us + s2.us;
+    return 0;
+}
+
+int lower_gemm_plain_wins(const lower_gemm_chooser *c, const kernel_spec *plain, const double *splitk_us) {
+    double us[LOWER_GEMM_MAX_GPUS], a = 0, b = 0;
+    if (lower_gemm_times(c, plain, us)) return 0;
+    for (int g = 0; g < c->ngpus; g++) {
+        double best = fmin(us[g], splitk_us[g]);
+        a += us[g] / best;
+        b += splitk_us[g] / best;
+    }
+    return a < b - GEMM_TIE;
+}
+
+int lower_gemm_fuse_ln(const lower_gemm_chooser *c, const kernel_spec *ln, const double *fused_us) {
+    double fused = 0, chain = 0;
+    for (int g = 0; g < c->ngpus; g++) {
+        double ch;
+        if (lower_gemm_chain_us(c, g, ln, &ch)) return 1;
+        double best = fmin(ch, fused_us[g]);
+        fused += fused_us[g] / best;
+        chain += ch / best;
+    }
+    return fused <= chain + GEMM_TIE;
 }

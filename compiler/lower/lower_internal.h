@@ -75,6 +75,7 @@ typedef struct lower_ctx {
     sched_bucket *out;
     int cap_steps;
     lower_arena arena;
+    lower_gemm_chooser *gemm;    /* the GEMM choices (lower_gemm.c), shared by every bucket */
 } lower_ctx;
 
 /* Whether node i lowers to a view of its source's buffer (a reshape or a

@@ -487,19 +487,23 @@ static int lower_linear(lower_ctx *c, int i) {
     kernel_spec s = gemm_spec_of(c, KERNEL_KIND_GEMM_SPLITK, x, w, bias, res, o);
     s.has_act = 1;
     s.act = lower_act(n->act);
+    kernel_spec plain = s;
+    plain.kind = KERNEL_KIND_GEMM;
+    plain.splits = 0;
     diag quiet;
     diag_init(&quiet);
-    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(&s, NULL, &quiet) == 0)
+    double us[LOWER_GEMM_MAX_GPUS];
+    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
+        !lower_gemm_plain_wins(c->gemm, &plain, us))
         return emit_own_gemm(c, n, &s, args, flops, bytes);
-    s.kind = KERNEL_KIND_GEMM;
-    s.tile_m = s.tile_n = s.splits = 0;
-    return emit_kernel_step(c, n, &s, args, 6, flops, bytes);
+    return emit_kernel_step(c, n, &plain, args, 6, flops, bytes);
 }
 
 /*
  * LINEAR_LN: one GEMM_LN launch (bias, residual and LayerNorm in the
  * epilogue) at the default fusion level when the contract serves the
- * shape; otherwise the chain it came from, a cuBLASLt GEMM (bias epilogue)
+ * shape and the model says it wins in this bucket (lower_gemm.c);
+ * otherwise the chain it came from, a cuBLASLt GEMM (bias epilogue)
  * into a temporary and an ADD_LN, so no graph is refused for want of a
  * fused kernel and the baseline level never uses bertc's own GEMMs.
  */
@@ -517,7 +521,9 @@ static int lower_linear_ln(lower_ctx *c, int i) {
     s.eps = n->eps;
     diag quiet;
     diag_init(&quiet);
-    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(&s, NULL, &quiet) == 0) {
+    double us[LOWER_GEMM_MAX_GPUS];
+    if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
+        lower_gemm_fuse_ln(c->gemm, &s, us)) {
         sched_ref args[KERNEL_MAX_ARGS] = {o->ref,           {SCHED_BUF_REQUEST, 0}, x->ref,
                                            weight_ref(c, w), bias >= 0 ? weight_ref(c, bias) : REF_NONE,
                                            res ? res->ref : REF_NONE, weight_ref(c, gamma), weight_ref(c, beta)};

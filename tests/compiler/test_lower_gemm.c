@@ -4,16 +4,19 @@
  * and gemm_ln, and how a LINEAR_LN lowers at each fusion level.
  *
  * The tiling is checked against the launch contract it must satisfy and
- * the rule it promises (a full wave on the reference GPU of 132 SMs where
- * one exists — every GEMM of BERT-base and BERT-large at s128 and s384 —
- * and a failure, not a bad spec, where the contract serves nothing).  The
+ * what the performance model's choice promises (which GPUs it models, a
+ * full wave at s128, on every GPU close to that GPU's own best, the same
+ * answer twice, a cap on splits obeyed, and a failure, not a bad spec,
+ * where the contract serves nothing); the choice between GEMM_LN and the
+ * chain it replaces follows the modelled times.  The
  * lowering is checked on hand-built graphs (support/tgraph): a LINEAR_LN
  * becomes one gemm_ln launch whose workspace lies in the arena and whose
  * counters lie in the COUNTERS buffer the bucket declares; a row too wide
  * for gemm_ln falls back to the chain (a cuBLASLt GEMM, then add_ln); a
- * GELU linear runs on gemm_splitk at the default level and on the gemm
- * kind at the baseline level.
+ * GELU linear runs on gemm_splitk or the gemm kind at the default level
+ * (the model's choice) and on the gemm kind at the baseline level.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -30,37 +33,120 @@ static kernel_spec tl_spec(kernel_kind kind, plan_dtype dt, int m, int n, int k)
     return s;
 }
 
-static void test_tiling_full_wave(void) {
+static const int tl_sms[] = {75, 80, 86, 89, 90}; /* the default architectures */
+
+/* A chooser of the default architectures, or of GPU g alone (g >= 0). */
+static lower_gemm_chooser *tl_chooser(int g) {
+    lower_gemm_chooser *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    lower_gemm_chooser_init(c, tl_sms, 5, 0);
+    if (g >= 0) {
+        c->gpus[0] = c->gpus[g];
+        c->image_sm[0] = c->image_sm[g];
+        c->l2_share[0] = c->l2_share[g];
+        c->ngpus = 1;
+    }
+    return c;
+}
+
+/* Which GPUs a plan's choices are modelled on: those of its architectures,
+ * and of a newer minor of one (the runtime's rule), each with its own. */
+static void test_chooser_gpus(void) {
+    static const char *want[] = {"t4", "a10", "l4", "l40s", "a100", "h100", "h200"};
+    static const int want_sm[] = {75, 86, 89, 89, 80, 90, 90};
+    lower_gemm_chooser *c = tl_chooser(-1);
+    if (!c) return;
+    CHECK(c->ngpus == 7, "%d GPUs for the default architectures", c->ngpus);
+    for (int i = 0; i < c->ngpus && i < 7; i++)
+        CHECK(!strcmp(c->gpus[i]->name, want[i]) && c->image_sm[i] == want_sm[i], "GPU %d: %s runs sm_%d", i,
+              c->gpus[i]->name, c->image_sm[i]);
+    static const int sm100[] = {100};
+    lower_gemm_chooser_init(c, sm100, 1, 0);
+    CHECK(c->ngpus == 1 && !strcmp(c->gpus[0]->name, "b200") && c->image_sm[0] == 100, "sm_100: %d GPUs", c->ngpus);
+    lower_gemm_chooser_init(c, NULL, 0, 0);
+    CHECK(c->ngpus == 2 && !strcmp(c->gpus[0]->name, "a100") && !strcmp(c->gpus[1]->name, "h100"),
+          "no CUBIN: %d GPUs", c->ngpus);
+    free(c);
+}
+
+/*
+ * The tiling of BERT-base's and BERT-large's own GEMMs at s128 and s384:
+ * accepted by the launch contract; at s128 a full wave on an H100 (132
+ * SMs; an A100 has 108), as the issue asks of every step; on each GPU
+ * within 35% of what a chooser for that GPU alone picks (the compromise
+ * loses little anywhere); the same answer asked twice (remembered); and a
+ * cap of one split obeyed.
+ */
+static void test_tiling_model(void) {
     static const int shapes[][3] = {{768, 768, 0}, {3072, 768, 1}, {768, 3072, 0},
                                     {1024, 1024, 0}, {4096, 1024, 1}, {1024, 4096, 0}};
     static const plan_dtype dts[3] = {PLAN_DTYPE_F16, PLAN_DTYPE_BF16, PLAN_DTYPE_F32};
+    lower_gemm_chooser *all = tl_chooser(-1);
+    if (!all) return;
     for (int d = 0; d < 3; d++)
         for (int m = 128; m <= 384; m += 256)
             for (int i = 0; i < 6; i++) {
                 kernel_kind kind = shapes[i][2] ? KERNEL_KIND_GEMM_SPLITK : KERNEL_KIND_GEMM_LN;
-                kernel_spec s = tl_spec(kind, dts[d], m, shapes[i][0], shapes[i][1]);
+                kernel_spec s = tl_spec(kind, dts[d], m, shapes[i][0], shapes[i][1]), again = s, one = s;
                 diag dg;
                 diag_init(&dg);
-                double us = 0;
-                CHECK(lower_gemm_tiling(&s, &us, &dg) == 0, "%s %dx%d: %s", plan_kernel_kind_name(kind), s.n, s.k, dg.text);
+                double us[LOWER_GEMM_MAX_GPUS], us2[LOWER_GEMM_MAX_GPUS];
+                CHECK(lower_gemm_tiling(all, &s, us, &dg) == 0, "%s %dx%d: %s", plan_kernel_kind_name(kind), s.n, s.k,
+                      dg.text);
                 kernel_launch_dims dm;
                 CHECK(kernel_spec_check(&s, &dg) == 0 && kernel_launch_dims_of(&s, m, &dm, &dg) == 0, "%s", dg.text);
                 unsigned ctas = dm.grid[0] * dm.grid[1] * dm.grid[2];
-                CHECK(ctas >= 132, "%s %s M %d N %d K %d: %dx%d tiles x %d splits = %u CTAs", plan_dtype_name(dts[d]),
-                      plan_kernel_kind_name(kind), m, s.n, s.k, s.tile_m, s.tile_n, s.splits, ctas);
-                CHECK(us > 0 && us < 1000, "modelled %g us", us);
+                CHECK(m != 128 || ctas >= 132, "%s %s M %d N %d K %d: %dx%d tiles x %d splits = %u CTAs",
+                      plan_dtype_name(dts[d]), plan_kernel_kind_name(kind), m, s.n, s.k, s.tile_m, s.tile_n, s.splits,
+                      ctas);
+                CHECK(lower_gemm_tiling(all, &again, us2, &dg) == 0 && !memcmp(&again, &s, sizeof s) &&
+                          !memcmp(us, us2, sizeof(double) * (size_t)all->ngpus),
+                      "asked twice, answered differently");
+                for (int g = 0; g < all->ngpus; g++) {
+                    lower_gemm_chooser *alone = tl_chooser(g);
+                    kernel_spec t = one;
+                    double ua[LOWER_GEMM_MAX_GPUS];
+                    CHECK(alone && lower_gemm_tiling(alone, &t, ua, &dg) == 0 && us[g] > 0 && us[g] <= 1.35 * ua[0],
+                          "%s %s M %d N %d K %d on %s: %.2f us, %.2f us alone", plan_dtype_name(dts[d]),
+                          plan_kernel_kind_name(kind), m, s.n, s.k, all->gpus[g]->name, us[g], alone ? ua[0] : 0.0);
+                    free(alone);
+                }
+                one.splits = 1;
+                CHECK(lower_gemm_tiling(all, &one, NULL, &dg) == 0 && one.splits == 1, "cap 1: %d splits", one.splits);
             }
-    /* one row (a pooler): still a full wave, by splitting K */
+    /* one row (a pooler): K is split to fill the GPU */
     kernel_spec p = tl_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 1, 768, 768);
     diag dg;
     diag_init(&dg);
-    CHECK(lower_gemm_tiling(&p, NULL, &dg) == 0 && p.tile_m == 16 && p.splits > 1, "pooler: %dx%d / %d", p.tile_m,
-          p.tile_n, p.splits);
+    CHECK(lower_gemm_tiling(all, &p, NULL, &dg) == 0 && p.tile_m == 16 && p.splits > 1, "pooler: %dx%d / %d",
+          p.tile_m, p.tile_n, p.splits);
     /* a row too wide for gemm_ln's registers: no tiling, the spec untouched */
     kernel_spec w = tl_spec(KERNEL_KIND_GEMM_LN, PLAN_DTYPE_F32, 64, 2050, 64);
     diag_init(&dg);
-    CHECK(lower_gemm_tiling(&w, NULL, &dg) != 0 && strstr(dg.text, "no tiling") && w.tile_m == 0,
+    CHECK(lower_gemm_tiling(all, &w, NULL, &dg) != 0 && strstr(dg.text, "no tiling") && w.tile_m == 0,
           "hidden 2050: %s, tile %d", dg.text, w.tile_m);
+    free(all);
+}
+
+/*
+ * GEMM_LN or the chain it replaces: the decision follows the modelled
+ * times (a fused kernel modelled absurdly slow loses on every GPU, one
+ * modelled absurdly fast wins), and at BERT-base's s128 the model has the
+ * fused kernel win (docs/performance.md).
+ */
+static void test_fuse_ln_decision(void) {
+    lower_gemm_chooser *c = tl_chooser(-1);
+    if (!c) return;
+    kernel_spec s = tl_spec(KERNEL_KIND_GEMM_LN, PLAN_DTYPE_F16, 128, 768, 3072);
+    diag dg;
+    diag_init(&dg);
+    double us[LOWER_GEMM_MAX_GPUS], slow[LOWER_GEMM_MAX_GPUS], fast[LOWER_GEMM_MAX_GPUS];
+    CHECK(lower_gemm_tiling(c, &s, us, &dg) == 0, "%s", dg.text);
+    for (int g = 0; g < c->ngpus; g++) slow[g] = 1e6, fast[g] = 1e-3;
+    CHECK(lower_gemm_fuse_ln(c, &s, slow) == 0, "a fused kernel of 1 s per step still fused");
+    CHECK(lower_gemm_fuse_ln(c, &s, fast) == 1, "a fused kernel of 1 ns per step not fused");
+    CHECK(lower_gemm_fuse_ln(c, &s, us) == 1, "BERT-base FC2 + LayerNorm at s128 not fused");
+    free(c);
 }
 
 /* ------------------------------------------------------------ lowering */
@@ -142,7 +228,8 @@ static void test_lower_linear_ln(void) {
     char kinds[64];
     if (tl_lower(&tg, PLAN_DTYPE_F16, PLAN_FUSION_DEFAULT, &p) == 0) {
         tl_kinds(&p, kinds);
-        CHECK(strcmp(kinds, "eeLK") == 0, "default level steps: %s", kinds);
+        /* FC1 + GELU: gemm_splitk or the gemm kind, whichever the model scores better */
+        CHECK(strcmp(kinds, "eeLK") == 0 || strcmp(kinds, "eeLg") == 0, "default level steps: %s", kinds);
         const sched_bucket *b = &p.buckets[0];
         const sched_launch *l = &b->steps[2].launch;
         const kernel_spec *ks = &p.kernels[l->kernel].spec;
@@ -176,7 +263,7 @@ static void test_lower_linear_ln(void) {
     /* a row too wide for gemm_ln: the chain again, at the default level */
     if (tl_graph(&tg, 16, 2050, 32) == 0 && tl_lower(&tg, PLAN_DTYPE_F32, PLAN_FUSION_DEFAULT, &p) == 0) {
         tl_kinds(&p, kinds);
-        CHECK(strcmp(kinds, "eeCaK") == 0, "hidden 2050 steps: %s", kinds);
+        CHECK(strcmp(kinds, "eeCaK") == 0 || strcmp(kinds, "eeCag") == 0, "hidden 2050 steps: %s", kinds);
         const sched_bucket *b = &p.buckets[0];
         CHECK(b->steps[2].gemm.epilogue == SCHED_EPILOGUE_BIAS && b->steps[2].gemm.beta == 0.0f,
               "fallback GEMM: epilogue %d", (int)b->steps[2].gemm.epilogue);
@@ -187,7 +274,9 @@ static void test_lower_linear_ln(void) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    CHECK_CASE(test_tiling_full_wave);
+    CHECK_CASE(test_chooser_gpus);
+    CHECK_CASE(test_tiling_model);
+    CHECK_CASE(test_fuse_ln_decision);
     CHECK_CASE(test_lower_linear_ln);
     return check_summary();
 }

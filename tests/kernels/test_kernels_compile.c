@@ -95,9 +95,12 @@ static void t_gsk(kernel_kind kind, plan_dtype dt, int bucket, int n, int k, int
     *s = kimage_gemm_spec(kind, dt, bucket, n, k);
     s->has_act = has_act;
     s->act = act;
+    static lower_gemm_chooser chooser;
+    static const int sms[] = {75, 80, 86, 89, 90}; /* the default architectures */
+    if (chooser.ngpus == 0) lower_gemm_chooser_init(&chooser, sms, 5, 0);
     diag d;
     diag_init(&d);
-    CHECK(lower_gemm_tiling(s, NULL, &d) == 0, "no tiling of %s n %d k %d: %s", kernel_kind_name(kind), n, k, d.text);
+    CHECK(lower_gemm_tiling(&chooser, s, NULL, &d) == 0, "no tiling of %s n %d k %d: %s", kernel_kind_name(kind), n, k, d.text);
 }
 
 static void t_pool(plan_dtype dt, int bucket, int hidden, plan_pool_mode mode, int normalize) {

@@ -17,6 +17,8 @@ typedef struct predict_work {
     double weight_bytes;         /* of the step's minimum bytes, those in the weight blob */
     double act_bytes;            /* the rest: activations, the request block */
     double extra_bytes;          /* DRAM traffic beyond the minimum (split-K partial sums) */
+    double l2_bytes;             /* bytes the CTAs pull from the L2 in all (a GEMM's operand slices, read
+                                    once per tile that needs them; 0: not modelled for the kind) */
     double serial_bytes;         /* bytes one CTA moves after the parallel phase, alone (a split-K
                                     reduction by the last CTA to arrive, a LayerNorm tail) */
     long ctas;
@@ -25,6 +27,8 @@ typedef struct predict_work {
     int smem;                    /* shared memory per CTA, static + dynamic */
     int launches;                /* dependent launches (1, or 2 with a separate reduction) */
     int tile_m, tile_n, split_k;
+    double smem_flops_per_byte;  /* tensor-core GEMMs: FLOPs per byte a warp reads from shared memory, from its
+                                    warp tile (2 wm wn / ((wm + wn) es)); 0: no such limit modelled */
 } predict_work;
 
 /*

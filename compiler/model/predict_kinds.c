@@ -25,6 +25,9 @@
  */
 #include "predict_internal.h"
 
+/* FLOPs per byte of shared memory a warp tile of wm x wn reads. */
+static double predict_warp_feed(double wm, double wn, double es) { return 2.0 * wm * wn / ((wm + wn) * es); }
+
 static predict_unit predict_unit_simt(const kernel_spec *s, const kernel_geometry *g, int image_sm) {
     (void)s, (void)g, (void)image_sm;
     return PREDICT_UNIT_SIMT;
@@ -55,6 +58,8 @@ static predict_unit predict_unit_gemm(const kernel_spec *s, const kernel_geometr
 /* A CTA computes its whole tile over all of K. */
 static void predict_adjust_gemm(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
     w->cta_flops = 2.0 * g->bm * g->bn * s->k;
+    w->l2_bytes = (double)w->ctas * (g->bm + g->bn) * (double)s->k * plan_dtype_size(s->dtype);
+    w->smem_flops_per_byte = predict_warp_feed(g->bm / 2.0, g->bn / 2.0, plan_dtype_size(s->dtype)); /* 2 x 2 warps */
     w->tile_m = g->bm;
     w->tile_n = g->bn;
 }
@@ -83,6 +88,8 @@ static void predict_adjust_gsk(const kernel_spec *s, const kernel_geometry *g, p
     double es = plan_dtype_size(s->dtype), tile = (double)g->bm * g->bn * 4.0;
     double tiles = (double)g->rowblocks * g->ntiles, ln = s->kind == KERNEL_KIND_GEMM_LN;
     w->cta_flops = 2.0 * g->bm * g->bn * (double)g->kts * (64.0 / es);
+    w->l2_bytes = (double)w->ctas * (g->bm + g->bn) * (double)g->kts * 64.0;
+    w->smem_flops_per_byte = predict_warp_feed((double)g->bm / g->wm, (double)g->bn / (4 / g->wm), es);
     w->tile_m = g->bm;
     w->tile_n = g->bn;
     w->split_k = g->splits;
@@ -141,6 +148,8 @@ void predict_gemm_work(const sched_gemm *g, const predict_tile *t, int split, in
     if (w->registers > 255) w->registers = 255;
     w->smem = stages * (t->bm + t->bn) * 32 * es;
     w->cta_flops = 2.0 * t->bm * t->bn * (double)kslice;
+    w->l2_bytes = (double)w->ctas * (t->bm + t->bn) * (double)kslice * es;
+    w->smem_flops_per_byte = predict_warp_feed(t->bm / 2.0, t->bn / (t->warps / 2.0), es); /* 2 x warps/2 */
     w->extra_bytes = split > 1 ? 2.0 * 4.0 * (double)g->m * (double)g->n * split * g->batch_count : 0.0;
     w->launches = split > 1 ? 2 : 1;
     w->tile_m = t->bm;

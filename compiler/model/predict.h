@@ -135,6 +135,36 @@ const char *predict_unit_name(predict_unit u);
 /* A step's template name: the kernel kind's, or "cublaslt". */
 const char *predict_step_template(const plan *p, const sched_step *s);
 
+/*
+ * One step the lowering is weighing, before any plan exists: one of
+ * bertc's kernels (`spec`, launched with `dims`) or a cuBLASLt GEMM
+ * (`spec` NULL, `gemm`), with its FLOPs and minimum bytes, on a GPU that
+ * runs the image of `image_sm`.  ptxas has not run yet, so `registers` is
+ * the caller's estimate (<= 0: no limit from registers) and static shared
+ * memory is taken as none.  The L2 is taken to hold the step's
+ * activations and the share `l2_share` of its weights (predict_l2_share
+ * of the model's weights: what a plan's bucket gets, less its arena) —
+ * the same for every candidate of a step, so candidates compare on what
+ * differs: launches, tiles, waves, partial sums, serial tails.
+ */
+typedef struct predict_candidate {
+    const kernel_spec *spec;
+    kernel_launch_dims dims;
+    int registers;
+    const sched_gemm *gemm;
+    int image_sm;                /* 75 for sm_75, ... */
+    double flops, weight_bytes, min_bytes;
+    double l2_share;             /* share of the weight bytes the L2 serves (0 ... 1) */
+} predict_candidate;
+
+/* The share of `weights` bytes (a request's) the GPU's L2 keeps from one
+ * request to the next while `arena` bytes of activations live there too. */
+double predict_l2_share(const predict_gpu *g, double weights, double arena);
+
+/* The modelled step; -1 with d set if a CTA does not fit the GPU. */
+int predict_candidate_step(const predict_gpu *g, const predict_constants *k, const predict_candidate *c,
+                           predict_step *out, diag *d);
+
 /* ---- output (predict_out.c, predict_svg.c) */
 /* One JSON object for one GPU (bucket < 0: every bucket, else that seq_len). */
 void predict_write_json(FILE *f, const plan *p, const predict_result *r, int bucket);

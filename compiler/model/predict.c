@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "plan_kernels.h"
 #include "predict_internal.h"
 
 /* Fitted by tools/fit_perf_model.py (docs/performance-model.md). */
@@ -32,8 +32,13 @@
 #define PREDICT_EFFICIENCY 0.34
 /* Not fitted: the bytes per clock one SM draws from the L2, the A100's
  * published L2 read bandwidth (5120 bytes per clock, Ampere GA100
- * whitepaper) shared by its 108 SMs; used for the serial tail of a step. */
+ * whitepaper) shared by its 108 SMs; used for the serial tail of a step
+ * and, times the SMs a step occupies, for the L2 traffic of a GEMM's
+ * tiles (every GPU: no other vendor figure is published). */
 #define PREDICT_L2_BYTES_PER_CLK_SM (5120.0 / 108.0)
+/* Not fitted: shared memory delivers 32 banks x 4 bytes per clock per SM
+ * (CUDA C++ Programming Guide, every architecture from Volta on). */
+#define PREDICT_SMEM_BYTES_PER_CLK 128.0
 
 void predict_constants_default(predict_constants *k) {
     k->launch_cycles = PREDICT_LAUNCH_CYCLES;
@@ -67,7 +72,7 @@ const char *predict_unit_name(predict_unit u) {
 }
 
 const char *predict_step_template(const plan *p, const sched_step *s) {
-    return s->kind == SCHED_STEP_GEMM ? "cublaslt" : kernel_kind_name(p->kernels[s->launch.kernel].spec.kind);
+    return s->kind == SCHED_STEP_GEMM ? "cublaslt" : plan_kernel_kind_name(p->kernels[s->launch.kernel].spec.kind);
 }
 
 /* ------------------------------------------------------------ images */
@@ -114,8 +119,11 @@ int predict_ctas_per_sm(const predict_gpu *g, int threads, int registers, int sm
 
 /* ------------------------------------------------------------ time */
 
+/* Where a step runs: the GPU, the constants, the image and what the L2
+ * holds.  A plan's bucket fills it from the plan; the lowering's question
+ * (predict_candidate_step) from its own. */
 typedef struct predict_ctx {
-    const plan *p;
+    const plan *p;               /* NULL: a candidate, before any plan exists */
     const predict_gpu *g;
     const predict_constants *k;
     int image_sm, stats;
@@ -124,11 +132,20 @@ typedef struct predict_ctx {
     double act_dram;             /* share of activation bytes that go to DRAM */
 } predict_ctx;
 
-static double predict_peak_per_sm(const predict_gpu *g, predict_unit u) {
-    double tensor = g->tensor_tflops * 1e12 / g->sms;
-    if (u == PREDICT_UNIT_TENSOR) return tensor;
-    if (u == PREDICT_UNIT_WARP_MMA) return tensor * g->warp_mma_share;
-    return g->fp32_lanes * 2.0 * g->clock_mhz * 1e6;
+/* The unit's peak per SM; a tensor-core GEMM's is also bounded by what its
+ * warps' operand reads from shared memory can feed (a warp tile of wm x wn
+ * reads (wm + wn) elements per k for 2 wm wn FLOPs; 16 x 16 warp tiles
+ * feed half of an A100's tensor cores).  Not for the library's path on a
+ * GPU whose full rate needs warpgroup instructions (Hopper's wgmma,
+ * Blackwell's tcgen05 read their operands from shared memory once per
+ * warpgroup tile, not per warp). */
+static double predict_peak_per_sm(const predict_gpu *g, const predict_work *w) {
+    double tensor = g->tensor_tflops * 1e12 / g->sms, peak;
+    if (w->unit == PREDICT_UNIT_SIMT) return g->fp32_lanes * 2.0 * g->clock_mhz * 1e6;
+    peak = w->unit == PREDICT_UNIT_TENSOR ? tensor : tensor * g->warp_mma_share;
+    double feed = w->smem_flops_per_byte * PREDICT_SMEM_BYTES_PER_CLK * g->clock_mhz * 1e6;
+    int warpgroup = w->unit == PREDICT_UNIT_TENSOR && g->warp_mma_share < 1.0;
+    return w->smem_flops_per_byte > 0 && !warpgroup && feed < peak ? feed : peak;
 }
 
 /* The work of a step turned into time; -1 if a CTA does not fit. */
@@ -142,10 +159,12 @@ static int predict_time(const predict_ctx *c, const predict_work *w, predict_ste
     double cta_flops = w->cta_flops > 0 ? w->cta_flops : w->flops / (double)w->ctas;
     double busy = reff * warps / 4.0;
     double math = (double)waves * reff * cta_flops /
-                  (predict_peak_per_sm(g, w->unit) * c->k->efficiency * (busy < 1.0 ? busy : 1.0));
+                  (predict_peak_per_sm(g, w) * c->k->efficiency * (busy < 1.0 ? busy : 1.0));
     double dram = w->weight_bytes * (1.0 - c->l2_share) + w->act_bytes * c->act_dram + w->extra_bytes;
     double share = (double)w->ctas / g->sms;
     double memory = dram / (g->dram_gbs * 1e9 * (share < 1.0 ? share : 1.0));
+    double l2 = w->l2_bytes / (PREDICT_L2_BYTES_PER_CLK_SM * g->clock_mhz * 1e6 * g->sms * (share < 1.0 ? share : 1.0));
+    if (l2 > memory) memory = l2;
     *out = (predict_step){.launch_us = w->launches * c->k->launch_cycles / g->clock_mhz,
                           .math_us = math * 1e6,
                           .memory_us = memory * 1e6,
@@ -192,63 +211,99 @@ static double predict_weight_bytes(const plan *p, const sched_step *s, int seq_l
     return w < (double)s->min_hbm_bytes ? w : (double)s->min_hbm_bytes;
 }
 
-static int predict_kernel_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
-    const plan_kernel *pk = &c->p->kernels[s->launch.kernel];
-    const predict_kind *row = predict_kind_of(pk->spec.kind);
+/* The work of one of bertc's kernels: its kind's row, its launch, its
+ * ptxas numbers (registers < 0: unknown), its FLOPs and bytes. */
+static int predict_kernel_work(const predict_ctx *c, const kernel_spec *spec, const kernel_launch_dims *dm,
+                               int registers, int smem_static, const predict_work *base, predict_work *w, diag *d) {
+    const predict_kind *row = predict_kind_of(spec->kind);
     kernel_geometry geo;
     if (!row) return diag_set(d, DIAG_CODE_INTERNAL, "the performance model has no row for kernel kind %s",
-                              kernel_kind_name(pk->spec.kind));
-    if (kernel_geometry_of(&pk->spec, &geo, d)) return -1;
-    const kernel_launch_dims *dm = &s->launch.dims;
-    const plan_kernel_stats *st = c->stats >= 0 ? &c->p->images[c->stats].stats[s->launch.kernel] : NULL;
-    predict_unit unit = row->unit(&pk->spec, &geo, c->image_sm);
-    if (c->k->tensor_units && row->unit(&pk->spec, &geo, 1000) != PREDICT_UNIT_SIMT) unit = PREDICT_UNIT_TENSOR;
-    predict_work w = {.flops = s->flops,
-                      .unit = unit,
-                      .ctas = (long)dm->grid[0] * dm->grid[1] * dm->grid[2],
-                      .threads = (int)(dm->block[0] * dm->block[1] * dm->block[2]),
-                      .registers = st && st->registers > 0 ? st->registers : -1,
-                      .smem = (int)dm->shared_bytes + (st ? st->shared_static : 0),
-                      .launches = 1};
-    w.weight_bytes = predict_weight_bytes(c->p, s, c->seq_len);
-    w.act_bytes = (double)s->min_hbm_bytes - w.weight_bytes;
-    if (row->adjust) row->adjust(&pk->spec, &geo, &w);
-    if (predict_time(c, &w, out))
-        return diag_set(d, DIAG_CODE_INPUT, "step %s: a CTA of %d threads, %d registers, %d bytes of shared memory "
-                        "does not fit an SM of the %s", s->name, w.threads, w.registers, w.smem, c->g->part);
+                              plan_kernel_kind_name(spec->kind));
+    if (kernel_geometry_of(spec, &geo, d)) return -1;
+    *w = *base;
+    w->unit = row->unit(spec, &geo, c->image_sm);
+    if (c->k->tensor_units && row->unit(spec, &geo, 1000) != PREDICT_UNIT_SIMT) w->unit = PREDICT_UNIT_TENSOR;
+    w->ctas = (long)dm->grid[0] * dm->grid[1] * dm->grid[2];
+    w->threads = (int)(dm->block[0] * dm->block[1] * dm->block[2]);
+    w->registers = registers > 0 ? registers : -1;
+    w->smem = (int)dm->shared_bytes + smem_static;
+    w->launches = 1;
+    if (row->adjust) row->adjust(spec, &geo, w);
     return 0;
 }
 
+static int predict_kernel_time(const predict_ctx *c, const char *name, const predict_work *w, predict_step *out,
+                               diag *d) {
+    if (predict_time(c, w, out))
+        return diag_set(d, DIAG_CODE_INPUT, "step %s: a CTA of %d threads, %d registers, %d bytes of shared memory "
+                        "does not fit an SM of the %s", name, w->threads, w->registers, w->smem, c->g->part);
+    return 0;
+}
+
+static int predict_kernel_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
+    const plan_kernel *pk = &c->p->kernels[s->launch.kernel];
+    const plan_kernel_stats *st = c->stats >= 0 ? &c->p->images[c->stats].stats[s->launch.kernel] : NULL;
+    predict_work base = {.flops = s->flops}, w;
+    base.weight_bytes = predict_weight_bytes(c->p, s, c->seq_len);
+    base.act_bytes = (double)s->min_hbm_bytes - base.weight_bytes;
+    if (predict_kernel_work(c, &pk->spec, &s->launch.dims, st ? st->registers : -1, st ? st->shared_static : 0,
+                            &base, &w, d))
+        return -1;
+    return predict_kernel_time(c, s->name, &w, out, d);
+}
+
 /* The best of cuBLASLt's plausible candidates. */
-static int predict_gemm_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
+static int predict_gemm_best(const predict_ctx *c, const char *name, const sched_gemm *gm, double flops,
+                             double weights, double min_bytes, predict_step *out, diag *d) {
     const predict_tile *tiles;
     const int *splits;
     int nt = predict_gemm_tiles(&tiles), ns = predict_gemm_splits(&splits), found = 0;
-    double weights = predict_weight_bytes(c->p, s, c->seq_len);
     for (int t = 0; t < nt; t++)
         for (int k = 0; k < ns; k++) {
-            if (splits[k] > 1 && s->gemm.k / splits[k] < 64) continue;
-            predict_work w = {.flops = s->flops, .weight_bytes = weights};
-            w.act_bytes = (double)s->min_hbm_bytes - weights;
-            predict_gemm_work(&s->gemm, &tiles[t], splits[k], c->image_sm, c->g, &w);
+            if (splits[k] > 1 && gm->k / splits[k] < 64) continue;
+            predict_work w = {.flops = flops, .weight_bytes = weights, .act_bytes = min_bytes - weights};
+            predict_gemm_work(gm, &tiles[t], splits[k], c->image_sm, c->g, &w);
             predict_step cand;
             if (predict_time(c, &w, &cand)) continue;
             if (!found || cand.us < out->us) *out = cand;
             found = 1;
         }
-    if (!found) return diag_set(d, DIAG_CODE_INTERNAL, "step %s: no cuBLASLt tile fits the %s", s->name, c->g->part);
+    if (!found) return diag_set(d, DIAG_CODE_INTERNAL, "step %s: no cuBLASLt tile fits the %s", name, c->g->part);
     return 0;
 }
 
+static int predict_gemm_step(const predict_ctx *c, const sched_step *s, predict_step *out, diag *d) {
+    return predict_gemm_best(c, s->name, &s->gemm, s->flops, predict_weight_bytes(c->p, s, c->seq_len),
+                             (double)s->min_hbm_bytes, out, d);
+}
+
+/* ------------------------------------------------------------ candidates */
+
+int predict_candidate_step(const predict_gpu *g, const predict_constants *k, const predict_candidate *cand,
+                           predict_step *out, diag *d) {
+    predict_ctx c = {.g = g, .k = k, .image_sm = cand->image_sm, .stats = -1, .l2_share = cand->l2_share};
+    double weights = cand->weight_bytes < cand->min_bytes ? cand->weight_bytes : cand->min_bytes;
+    memset(out, 0, sizeof *out);
+    if (!cand->spec)
+        return predict_gemm_best(&c, "candidate", cand->gemm, cand->flops, weights, cand->min_bytes, out, d);
+    predict_work base = {.flops = cand->flops, .weight_bytes = weights, .act_bytes = cand->min_bytes - weights}, w;
+    if (predict_kernel_work(&c, cand->spec, &cand->dims, cand->registers, 0, &base, &w, d)) return -1;
+    return predict_kernel_time(&c, plan_kernel_kind_name(cand->spec->kind), &w, out, d);
+}
+
 /* ------------------------------------------------------------ buckets */
+
+double predict_l2_share(const predict_gpu *g, double weights, double arena) {
+    double l2 = g->l2_mb * 1e6, share = weights > 0 && l2 > arena ? (l2 - arena) / weights : 0.0;
+    return share > 1.0 ? 1.0 : share;
+}
 
 static int predict_bucket_run(predict_ctx *c, const sched_bucket *b, predict_bucket *out, diag *d) {
     const predict_gpu *g = c->g;
     double weights = 0, l2 = g->l2_mb * 1e6, arena = (double)b->arena_bytes;
     c->seq_len = b->seq_len;
     for (int i = 0; i < b->nsteps; i++) weights += predict_weight_bytes(c->p, &b->steps[i], c->seq_len);
-    c->l2_share = weights > 0 && l2 > arena ? (l2 - arena) / weights : 0.0;
-    if (c->l2_share > 1.0) c->l2_share = 1.0;
+    c->l2_share = predict_l2_share(g, weights, arena);
     c->act_dram = arena > l2 ? (arena - l2) / arena : 0.0;
     out->seq_len = b->seq_len;
     out->max_seqs = b->max_seqs;
