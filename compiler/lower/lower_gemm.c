@@ -32,7 +32,10 @@
  *     replaces, a cuBLASLt GEMM (the best of cuBLASLt's plausible tiles)
  *     and an ADD_LN kernel, over the same GPUs; otherwise on that chain, in
  *     this bucket only (`bertc inspect` shows each bucket's steps);
- *   - everything else (QKV, relu FC1, plain projections) stays on cuBLASLt.
+ *   - everything else (QKV, relu FC1, plain projections) stays on cuBLASLt;
+ *   - in a plan with token buckets every bucket keeps one implementation
+ *     (GEMM_SPLITK, GEMM_LN, unsplit), so a request rounds alike alone and
+ *     in a packed batch; the model chooses only the tiles there.
  *
  * Registers.  ptxas has not run when the lowering chooses, so a kernel's
  * registers are estimated from its tile: the FP32 accumulators per thread

@@ -442,6 +442,13 @@ static kernel_spec gemm_spec_of(lower_ctx *c, kernel_kind kind, const lower_view
     return s;
 }
 
+/* Whether every bucket must run a dense layer on the same implementation:
+ * in a plan with token buckets a request alone and in a packed batch must
+ * round alike, and the GEMM kind, GEMM_SPLITK, GEMM_LN and the cuBLASLt +
+ * ADD_LN chain each sum or round in their own order.  There the model
+ * chooses tiles only (unsplit, gemm_spec_of), never the implementation. */
+static int one_impl(const lower_ctx *c) { return c->o->ntoken_buckets > 0; }
+
 /* The operands of a LINEAR or LINEAR_LN: x, w (and the bias, the residual)
  * from source position `pos` on; fails naming what is not as expected. */
 static int linear_operands(lower_ctx *c, const ir_node *n, int pos, const lower_view **x, int *bias,
@@ -494,7 +501,7 @@ static int lower_linear(lower_ctx *c, int i) {
     diag_init(&quiet);
     double us[LOWER_GEMM_MAX_GPUS];
     if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
-        !lower_gemm_plain_wins(c->gemm, &plain, us))
+        (one_impl(c) || !lower_gemm_plain_wins(c->gemm, &plain, us)))
         return emit_own_gemm(c, n, &s, args, flops, bytes);
     return emit_kernel_step(c, n, &plain, args, 6, flops, bytes);
 }
@@ -523,7 +530,7 @@ static int lower_linear_ln(lower_ctx *c, int i) {
     diag_init(&quiet);
     double us[LOWER_GEMM_MAX_GPUS];
     if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
-        lower_gemm_fuse_ln(c->gemm, &s, us)) {
+        (one_impl(c) || lower_gemm_fuse_ln(c->gemm, &s, us))) {
         sched_ref args[KERNEL_MAX_ARGS] = {o->ref,           {SCHED_BUF_REQUEST, 0}, x->ref,
                                            weight_ref(c, w), bias >= 0 ? weight_ref(c, bias) : REF_NONE,
                                            res ? res->ref : REF_NONE, weight_ref(c, gamma), weight_ref(c, beta)};
