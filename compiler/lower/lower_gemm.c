@@ -241,25 +241,23 @@ static int lower_gemm_chain_us(const lower_gemm_chooser *c, int g, const kernel_
     return 0;
 }
 
+/* The essay's score of option a against option b (each modelled per GPU):
+ * a's sum of ratios to the better of the two, minus b's. */
+static double lower_gemm_versus(const lower_gemm_chooser *c, const double *a, const double *b) {
+    double d = 0;
+    for (int g = 0; g < c->ngpus; g++) d += (a[g] - b[g]) / fmin(a[g], b[g]);
+    return d;
+}
+
 int lower_gemm_plain_wins(const lower_gemm_chooser *c, const kernel_spec *plain, const double *splitk_us) {
-    double us[LOWER_GEMM_MAX_GPUS], a = 0, b = 0;
+    double us[LOWER_GEMM_MAX_GPUS];
     if (lower_gemm_times(c, plain, us)) return 0;
-    for (int g = 0; g < c->ngpus; g++) {
-        double best = fmin(us[g], splitk_us[g]);
-        a += us[g] / best;
-        b += splitk_us[g] / best;
-    }
-    return a < b - GEMM_TIE;
+    return lower_gemm_versus(c, us, splitk_us) < -GEMM_TIE;
 }
 
 int lower_gemm_fuse_ln(const lower_gemm_chooser *c, const kernel_spec *ln, const double *fused_us) {
-    double fused = 0, chain = 0;
-    for (int g = 0; g < c->ngpus; g++) {
-        double ch;
-        if (lower_gemm_chain_us(c, g, ln, &ch)) return 1;
-        double best = fmin(ch, fused_us[g]);
-        fused += fused_us[g] / best;
-        chain += ch / best;
-    }
-    return fused <= chain + GEMM_TIE;
+    double chain[LOWER_GEMM_MAX_GPUS];
+    for (int g = 0; g < c->ngpus; g++)
+        if (lower_gemm_chain_us(c, g, ln, &chain[g])) return 1;
+    return lower_gemm_versus(c, fused_us, chain) <= GEMM_TIE;
 }
