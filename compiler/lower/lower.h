@@ -109,6 +109,9 @@ int lower_gemm_tiling(lower_gemm_chooser *c, kernel_spec *s, double *us, diag *d
 /* 1 when a GEMM-kind spec scores better than the best GEMM_SPLITK tiling
  * of the same product (modelled at splitk_us per GPU). */
 int lower_gemm_plain_wins(const lower_gemm_chooser *c, const kernel_spec *plain, const double *splitk_us);
+/* 1 when a tiled GEMM_SPLITK without activation (modelled at own_us per
+ * GPU) scores strictly better than the same product on cuBLASLt. */
+int lower_gemm_own_wins(const lower_gemm_chooser *c, const kernel_spec *s, const double *own_us);
 /* 1 when a tiled GEMM_LN (modelled at fused_us per GPU) scores at most as
  * the chain it replaces, a cuBLASLt GEMM and an ADD_LN; 0 when the chain wins. */
 int lower_gemm_fuse_ln(const lower_gemm_chooser *c, const kernel_spec *ln, const double *fused_us);

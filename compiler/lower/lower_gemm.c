@@ -32,7 +32,12 @@
  *     replaces, a cuBLASLt GEMM (the best of cuBLASLt's plausible tiles)
  *     and an ADD_LN kernel, over the same GPUs; otherwise on that chain, in
  *     this bucket only (`bertc inspect` shows each bucket's steps);
- *   - everything else (QKV, relu FC1, plain projections) stays on cuBLASLt;
+ *   - a dense layer cuBLASLt computes whole (no activation, or relu)
+ *     stays there unless, at the default level without activation, the
+ *     model scores GEMM_SPLITK's best tiling strictly better (the QKV
+ *     projection at s128 on the A100s and Ampere/Ada GPUs: cuBLASLt's
+ *     tiles leave SMs idle; on Hopper its wgmma is faster, and the sum
+ *     over the plan's GPUs decides);
  *   - in a plan with token buckets every bucket keeps one implementation
  *     (GEMM_SPLITK, GEMM_LN, unsplit), so a request rounds alike alone and
  *     in a packed batch; the model chooses only the tiles there.
@@ -43,7 +48,10 @@
  * grow with the tile — plus 32; gemm_ln keeps at least 88 for its
  * LayerNorm tail.  Against ptxas on sm_80 (docs/performance.md's table)
  * the estimate is within 8 of every kernel bertc builds today;
- * `bertc inspect --predict` uses ptxas's numbers.
+ * `bertc inspect --predict` uses ptxas's numbers.  Static shared memory
+ * is the family's declared bound (KERNEL_GSK_SMEM_STATIC): without it a
+ * 40 KB ring looked like four CTAs per A100 SM, and the plan got three
+ * and a second wave.
  *
  * Choices are remembered per spec (a lower_gemm_chooser lives for one
  * lowering): every layer asks the same question, and each answer costs
@@ -100,7 +108,7 @@ static void lower_gemm_work(const kernel_spec *s, double *flops, double *weights
 /* Modelled µs of a tiled spec on every GPU of the chooser; -1 if a CTA
  * does not fit one of them or the contract refuses the launch. */
 static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, double *us) {
-    predict_candidate cand = {.spec = s, .registers = lower_gemm_registers(s)};
+    predict_candidate cand = {.spec = s, .registers = lower_gemm_registers(s), .smem_static = KERNEL_GSK_SMEM_STATIC};
     diag quiet;
     diag_init(&quiet);
     if (kernel_launch_dims_of(s, s->bucket, &cand.dims, &quiet)) return -1;
@@ -210,15 +218,29 @@ int lower_gemm_tiling(lower_gemm_chooser *c, kernel_spec *s, double *us, diag *d
 
 /* ------------------------------------------------------------ GEMM_LN or the chain */
 
+/* Modelled µs on GPU g of s's product on cuBLASLt (the best of its
+ * plausible tiles), with s's bias and, unless `no_res`, its residual in
+ * the epilogue; -1 if no tile fits. */
+static int lower_gemm_cublas_us(const lower_gemm_chooser *c, int g, const kernel_spec *s, int no_res, double *us) {
+    double es = plan_dtype_size(s->dtype), M = s->bucket, N = s->n, K = s->k;
+    int res = s->has_residual && !no_res;
+    sched_gemm gm = {.m = s->n, .n = s->bucket, .k = s->k, .batch_count = 1, .ab_type = s->dtype};
+    predict_candidate gemm = {.gemm = &gm, .image_sm = c->image_sm[g], .flops = 2.0 * M * N * K,
+                              .l2_share = c->l2_share[g]};
+    gemm.weight_bytes = es * (N * K + (s->has_bias ? N : 0));
+    gemm.min_bytes = gemm.weight_bytes + es * (M * K + M * N + (res ? M * N : 0));
+    predict_step st;
+    diag quiet;
+    diag_init(&quiet);
+    if (predict_candidate_step(c->gpus[g], &c->k, &gemm, &st, &quiet)) return -1;
+    *us = st.us;
+    return 0;
+}
+
 /* Modelled µs of the chain a GEMM_LN replaces (a cuBLASLt GEMM with its
  * bias, an ADD_LN with the residual) on GPU g; -1 if it does not fit. */
 static int lower_gemm_chain_us(const lower_gemm_chooser *c, int g, const kernel_spec *ln, double *us) {
-    double es = plan_dtype_size(ln->dtype), M = ln->bucket, N = ln->n, K = ln->k;
-    sched_gemm gm = {.m = ln->n, .n = ln->bucket, .k = ln->k, .batch_count = 1, .ab_type = ln->dtype};
-    predict_candidate gemm = {.gemm = &gm, .image_sm = c->image_sm[g], .flops = 2.0 * M * N * K,
-                              .l2_share = c->l2_share[g]};
-    gemm.weight_bytes = es * (N * K + (ln->has_bias ? N : 0));
-    gemm.min_bytes = gemm.weight_bytes + es * (M * K + M * N);
+    double es = plan_dtype_size(ln->dtype), M = ln->bucket, N = ln->n;
     kernel_spec a;
     memset(&a, 0, sizeof a);
     a.kind = KERNEL_KIND_ADD_LN;
@@ -230,14 +252,14 @@ static int lower_gemm_chain_us(const lower_gemm_chooser *c, int g, const kernel_
                              .l2_share = c->l2_share[g]};
     add.weight_bytes = es * 2.0 * N;
     add.min_bytes = add.weight_bytes + es * M * N * (2.0 + ln->has_residual);
-    predict_step s1, s2;
+    predict_step s2;
+    double gemm_us;
     diag quiet;
     diag_init(&quiet);
-    if (kernel_launch_dims_of(&a, ln->bucket, &add.dims, &quiet) ||
-        predict_candidate_step(c->gpus[g], &c->k, &gemm, &s1, &quiet) ||
+    if (lower_gemm_cublas_us(c, g, ln, 1, &gemm_us) || kernel_launch_dims_of(&a, ln->bucket, &add.dims, &quiet) ||
         predict_candidate_step(c->gpus[g], &c->k, &add, &s2, &quiet))
         return -1;
-    *us = s1.us + s2.us;
+    *us = gemm_us + s2.us;
     return 0;
 }
 
@@ -253,6 +275,13 @@ int lower_gemm_plain_wins(const lower_gemm_chooser *c, const kernel_spec *plain,
     double us[LOWER_GEMM_MAX_GPUS];
     if (lower_gemm_times(c, plain, us)) return 0;
     return lower_gemm_versus(c, us, splitk_us) < -GEMM_TIE;
+}
+
+int lower_gemm_own_wins(const lower_gemm_chooser *c, const kernel_spec *s, const double *own_us) {
+    double lt[LOWER_GEMM_MAX_GPUS];
+    for (int g = 0; g < c->ngpus; g++)
+        if (lower_gemm_cublas_us(c, g, s, 0, &lt[g])) return 1;
+    return lower_gemm_versus(c, own_us, lt) < -GEMM_TIE;
 }
 
 int lower_gemm_fuse_ln(const lower_gemm_chooser *c, const kernel_spec *ln, const double *fused_us) {

@@ -487,19 +487,23 @@ static int lower_linear(lower_ctx *c, int i) {
     const lower_view *o = &c->v[i];
     double flops, bytes;
     linear_cost(c, x, w, bias, res, 0, &flops, &bytes);
-    if (!n->has_act || n->act == IR_ACT_RELU)
-        return emit_cublas(c, n, x, w, bias, res, o, n->has_act, flops, bytes);
     sched_ref args[KERNEL_MAX_ARGS] = {o->ref, {SCHED_BUF_REQUEST, 0}, x->ref, weight_ref(c, w),
                                        bias >= 0 ? weight_ref(c, bias) : REF_NONE, res ? res->ref : REF_NONE};
     kernel_spec s = gemm_spec_of(c, KERNEL_KIND_GEMM_SPLITK, x, w, bias, res, o);
+    diag quiet;
+    diag_init(&quiet);
+    double us[LOWER_GEMM_MAX_GPUS];
+    if (!n->has_act || n->act == IR_ACT_RELU) {
+        if (!n->has_act && c->fusion == PLAN_FUSION_DEFAULT && !one_impl(c) &&
+            lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 && lower_gemm_own_wins(c->gemm, &s, us))
+            return emit_own_gemm(c, n, &s, args, flops, bytes);
+        return emit_cublas(c, n, x, w, bias, res, o, n->has_act, flops, bytes);
+    }
     s.has_act = 1;
     s.act = lower_act(n->act);
     kernel_spec plain = s;
     plain.kind = KERNEL_KIND_GEMM;
     plain.splits = 0;
-    diag quiet;
-    diag_init(&quiet);
-    double us[LOWER_GEMM_MAX_GPUS];
     if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
         (one_impl(c) || !lower_gemm_plain_wins(c->gemm, &plain, us)))
         return emit_own_gemm(c, n, &s, args, flops, bytes);

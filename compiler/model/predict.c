@@ -287,7 +287,8 @@ int predict_candidate_step(const predict_gpu *g, const predict_constants *k, con
     if (!cand->spec)
         return predict_gemm_best(&c, "candidate", cand->gemm, cand->flops, weights, cand->min_bytes, out, d);
     predict_work base = {.flops = cand->flops, .weight_bytes = weights, .act_bytes = cand->min_bytes - weights}, w;
-    if (predict_kernel_work(&c, cand->spec, &cand->dims, cand->registers, 0, &base, &w, d)) return -1;
+    if (predict_kernel_work(&c, cand->spec, &cand->dims, cand->registers, cand->smem_static, &base, &w, d))
+        return -1;
     return predict_kernel_time(&c, plan_kernel_kind_name(cand->spec->kind), &w, out, d);
 }
 

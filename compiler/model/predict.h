@@ -140,8 +140,8 @@ const char *predict_step_template(const plan *p, const sched_step *s);
  * bertc's kernels (`spec`, launched with `dims`) or a cuBLASLt GEMM
  * (`spec` NULL, `gemm`), with its FLOPs and minimum bytes, on a GPU that
  * runs the image of `image_sm`.  ptxas has not run yet, so `registers` is
- * the caller's estimate (<= 0: no limit from registers) and static shared
- * memory is taken as none.  The L2 is taken to hold the step's
+ * the caller's estimate (<= 0: no limit from registers) and so is
+ * `smem_static`, the static shared memory the kernel's template declares.  The L2 is taken to hold the step's
  * activations and the share `l2_share` of its weights (predict_l2_share
  * of the model's weights: what a plan's bucket gets, less its arena) —
  * the same for every candidate of a step, so candidates compare on what
@@ -151,6 +151,7 @@ typedef struct predict_candidate {
     const kernel_spec *spec;
     kernel_launch_dims dims;
     int registers;
+    int smem_static;             /* bytes of static shared memory (the template's bound) */
     const sched_gemm *gemm;
     int image_sm;                /* 75 for sm_75, ... */
     double flops, weight_bytes, min_bytes;

@@ -28,6 +28,13 @@
 #include "plan_types.h"
 
 #define KERNEL_SMEM_NO_OPTIN 49152u /* dynamic shared memory usable without cuFuncSetAttribute */
+/* Static shared memory of a GEMM_SPLITK / GEMM_LN kernel, at most (the
+ * arrival flag of gemm_splitk.cuh; ptxas reports 16 bytes on every arch).
+ * The lowering chooses tiles before ptxas runs and counts it: at an
+ * SM's limit 16 bytes round up to a 128-byte allocation unit and can cost
+ * a resident CTA (4 x 40 KB rings fit an A100's 164 KB, 4 x (40 KB +
+ * 128 B) do not).  tests/kernels/test_kernels_compile.c checks the bound. */
+#define KERNEL_GSK_SMEM_STATIC 16
 
 typedef struct kernel_geometry {
     kernel_kind kind;

@@ -8,7 +8,8 @@
  * full wave at s128, on every GPU close to that GPU's own best, the same
  * answer twice, a cap on splits obeyed, and a failure, not a bad spec,
  * where the contract serves nothing); the choice between GEMM_LN and the
- * chain it replaces follows the modelled times.  The
+ * chain it replaces, and between GEMM_SPLITK and cuBLASLt for a dense
+ * layer without activation, follow the modelled times.  The
  * lowering is checked on hand-built graphs (support/tgraph): a LINEAR_LN
  * becomes one gemm_ln launch whose workspace lies in the arena and whose
  * counters lie in the COUNTERS buffer the bucket declares; a row too wide
@@ -149,6 +150,32 @@ static void test_fuse_ln_decision(void) {
     free(c);
 }
 
+/*
+ * GEMM_SPLITK or cuBLASLt for a dense layer without activation (the QKV
+ * projection): the decision follows the modelled times, and a tie keeps
+ * cuBLASLt (the own kernel must win strictly).
+ */
+static void test_own_gemm_decision(void) {
+    lower_gemm_chooser *c = tl_chooser(-1);
+    if (!c) return;
+    kernel_spec s = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 128, 2304, 768);
+    diag dg;
+    diag_init(&dg);
+    double us[LOWER_GEMM_MAX_GPUS], slow[LOWER_GEMM_MAX_GPUS], fast[LOWER_GEMM_MAX_GPUS];
+    CHECK(lower_gemm_tiling(c, &s, us, &dg) == 0, "%s", dg.text);
+    for (int g = 0; g < c->ngpus; g++) slow[g] = 1e6, fast[g] = 1e-3;
+    CHECK(lower_gemm_own_wins(c, &s, slow) == 0, "an own GEMM of 1 s per step chosen over cuBLASLt");
+    CHECK(lower_gemm_own_wins(c, &s, fast) == 1, "an own GEMM of 1 ns per step not chosen");
+    /* the A100 alone: cuBLASLt's best tile leaves SMs idle at M = 128 */
+    lower_gemm_chooser *a100 = tl_chooser(4);
+    kernel_spec t = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 128, 2304, 768);
+    CHECK(a100 && !strcmp(a100->gpus[0]->name, "a100") && lower_gemm_tiling(a100, &t, us, &dg) == 0 &&
+              lower_gemm_own_wins(a100, &t, us) == 1,
+          "BERT-base QKV at s128 on an A100: cuBLASLt chosen");
+    free(a100);
+    free(c);
+}
+
 /* ------------------------------------------------------------ lowering */
 
 /*
@@ -277,6 +304,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_chooser_gpus);
     CHECK_CASE(test_tiling_model);
     CHECK_CASE(test_fuse_ln_decision);
+    CHECK_CASE(test_own_gemm_decision);
     CHECK_CASE(test_lower_linear_ln);
     return check_summary();
 }

@@ -249,7 +249,8 @@ static void test_gemm_family_from_formulas(void) {
 /*
  * The lowering's question (predict_candidate_step) and the report
  * (predict_plan) are one model: a gemm_ln step of the default plan, asked
- * as a candidate with the same spec, launch, registers, FLOPs and bytes,
+ * as a candidate with the same spec, launch, registers, static shared
+ * memory, FLOPs and bytes,
  * gets the same CTAs, occupancy, waves, launch, math and serial time.
  * (Memory may differ: a candidate assumes no weights in the L2.)
  */
@@ -266,9 +267,9 @@ static void test_candidate_matches_plan(void) {
         const kernel_spec *sp = &p.kernels[st->launch.kernel].spec;
         if (sp->kind != KERNEL_KIND_GEMM_LN && sp->kind != KERNEL_KIND_GEMM_SPLITK) continue;
         const plan_kernel_stats *sx = &p.images[r.stats_image].stats[st->launch.kernel];
-        if (sx->shared_static > 128) continue; /* a candidate counts no static shared memory */
         const predict_step *ps = &r.buckets[b].steps[s];
-        predict_candidate c = {.spec = sp, .dims = st->launch.dims, .registers = sx->registers, .image_sm = 80,
+        predict_candidate c = {.spec = sp, .dims = st->launch.dims, .registers = sx->registers,
+                               .smem_static = sx->shared_static, .image_sm = 80,
                                .flops = st->flops, .weight_bytes = ps->weight_bytes,
                                .min_bytes = (double)st->min_hbm_bytes};
         predict_step q;

@@ -106,6 +106,7 @@ static void make_cases(void) {
     s->x_ld = 101;
     s = gspec(KERNEL_KIND_GEMM_SPLITK, F16, 64, 200, 96, 16, 128, 1);   /* split 1: the direct epilogue */
     s->has_bias = 0;
+    gspec(KERNEL_KIND_GEMM_SPLITK, F16, 128, 288, 96, 64, 64, 3);      /* a QKV projection: bias, no activation */
 }
 
 /* ------------------------------------------------------------ buffers */

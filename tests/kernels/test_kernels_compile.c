@@ -634,6 +634,9 @@ static void test_compile_all_archs(void) {
                 printf("    SPILL %s %s: %d/%d bytes\n", im->arch, entries[i], st->spill_stores, st->spill_loads);
                 spills++;
             }
+            CHECK(!t_gsk_kind(t_list.s[u].kind) || st->shared_static <= KERNEL_GSK_SMEM_STATIC,
+                  "%s %s: %d bytes of static shared memory (the lowering counts %d)", im->arch, entries[i],
+                  st->shared_static, KERNEL_GSK_SMEM_STATIC);
             if (st->registers > maxreg) maxreg = st->registers;
         }
         printf("    %s: %.1f s, %zu-byte CUBIN, at most %d registers\n", im->arch, im->seconds, im->size, maxreg);

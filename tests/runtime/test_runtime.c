@@ -458,11 +458,41 @@ static void test_capture_on_first_use(void) {
 
 /* ------------------------------------------------------------ failures */
 
+/* Creates a context of pl with call `fn` failing at its 1st, 2nd, ...
+ * call in turn (code): each fails with status st, naming the call, and
+ * leaves nothing behind; the count of failed creates. */
+static int inject_create(bertc_plan *pl, const bertc_context_options *o, const char *fn, int code, bertc_status want) {
+    int failures = 0;
+    for (int nth = 1; nth < 400; nth++) {
+        E->fail(fn, nth, code);
+        bertc_context *c = NULL;
+        char err[1024];
+        bertc_status st = bertc_context_create(pl, o, &c, err, sizeof err);
+        E->fail(fn, 0, 0);
+        if (st == BERTC_STATUS_OK) {
+            bertc_context_destroy(c);
+            break;
+        }
+        failures++;
+        CHECK(st == want && !c, "%s #%d: status %s", fn, nth, bertc_status_name(st));
+        CHECK(strstr(err, fn) || (!strcmp(fn, "cuDevicePrimaryCtxRetain") && strstr(err, "Primary")),
+              "%s #%d: the message does not name the call: %s", fn, nth, err);
+        if (!stats_all_zero(fn)) break;
+    }
+    return failures;
+}
+
 /* Every device call the runtime makes at create, failing once at each of
- * its calls in turn: a clear status, and nothing left behind. */
+ * its calls in turn: a clear status, and nothing left behind.  Two plans:
+ * the default one (bertc's own GEMMs, the split-K counters; the model may
+ * leave it no cuBLASLt GEMM at all) and the baseline one (cuBLASLt). */
 static void test_injected_device_failures(void) {
-    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
-    if (!pl) return;
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32"), *base = testreq_plan_open("tiny-bert-fp32-baseline");
+    if (!pl || !base) {
+        bertc_plan_close(pl);
+        bertc_plan_close(base);
+        return;
+    }
     bertc_context_options o = emu_options();
     static const struct {
         const char *fn;
@@ -490,25 +520,11 @@ static void test_injected_device_failures(void) {
         {"cublasLtMatmul", CUBLAS_STATUS_EXECUTION_FAILED, BERTC_STATUS_DEVICE},
     };
     for (size_t i = 0; i < sizeof inj / sizeof inj[0]; i++) {
-        int failures = 0;
-        for (int nth = 1; nth < 400; nth++) {
-            E->fail(inj[i].fn, nth, inj[i].code);
-            bertc_context *c = NULL;
-            char err[1024];
-            bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
-            E->fail(inj[i].fn, 0, 0);
-            if (st == BERTC_STATUS_OK) {
-                bertc_context_destroy(c);
-                break;
-            }
-            failures++;
-            CHECK(st == inj[i].st && !c, "%s #%d: status %s", inj[i].fn, nth, bertc_status_name(st));
-            CHECK(strstr(err, inj[i].fn) || (!strcmp(inj[i].fn, "cuDevicePrimaryCtxRetain") && strstr(err, "Primary")),
-                  "%s #%d: the message does not name the call: %s", inj[i].fn, nth, err);
-            if (!stats_all_zero(inj[i].fn)) break;
-        }
+        int failures = inject_create(pl, &o, inj[i].fn, inj[i].code, inj[i].st);
+        failures += inject_create(base, &o, inj[i].fn, inj[i].code, inj[i].st);
         CHECK(failures >= 1, "%s was never called at create", inj[i].fn);
     }
+    bertc_plan_close(base);
     /* At request time: a failed launch is reported, and the next request works. */
     bertc_context *c = make_ctx(pl, &o);
     testreq r;
@@ -722,7 +738,7 @@ static void test_copy_back(void) {
  * failing candidate is dropped, a failing event fails the create cleanly)
  * and computes what the heuristic's first computes. */
 static void test_algorithm_timing(void) {
-    bertc_plan *pl = testreq_plan_open("tiny-bert-bf16");
+    bertc_plan *pl = testreq_plan_open("tiny-bert-bf16-baseline"); /* its dense layers run on cuBLASLt */
     if (!pl) return;
     testreq r;
     testreq_random(&r, pl, 30, 1, 1);
