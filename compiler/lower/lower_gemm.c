@@ -222,13 +222,13 @@ int lower_gemm_tiling(lower_gemm_chooser *c, kernel_spec *s, double *us, diag *d
  * plausible tiles), with s's bias and, unless `no_res`, its residual in
  * the epilogue; -1 if no tile fits. */
 static int lower_gemm_cublas_us(const lower_gemm_chooser *c, int g, const kernel_spec *s, int no_res, double *us) {
-    double es = plan_dtype_size(s->dtype), M = s->bucket, N = s->n, K = s->k;
-    int res = s->has_residual && !no_res;
+    /* the same product as a plain GEMM_SPLITK: its FLOPs and bytes */
+    kernel_spec plain = *s;
+    plain.kind = KERNEL_KIND_GEMM_SPLITK;
+    plain.has_residual = s->has_residual && !no_res;
     sched_gemm gm = {.m = s->n, .n = s->bucket, .k = s->k, .batch_count = 1, .ab_type = s->dtype};
-    predict_candidate gemm = {.gemm = &gm, .image_sm = c->image_sm[g], .flops = 2.0 * M * N * K,
-                              .l2_share = c->l2_share[g]};
-    gemm.weight_bytes = es * (N * K + (s->has_bias ? N : 0));
-    gemm.min_bytes = gemm.weight_bytes + es * (M * K + M * N + (res ? M * N : 0));
+    predict_candidate gemm = {.gemm = &gm, .image_sm = c->image_sm[g], .l2_share = c->l2_share[g]};
+    lower_gemm_work(&plain, &gemm.flops, &gemm.weight_bytes, &gemm.min_bytes);
     predict_step st;
     diag quiet;
     diag_init(&quiet);

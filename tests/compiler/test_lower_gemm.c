@@ -135,17 +135,28 @@ static void test_tiling_model(void) {
  * modelled absurdly fast wins), and at BERT-base's s128 the model has the
  * fused kernel win (docs/performance.md).
  */
+typedef int (*tl_decision)(const lower_gemm_chooser *, const kernel_spec *, const double *);
+
+/* A decision for bertc's kernel (tiled s, modelled at us per GPU) against
+ * its alternative: never for a kernel of 1 s per step, always for one of
+ * 1 ns (what), on every GPU of chooser c. */
+static void tl_decides_by_time(lower_gemm_chooser *c, tl_decision decide, kernel_spec *s, double *us,
+                               const char *what) {
+    diag dg;
+    diag_init(&dg);
+    double slow[LOWER_GEMM_MAX_GPUS], fast[LOWER_GEMM_MAX_GPUS];
+    CHECK(lower_gemm_tiling(c, s, us, &dg) == 0, "%s", dg.text);
+    for (int g = 0; g < c->ngpus; g++) slow[g] = 1e6, fast[g] = 1e-3;
+    CHECK(decide(c, s, slow) == 0, "%s of 1 s per step chosen", what);
+    CHECK(decide(c, s, fast) == 1, "%s of 1 ns per step not chosen", what);
+}
+
 static void test_fuse_ln_decision(void) {
     lower_gemm_chooser *c = tl_chooser(-1);
     if (!c) return;
     kernel_spec s = tl_spec(KERNEL_KIND_GEMM_LN, PLAN_DTYPE_F16, 128, 768, 3072);
-    diag dg;
-    diag_init(&dg);
-    double us[LOWER_GEMM_MAX_GPUS], slow[LOWER_GEMM_MAX_GPUS], fast[LOWER_GEMM_MAX_GPUS];
-    CHECK(lower_gemm_tiling(c, &s, us, &dg) == 0, "%s", dg.text);
-    for (int g = 0; g < c->ngpus; g++) slow[g] = 1e6, fast[g] = 1e-3;
-    CHECK(lower_gemm_fuse_ln(c, &s, slow) == 0, "a fused kernel of 1 s per step still fused");
-    CHECK(lower_gemm_fuse_ln(c, &s, fast) == 1, "a fused kernel of 1 ns per step not fused");
+    double us[LOWER_GEMM_MAX_GPUS];
+    tl_decides_by_time(c, lower_gemm_fuse_ln, &s, us, "a fused kernel");
     CHECK(lower_gemm_fuse_ln(c, &s, us) == 1, "BERT-base FC2 + LayerNorm at s128 not fused");
     free(c);
 }
@@ -158,17 +169,13 @@ static void test_fuse_ln_decision(void) {
 static void test_own_gemm_decision(void) {
     lower_gemm_chooser *c = tl_chooser(-1);
     if (!c) return;
-    kernel_spec s = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 128, 2304, 768);
-    diag dg;
-    diag_init(&dg);
-    double us[LOWER_GEMM_MAX_GPUS], slow[LOWER_GEMM_MAX_GPUS], fast[LOWER_GEMM_MAX_GPUS];
-    CHECK(lower_gemm_tiling(c, &s, us, &dg) == 0, "%s", dg.text);
-    for (int g = 0; g < c->ngpus; g++) slow[g] = 1e6, fast[g] = 1e-3;
-    CHECK(lower_gemm_own_wins(c, &s, slow) == 0, "an own GEMM of 1 s per step chosen over cuBLASLt");
-    CHECK(lower_gemm_own_wins(c, &s, fast) == 1, "an own GEMM of 1 ns per step not chosen");
+    kernel_spec s = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 128, 2304, 768), t = s;
+    double us[LOWER_GEMM_MAX_GPUS];
+    tl_decides_by_time(c, lower_gemm_own_wins, &s, us, "an own GEMM over cuBLASLt");
     /* the A100 alone: cuBLASLt's best tile leaves SMs idle at M = 128 */
     lower_gemm_chooser *a100 = tl_chooser(4);
-    kernel_spec t = kimage_gemm_spec(KERNEL_KIND_GEMM_SPLITK, PLAN_DTYPE_F16, 128, 2304, 768);
+    diag dg;
+    diag_init(&dg);
     CHECK(a100 && !strcmp(a100->gpus[0]->name, "a100") && lower_gemm_tiling(a100, &t, us, &dg) == 0 &&
               lower_gemm_own_wins(a100, &t, us) == 1,
           "BERT-base QKV at s128 on an A100: cuBLASLt chosen");

@@ -165,6 +165,17 @@ static int t_predict(plan *p, const char *name, const predict_gpu *g, predict_co
     return 0;
 }
 
+/* The first kernel step of bucket b whose kind is a or k2; -1 if none. */
+static int t_find_step(const plan *p, int b, kernel_kind a, kernel_kind k2) {
+    for (int s = 0; s < p->buckets[b].nsteps; s++) {
+        const sched_step *st = &p->buckets[b].steps[s];
+        if (st->kind != SCHED_STEP_KERNEL) continue;
+        kernel_kind kind = p->kernels[st->launch.kernel].spec.kind;
+        if (kind == a || kind == k2) return s;
+    }
+    return -1;
+}
+
 /* One kernel step recomputed from the model's formulas, by hand. */
 static void test_step_from_formulas(void) {
     plan p;
@@ -213,10 +224,10 @@ static void test_gemm_family_from_formulas(void) {
     predict_constants k;
     predict_result r;
     if (t_predict(&p, "tiny-bert-fp16", g, &k, &r)) return;
-    int b = p.nbuckets - 1, checked = 0;
-    for (int s = 0; s < p.buckets[b].nsteps; s++) {
+    int b = p.nbuckets - 1, s = t_find_step(&p, b, KERNEL_KIND_GEMM_LN, KERNEL_KIND_GEMM_LN);
+    CHECK(s >= 0, "no gemm_ln step in the default plan");
+    if (s >= 0) {
         const sched_step *st = &p.buckets[b].steps[s];
-        if (st->kind != SCHED_STEP_KERNEL || p.kernels[st->launch.kernel].spec.kind != KERNEL_KIND_GEMM_LN) continue;
         const kernel_spec *sp = &p.kernels[st->launch.kernel].spec;
         const predict_step *ps = &r.buckets[b].steps[s];
         long tn = (sp->n + sp->tile_n - 1) / sp->tile_n, tm = (sp->bucket + sp->tile_m - 1) / sp->tile_m;
@@ -238,10 +249,7 @@ static void test_gemm_family_from_formulas(void) {
         double l2 = (double)ps->ctas * (sp->tile_m + sp->tile_n) * geo.kts * 64.0 /
                     (5120.0 / 108.0 * g->clock_mhz * 1e6 * fmin((double)ps->ctas, (double)g->sms)) * 1e6;
         CHECK(ps->memory_us >= l2 * (1 - 1e-9), "gemm_ln memory %.6f us below its L2 traffic's %.6f", ps->memory_us, l2);
-        checked = 1;
-        break;
     }
-    CHECK(checked, "no gemm_ln step in the default plan");
     predict_result_free(&r);
     plan_free(&p);
 }
@@ -260,12 +268,11 @@ static void test_candidate_matches_plan(void) {
     predict_constants k;
     predict_result r;
     if (t_predict(&p, "tiny-bert-fp16", g, &k, &r)) return;
-    int b = p.nbuckets - 1, checked = 0;
-    for (int s = 0; s < p.buckets[b].nsteps && !checked; s++) {
+    int b = p.nbuckets - 1, s = t_find_step(&p, b, KERNEL_KIND_GEMM_LN, KERNEL_KIND_GEMM_SPLITK);
+    CHECK(s >= 0, "no gemm_ln / gemm_splitk step in the default plan");
+    if (s >= 0) {
         const sched_step *st = &p.buckets[b].steps[s];
-        if (st->kind != SCHED_STEP_KERNEL) continue;
         const kernel_spec *sp = &p.kernels[st->launch.kernel].spec;
-        if (sp->kind != KERNEL_KIND_GEMM_LN && sp->kind != KERNEL_KIND_GEMM_SPLITK) continue;
         const plan_kernel_stats *sx = &p.images[r.stats_image].stats[st->launch.kernel];
         const predict_step *ps = &r.buckets[b].steps[s];
         predict_candidate c = {.spec = sp, .dims = st->launch.dims, .registers = sx->registers,
@@ -282,9 +289,7 @@ static void test_candidate_matches_plan(void) {
               "%s: candidate %ld CTAs x%d, %.6f/%.6f/%.6f us; plan %ld x%d, %.6f/%.6f/%.6f us",
               plan_kernel_kind_name(sp->kind), q.ctas, q.ctas_per_sm, q.launch_us, q.math_us, q.serial_us, ps->ctas,
               ps->ctas_per_sm, ps->launch_us, ps->math_us, ps->serial_us);
-        checked = 1;
     }
-    CHECK(checked, "no gemm_ln / gemm_splitk step in the default plan");
     predict_result_free(&r);
     plan_free(&p);
 }
