@@ -59,9 +59,10 @@
  * path through the helpers' emulator bodies; with BERTC_EMU_SM75 defined
  * before this header it offers exactly what sm_75 offers, so the kernel
  * tests run the Turing paths too.  Templates test the architecture only
- * through these macros and the overlap helpers, at 750, 800 and 900: the
- * compile pipeline reads those thresholds off the text (every mention of
- * the architecture macro must be such a test, or each architecture gets a
+ * through these macros and the helpers below, at 750 and 800 (sm_90's
+ * instructions are marked comments: see the overlap helpers): the compile
+ * pipeline reads those thresholds off the text (every mention of the
+ * architecture macro must be such a test, or each architecture gets a
  * front end of its own: compiler/codegen/kbuild.h).
  */
 #if defined(BERTC_EMU)
@@ -97,7 +98,19 @@
  * dependents may then be scheduled (their own wait still waits for this
  * kernel's end, so the trigger is a matter of speed, never of
  * correctness).  Both are no-ops below sm_90 and in a kernel launched
- * without the attribute.  The emulator runs a dependent's pre-wait part
+ * without the attribute.
+ *
+ * The two instructions are written as PTX comments marked `//@sm_90 `, not
+ * behind an architecture test at 900: that threshold would cost a third
+ * NVRTC front end (2.4 s of CPU for BERT-base's kernels, a quarter of a
+ * cold compile) for two instructions.  NVRTC copies an asm statement's text
+ * into the PTX verbatim and treats it as opaque, so the compute_80 PTX
+ * holds the comment exactly where the instruction goes, with the same
+ * compiler barrier; kbuild derives compute_90's PTX from it by raising
+ * `.target` and removing the marker (compiler/codegen/kbuild.h) — byte for
+ * byte NVRTC's own compute_90 output (tests/kernels/test_kbuild_cache.c).
+ * On sm_80 .. sm_89 the comment is nothing, as the instructions would be.
+ * The emulator runs a dependent's pre-wait part
  * before its predecessor altogether (runtime/emu/core/emu.h), so a kernel
  * that breaks the rule computes a wrong answer in CI.
  *
@@ -108,16 +121,16 @@ BERTC_INLINE void bertc_grid_dependency_wait() {
 #if defined(BERTC_DEPENDENCY_WAIT_DISABLED)
 #elif defined(BERTC_EMU)
     bertc_emu_grid_dependency_wait();
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("//@sm_90 griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
 
 BERTC_INLINE void bertc_trigger_dependents() {
 #if defined(BERTC_EMU)
     bertc_emu_trigger_dependents();
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("//@sm_90 griddepcontrol.launch_dependents;\n" ::);
 #endif
 }
 

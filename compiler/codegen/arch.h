@@ -46,8 +46,9 @@ int arch_number(const char *arch);
  * the tensor-core path of sm_80 and newer, and the grid-dependency
  * instructions of sm_90 and newer.  So an architecture compiles from the
  * PTX target of its generation — 75 for sm_75, 80 for sm_80, sm_86 and
- * sm_89, 90 for sm_90 and newer — and that is all a front end needs to
- * run for.
+ * sm_89, 90 for sm_90 and newer.  The front end runs for 75 and 80 only:
+ * sm_90's instructions are marked comments in compute_80's PTX, and
+ * compute_90's PTX is derived from it (kbuild.h).
  *
  * The plan carries PTX so that a GPU newer than every CUBIN still runs,
  * JIT-compiling the newest PTX not newer than itself.  That PTX must be

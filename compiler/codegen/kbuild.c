@@ -162,27 +162,50 @@ static int kbuild_arch_level(int v) {
     return 0;
 }
 
+/* The levels of the `//@sm_NN ` markers in the distinct texts (kbuild.h:
+ * derived targets) into levels; their count (at most cap). */
+static int kbuild_marker_levels(const kbuild_work *w, int *levels, int cap) {
+    int n = 0;
+    for (int k = 0; k < w->ndistinct; k++) {
+        const char *s = w->units[w->distinct_idx[k]].text;
+        for (const char *p = strstr(s, KBUILD_MARKER); p; p = strstr(p + 1, KBUILD_MARKER)) {
+            int v = kbuild_marker_level(p);
+            int seen = v <= 0;
+            for (int j = 0; j < n; j++) seen |= levels[j] == v;
+            if (!seen && n < cap) levels[n++] = v;
+        }
+    }
+    return n;
+}
+
 /* The target number of each arch (arch_target[a]); the distinct targets,
- * ascending, into numbers; returns their count. */
+ * ascending, into numbers, and for each the front-end target it is derived
+ * from (source[t], 0 for a front end); returns their count. */
 static int kbuild_targets(const kbuild_work *w, const char *const *archs, int narchs, int *arch_target,
-                          int *numbers) {
+                          int *numbers, int *source) {
     int bounds[KBUILD_MAX_BOUNDS], nb = kbuild_arch_bounds(w, bounds, KBUILD_MAX_BOUNDS), lowest = 1 << 30, n = 0;
+    int marks[KBUILD_MAX_BOUNDS], nm = kbuild_marker_levels(w, marks, KBUILD_MAX_BOUNDS), from[ARCH_MAX];
     for (int a = 0; a < narchs; a++)
         if (arch_number(archs[a]) < lowest) lowest = arch_number(archs[a]);
     for (int a = 0; a < narchs; a++) {
-        int sm = arch_number(archs[a]), t = nb < 0 ? sm : lowest;
+        int sm = arch_number(archs[a]), t = nb < 0 ? sm : lowest, raised = 0;
         for (int i = 0; i < nb; i++) {
             int level = bounds[i] <= sm * 10 ? kbuild_arch_level(bounds[i]) : 0;
             if (level > t) t = level;
         }
-        arch_target[a] = t;
+        for (int i = 0; i < nm; i++)
+            if (marks[i] <= sm && marks[i] > t && marks[i] > raised) raised = marks[i];
+        arch_target[a] = raised ? raised : t;
+        from[a] = raised ? t : 0;
     }
-    for (int v = 0; v <= 1000; v++)
-        for (int a = 0; a < narchs; a++)
-            if (arch_target[a] == v) {
-                numbers[n++] = v;
-                break;
-            }
+    for (int v = 1; v <= 1000; v++) { /* every target an arch takes, and every target one is derived from */
+        int a = 0, b = 0;
+        while (a < narchs && arch_target[a] != v) a++;
+        while (b < narchs && from[b] != v) b++;
+        if (a == narchs && b == narchs) continue;
+        source[n] = a < narchs ? from[a] : 0;
+        numbers[n++] = v;
+    }
     return n;
 }
 
@@ -201,7 +224,8 @@ typedef struct kbuild_graph {
 } kbuild_graph;
 
 static int kbuild_job_ready(const kbuild_graph *g, int j) {
-    return j < g->ntargets || g->done[g->sass[j - g->ntargets].target - g->targets];
+    if (j < g->ntargets) return g->targets[j].source < 0 || g->done[g->targets[j].source];
+    return g->done[g->sass[j - g->ntargets].target - g->targets];
 }
 
 static int kbuild_job_failed(const kbuild_graph *g, int j) {
@@ -209,8 +233,9 @@ static int kbuild_job_failed(const kbuild_graph *g, int j) {
 }
 
 static void kbuild_job_run(kbuild_graph *g, int j) {
-    if (j < g->ntargets) kbuild_front_run(g->w, &g->tools, &g->targets[j]);
-    else kbuild_sass_run(&g->tools, &g->sass[j - g->ntargets]);
+    if (j >= g->ntargets) kbuild_sass_run(&g->tools, &g->sass[j - g->ntargets]);
+    else if (g->targets[j].source >= 0) kbuild_front_derive(&g->targets[g->targets[j].source], &g->targets[j]);
+    else kbuild_front_run(g->w, &g->tools, &g->targets[j]);
 }
 
 static void *kbuild_worker(void *arg) {
@@ -268,14 +293,15 @@ static int kbuild_graph_run(kbuild_graph *g, int threads) {
  * a target of its own, for its PTX alone (a Turing-only plan still runs the
  * tensor cores on an A100).  Returns the new count of numbers (ascending).
  */
-static int kbuild_add_tensor_target(const kbuild_work *w, int *numbers, int n) {
+static int kbuild_add_tensor_target(const kbuild_work *w, int *numbers, int *source, int n) {
     int bounds[KBUILD_MAX_BOUNDS], nb = kbuild_arch_bounds(w, bounds, KBUILD_MAX_BOUNDS), tells80 = 0, has80 = 0;
     for (int i = 0; i < nb; i++) tells80 |= bounds[i] == 800;
     for (int t = 0; t < n; t++) has80 |= numbers[t] == 80;
     if (!tells80 || has80 || n == KBUILD_MAX_TARGETS) return n;
     int t = n;
-    while (t > 0 && numbers[t - 1] > 80) numbers[t] = numbers[t - 1], t--;
+    while (t > 0 && numbers[t - 1] > 80) numbers[t] = numbers[t - 1], source[t] = source[t - 1], t--;
     numbers[t] = 80;
+    source[t] = 0;
     return n + 1;
 }
 
@@ -288,12 +314,15 @@ static int kbuild_ptx_wanted(const kbuild_graph *g, int t, int all) {
 
 /* The targets and one ptxas job per architecture. */
 static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int narchs) {
-    int numbers[KBUILD_MAX_TARGETS], target_of[ARCH_MAX];
+    int numbers[KBUILD_MAX_TARGETS], source[KBUILD_MAX_TARGETS], target_of[ARCH_MAX];
     g->narchs = narchs;
-    g->ntargets = kbuild_targets(g->w, archs, narchs, target_of, numbers);
-    g->ntargets = kbuild_add_tensor_target(g->w, numbers, g->ntargets);
+    g->ntargets = kbuild_targets(g->w, archs, narchs, target_of, numbers, source);
+    g->ntargets = kbuild_add_tensor_target(g->w, numbers, source, g->ntargets);
     for (int t = 0; t < g->ntargets; t++) {
         g->targets[t].number = numbers[t];
+        g->targets[t].source = -1;
+        for (int u = 0; u < t; u++)
+            if (source[t] && numbers[u] == source[t]) g->targets[t].source = u;
         snprintf(g->targets[t].name, sizeof g->targets[t].name, "compute_%d", numbers[t]);
         diag_init(&g->targets[t].d);
     }
@@ -414,8 +443,9 @@ static int kbuild_build(kbuild_graph *g, const char *const *archs, int narchs, c
     kbuild_graph_plan(g, archs, narchs);
     kbuild_graph_run(g, opt->jobs);
     if (kbuild_graph_error(g, d)) return -1;
-    r->ntargets = g->ntargets;
-    r->njobs = g->njobs;
+    for (int t = 0; t < g->ntargets; t++) r->nderived += g->targets[t].source >= 0;
+    r->ntargets = g->ntargets - r->nderived;
+    r->njobs = g->njobs - r->nderived;
     for (int t = 0; t < g->ntargets; t++) r->cached_jobs += g->targets[t].cached;
     for (int a = 0; a < narchs; a++) r->cached_jobs += g->sass[a].cached;
     if (kbuild_collect(g, r, opt->no_ptx, opt->all_ptx)) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");

@@ -22,13 +22,28 @@
  *    from compute_80 and sm_75 from compute_75; a template that tests
  *    `>= 900` makes sm_90 a target of its own).  Any other use of the
  *    macro gives every architecture its own target, as before;
+ *  - a target may be derived instead of compiled.  An instruction only a
+ *    newer GPU has is written in a template as a PTX comment marked with
+ *    the first architecture that has it, `//@sm_90 griddepcontrol.wait;`
+ *    inside an asm statement (bertc_device.cuh's overlap helpers): NVRTC
+ *    copies asm text verbatim and treats it as opaque, so the comment sits
+ *    exactly where the instruction would, under the same compiler barrier.
+ *    An architecture at or above a marked level whose front-end target is
+ *    below it takes a derived target of that level: its front-end
+ *    target's PTX with `.target` raised and the markers up to the level
+ *    removed (kbuild_front_raise), a text edit of milliseconds instead of
+ *    a front end of seconds.  For today's kernels the derived compute_90
+ *    PTX is NVRTC's own compute_90 output but for one unused global of
+ *    the toolkit's atomics header; for a marked kernel without headers it
+ *    is the same bytes (tests/kernels/test_kbuild_cache.c).  Derived
+ *    targets are not cached (their input is) and are not counted as jobs;
  *  - ptxas compiles each architecture's CUBIN from its target's PTX as a
  *    whole program — the code NVRTC's own ptxas run gives (kbuild_sass.c
  *    says why nothing finer-grained is used);
  *  - all of it is one job graph run on up to `jobs` threads: a job starts
  *    when its input exists, so the cores stay busy across targets and
  *    architectures (BERT-base on two cores: compute_75 and compute_80
- *    side by side, then three ptxas runs);
+ *    side by side, compute_90 derived, then three ptxas runs);
  *  - with a cache (kcache.h) every job first looks for its output under a
  *    key made of its inputs, so an unchanged recompile runs no compiler.
  *
@@ -91,7 +106,8 @@ typedef struct kbuild_result {
     int nimages;               /* one CUBIN per arch in the order given, then the plan's PTX, ascending */
     kbuild_image *images;
     int ntargets;              /* PTX targets the front end ran for */
-    int njobs, cached_jobs;    /* jobs in the graph; of them, taken from the cache */
+    int nderived;              /* PTX targets derived from another's PTX (no front end) */
+    int njobs, cached_jobs;    /* compiler runs in the graph; of them, taken from the cache */
     double seconds;            /* wall time of the whole call */
 } kbuild_result;
 

@@ -211,6 +211,64 @@ static void kbuild_front_compile(const kbuild_work *w, const char *const *opts, 
     if (prog) nvrtcDestroyProgram(&prog);
 }
 
+/* ------------------------------------------------------------ raising PTX */
+
+/*
+ * Raises PTX to level `number` into out (which has room for the input plus
+ * a few bytes): the `.target sm_NN` directive becomes `.target sm_<number>`
+ * (whatever follows the number, as ", debug", is kept) and every line
+ * whose first non-blank text is a marker of that level or a lower one,
+ * `//@sm_90 griddepcontrol.wait;`, loses the marker and so becomes the
+ * instruction.  Markers of a higher level stay comments.  Returns the
+ * length written, or 0 when the input has no `.target sm_` directive.
+ */
+static size_t kbuild_ptx_raise(const char *in, size_t n, int number, char *out) {
+    static const char target[] = ".target sm_";
+    const size_t tl = sizeof target - 1;
+    size_t len = 0;
+    int targets = 0;
+    for (size_t i = 0; i < n;) {
+        const char *line = in + i, *nl = memchr(line, '\n', n - i);
+        size_t ll = nl ? (size_t)(nl - line) + 1 : n - i, ws = 0;
+        while (ws < ll && (line[ws] == ' ' || line[ws] == '\t')) ws++;
+        if (ll >= tl && !memcmp(line, target, tl)) {
+            size_t d = tl;
+            while (d < ll && line[d] >= '0' && line[d] <= '9') d++;
+            len += (size_t)sprintf(out + len, "%s%d", target, number);
+            memcpy(out + len, line + d, ll - d);
+            len += ll - d;
+            targets++;
+        } else if (ll - ws > sizeof KBUILD_MARKER && !memcmp(line + ws, KBUILD_MARKER, sizeof KBUILD_MARKER - 1) &&
+                   kbuild_marker_level(line + ws) > 0 && kbuild_marker_level(line + ws) <= number) {
+            const char *rest = memchr(line + ws, ' ', ll - ws) + 1; /* the level ends at a space */
+            memcpy(out + len, line, ws);
+            memcpy(out + len + ws, rest, (size_t)(line + ll - rest));
+            len += ws + (size_t)(line + ll - rest);
+        } else {
+            memcpy(out + len, line, ll);
+            len += ll;
+        }
+        i += ll;
+    }
+    out[len] = '\0';
+    return targets == 1 ? len : 0;
+}
+
+/* t->ptx = ptx[0..n) raised to t->number, or the failure. */
+static void kbuild_front_raise(kbuild_target *t, const char *ptx, size_t n, const char *from) {
+    char *out = malloc(n + 16);
+    size_t len = out ? kbuild_ptx_raise(ptx, n, t->number, out) : 0;
+    if (!len) {
+        t->failed = 1;
+        diag_set(&t->d, DIAG_CODE_INTERNAL, "kbuild: %s cannot be made from the PTX of %s: %s", t->name, from,
+                 out ? "it has no single .target directive" : "out of memory");
+        free(out);
+        out = NULL;
+    }
+    t->ptx = out;
+    t->ptx_size = len;
+}
+
 /* The PTX's digest: what the machine-code jobs of this target key on. */
 static void kbuild_front_digest(kbuild_target *t) {
     kcache_hash h;
@@ -236,5 +294,17 @@ void kbuild_front_run(const kbuild_work *w, const kbuild_tools *tools, kbuild_ta
         if (!t->failed) kcache_put(tools->cache, &key, &(kcache_part){(unsigned char *)t->ptx, t->ptx_size}, 1);
         t->seconds = kbuild_clock() - t0;
     }
+    if (!t->failed && strstr(t->ptx, KBUILD_MARKER)) { /* this target's own markers become instructions */
+        char *ptx = t->ptx;
+        kbuild_front_raise(t, ptx, t->ptx_size, t->name);
+        free(ptx);
+    }
+    if (!t->failed) kbuild_front_digest(t);
+}
+
+void kbuild_front_derive(const kbuild_target *src, kbuild_target *t) {
+    double t0 = kbuild_clock();
+    kbuild_front_raise(t, src->ptx, src->ptx_size, src->name);
+    t->seconds = kbuild_clock() - t0;
     if (!t->failed) kbuild_front_digest(t);
 }

@@ -48,9 +48,20 @@ typedef struct kbuild_tools {
     kcache *cache;
 } kbuild_tools;
 
-/* One PTX target: the front end's job and what it produced. */
+/* Marks an instruction of a newer architecture in the PTX: "//@sm_90 " (kbuild.h). */
+#define KBUILD_MARKER "//@sm_"
+
+/* The level of the marker at p ("//@sm_90 ..." -> 90); 0 if it is not one. */
+static inline int kbuild_marker_level(const char *p) {
+    int v = 0, digits = 0;
+    for (p += sizeof KBUILD_MARKER - 1; *p >= '0' && *p <= '9' && digits < 4; p++, digits++) v = v * 10 + (*p - '0');
+    return digits >= 2 && *p == ' ' ? v : 0;
+}
+
+/* One PTX target: the front end's job (or the derivation) and what it produced. */
 typedef struct kbuild_target {
     int number;                  /* 80 for compute_80 */
+    int source;                  /* the target whose PTX this one is derived from; -1: a front end */
     char name[16];               /* "compute_80" */
     char *ptx;                   /* NUL-terminated */
     size_t ptx_size;
@@ -84,8 +95,12 @@ static inline double kbuild_clock(void) {
 
 /* The toolkit's include option, NVRTC's version and the headers' stamp. */
 int kbuild_front_tools(kbuild_tools *t, const char *cuda_home, diag *d);
-/* NVRTC on w->source for t->number (or the cache entry): t->ptx and its digest. */
+/* NVRTC on w->source for t->number (or the cache entry): t->ptx, raised to
+ * t->number (its markers up to it removed), and its digest. */
 void kbuild_front_run(const kbuild_work *w, const kbuild_tools *tools, kbuild_target *t);
+/* t->ptx from src's PTX raised to t->number: `.target` and the markers
+ * (kbuild.h's derived targets); and its digest. */
+void kbuild_front_derive(const kbuild_target *src, kbuild_target *t);
 
 /* ---- kbuild_sass.c */
 

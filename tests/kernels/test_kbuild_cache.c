@@ -46,6 +46,26 @@ static const char k_arch90[] =
     "    o[threadIdx.x] = 4.0f;\n"
     "#endif\n"
     "}\n";
+/* sm_90's instructions as kernels write them (bertc_device.cuh): marked
+ * comments from compute_80 on; and, to compare with, the same kernel
+ * compiled the plain way, behind a test at 900.  A marker of a level no
+ * architecture here reaches stays a comment. */
+#define K_PDL(guard, wait, go)                                                                                   \
+    "extern \"C\" __global__ void kc_pdl(const float *x, float *o) {\n"                                         \
+    "    float v = 0.5f * (float)threadIdx.x;\n"                                                                 \
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " guard "\n"                                                 \
+    "    asm volatile(\"" wait "griddepcontrol.wait;\\n\" ::: \"memory\");\n"                                  \
+    "#endif\n"                                                                                                 \
+    "    v += x[threadIdx.x];\n"                                                                               \
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= " guard "\n"                                                 \
+    "    asm volatile(\"" go "griddepcontrol.launch_dependents;\\n\" ::);\n"                                    \
+    "    asm volatile(\"//@sm_120 membar.sys;\\n\" ::: \"memory\");\n"                                       \
+    "#endif\n"                                                                                                 \
+    "    o[threadIdx.x] = v * v;\n"                                                                            \
+    "}\n"
+static const char k_pdl_marked[] = K_PDL("800", "//@sm_90 ", "//@sm_90 ");
+static const char k_pdl_native[] = K_PDL("900", "", "");
+
 static const char k_unreadable[] =
     "extern \"C\" __global__ void kc_list(float *o) { o[0] = (float)(__CUDA_ARCH__ / 100); }\n";
 
@@ -343,6 +363,56 @@ static void test_targets_from_texts(void) {
     }
 }
 
+/* The image of `arch` in r, or NULL. */
+static const kbuild_image *t_image(const kbuild_result *r, const char *arch) {
+    for (int i = 0; i < r->nimages; i++)
+        if (!strcmp(r->images[i].arch, arch)) return &r->images[i];
+    return NULL;
+}
+
+/* Derived targets (kbuild.h): compute_90's PTX made from compute_80's is
+ * NVRTC's own compute_90 output, byte for byte, and so is sm_90's CUBIN; the
+ * front end runs once; compute_80 keeps the instructions as comments; a
+ * front end at the marked level (a plan for sm_90 alone) gets them too. */
+static void test_derived_targets(void) {
+    const char *archs[2] = {"sm_80", "sm_90"}, *only90[1] = {"sm_90"};
+    kbuild_unit marked = {k_pdl_marked, "kc_pdl"}, native = {k_pdl_native, "kc_pdl"};
+    kbuild_result d, n, f;
+    if (t_compile(&marked, 1, archs, 2, 2, NULL, &d)) return;
+    if (t_compile(&native, 1, archs, 2, 2, NULL, &n)) {
+        kbuild_result_free(&d);
+        return;
+    }
+    if (t_compile(&marked, 1, only90, 1, 1, NULL, &f)) {
+        kbuild_result_free(&d);
+        kbuild_result_free(&n);
+        return;
+    }
+    CHECK(d.ntargets == 1 && d.nderived == 1 && d.njobs == 3 && n.ntargets == 2 && n.nderived == 0,
+          "front ends %d + %d derived (%d jobs); native %d + %d", d.ntargets, d.nderived, d.njobs, n.ntargets,
+          n.nderived);
+    const kbuild_image *d90 = t_image(&d, "compute_90"), *n90 = t_image(&n, "compute_90"), *f90 = t_image(&f, "compute_90");
+    const kbuild_image *d80 = t_image(&d, "compute_80"), *ds = t_image(&d, "sm_90"), *ns = t_image(&n, "sm_90");
+    if (!d90 || !n90 || !f90 || !d80 || !ds || !ns) {
+        CHECK(0, "missing images");
+    } else {
+        CHECK(d90->size == n90->size && !memcmp(d90->data, n90->data, d90->size), "derived compute_90 PTX differs:\n%s",
+              (const char *)d90->data);
+        CHECK(f90->size == n90->size && !memcmp(f90->data, n90->data, f90->size), "sm_90 alone: PTX differs:\n%s",
+              (const char *)f90->data);
+        CHECK(ds->size == ns->size && !memcmp(ds->data, ns->data, ds->size), "sm_90 CUBINs differ");
+        CHECK(strstr((const char *)d80->data, "\t//@sm_90 griddepcontrol.wait;") &&
+                  strstr((const char *)d80->data, ".target sm_80") &&
+                  strstr((const char *)d90->data, "\tgriddepcontrol.wait;") &&
+                  strstr((const char *)d90->data, "//@sm_120 membar.sys;") &&
+                  !strstr((const char *)d90->data, "//@sm_90"),
+              "markers: compute_80\n%s\ncompute_90\n%s", (const char *)d80->data, (const char *)d90->data);
+    }
+    kbuild_result_free(&d);
+    kbuild_result_free(&n);
+    kbuild_result_free(&f);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     const char *tmp = getenv("TMPDIR");
@@ -354,6 +424,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_cache_keys_and_entries);
     CHECK_CASE(test_cache_folder);
     CHECK_CASE(test_targets_from_texts);
+    CHECK_CASE(test_derived_targets);
     CHECK_CASE(test_cache_hit_miss_identical);
     CHECK_CASE(test_cache_damaged_entries);
     CHECK_CASE(test_cache_concurrent);

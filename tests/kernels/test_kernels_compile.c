@@ -587,9 +587,12 @@ static void test_compile_all_archs(void) {
         CHECK(r.distinct_of[i] == i - t_list.n, "unit %d is a copy of %d, not %d", i, i - t_list.n, r.distinct_of[i]);
     /* the templates tell 750, 800 and 900 apart: sm_75 compiles from compute_75,
      * sm_80/86/89 from compute_80, sm_90 from compute_90; the PTX for newer GPUs
-     * is the tensor-core path (compute_80) and sm_90's (compute_90), never compute_75 */
-    CHECK(r.ntargets == 3 && r.nimages == default_arch_count + 2, "%d images, %d PTX targets", r.nimages,
-          r.ntargets);
+     * is the tensor-core path (compute_80) and sm_90's (compute_90), never
+     * compute_75.  Two front ends: compute_90 is derived from compute_80's PTX
+     * (sm_90's instructions are marked comments there), and every kernel waits
+     * for its producer with sm_90's instruction, which compute_80 only names */
+    CHECK(r.ntargets == 2 && r.nderived == 1 && r.nimages == default_arch_count + 2,
+          "%d images, %d PTX targets, %d derived", r.nimages, r.ntargets, r.nderived);
     int spills = 0;
     for (int a = 0; a < r.nimages; a++) {
         const kbuild_image *im = &r.images[a];
@@ -599,6 +602,12 @@ static void test_compile_all_archs(void) {
             snprintf(target, sizeof target, ".target sm_%s", want + 8);
             CHECK(strcmp(im->arch, want) == 0, "PTX image %d for %s, expected %s", a, im->arch, want);
             CHECK(im->size > 0 && strstr((const char *)im->data, target) != NULL, "%s PTX without %s", im->arch, target);
+            int waits = 0, marked = 0;
+            for (const char *q = strstr((const char *)im->data, "griddepcontrol.wait;"); q;
+                 q = strstr(q + 1, "griddepcontrol.wait;"))
+                waits++, marked += q - (const char *)im->data >= 9 && !strncmp(q - 9, "//@sm_90 ", 9);
+            CHECK(waits > 0 && marked == (a == default_arch_count ? waits : 0),
+                  "%s PTX: %d dependency waits, %d of them comments", im->arch, waits, marked);
             for (int i = 0; i < t_list.n; i++) {
                 char vis[300];
                 snprintf(vis, sizeof vis, ".entry %s(", entries[i]);
