@@ -1,7 +1,7 @@
 /*
  * gemm_splitk.cuh — bertc's GEMM family for batch-1 shapes: a tile of
  * out[m, n] = x[m, :] . w[n, :] (w in Linear layout [N, K]) per block, the
- * K dimension optionally split over SPLITS blocks, and two epilogues:
+ * K dimension optionally split over several blocks, and two epilogues:
  *
  *   bertc_gemm_splitk  act(x.w^T (+ bias) (+ residual))           kind gemm_splitk
  *   bertc_gemm_ln      LayerNorm(x.w^T (+ bias) (+ residual))
@@ -10,16 +10,16 @@
  * Why split K.  At batch 1 the GEMMs of an encoder layer have M = the
  * bucket (128 rows at s128) and N, K = hidden or intermediate, so a plain
  * output tiling gives the output projection 6-24 tiles for 108-132 SMs.
- * The grid is (N tiles, row blocks, SPLITS): each block runs the shared
+ * The grid is (N tiles, row blocks, splits): each block runs the shared
  * main loop of gemm.cuh (mma.sync + ldmatrix + cp.async ring on sm_80+,
  * two m16n8k8 per k16 on sm_75 for fp16, SIMT for float and bf16-on-sm_75)
  * over its slice of the k-tiles, so the launch fills the GPU.
  *
- * Deterministic reduction by the last block to arrive.  With SPLITS > 1
+ * Deterministic reduction by the last block to arrive.  With several splits
  * every block writes its float partial tile to a workspace (the plan's
  * arena provides it, laid out tile by tile: [split][row block][n tile]
  * [BM][BN]), then increments an arrival counter per output tile.  The block
- * that sees the count reach SPLITS — whichever it is — sums the SPLITS
+ * that sees the count reach the split count — whichever it is — sums the
  * partials of its tile *in split order 0, 1, ...* from the workspace, so
  * the bits never depend on timing or on which block came last, and resets
  * the counter to zero for the next replay.  No block ever waits for
@@ -204,39 +204,56 @@ BERTC_INLINE void bertc_gsk_bias_res(float *v, const T *__restrict__ bias, const
     }
 }
 
-/* Block geometry and the k-range of this block's split. */
-template <typename T, int BUCKET, int N, int K, int BM, int BN, int SPLITS, int KTS> struct bertc_gsk_grid {
+/*
+ * Block geometry and the k-range of this block's split.  The row blocks
+ * and the splits are the launch's (gridDim.y, gridDim.z), not template
+ * parameters: the bucket and the split count change no instruction that
+ * matters (the main loop's k-range was always a run-time value), so one
+ * kernel text serves every bucket and split count of a tiling, and the
+ * compiler builds it once (a plan's kernel records keep their own bucket
+ * and splits, which the launch contract checks: runtime/plan/plan_kernels.c).
+ * SPLIT says whether there is more than one split: the one-split kernels
+ * need no workspace for partials and no arrival counter.  Each split takes
+ * ceil(KTILES / splits) k-tiles, the last one what is left (the contract
+ * refuses a split count that would leave a split empty).
+ */
+template <typename T, int N, int K, int BM, int BN> struct bertc_gsk_grid {
     static constexpr int BK = 64 / (int)sizeof(T);
     static constexpr int KTILES = (K + BK - 1) / BK;
     static constexpr int NTILES = (N + BN - 1) / BN;
-    static constexpr int ROWBLOCKS = (BUCKET + BM - 1) / BM;
     static constexpr int EV = 16 / (int)sizeof(T); /* chunk: 16 bytes of output */
-    static_assert(SPLITS >= 1 && KTS >= 1 && (SPLITS - 1) * KTS < KTILES && SPLITS * KTS >= KTILES, "k split");
     static_assert(BN % EV == 0, "chunks");
-    int nt, rb, split, n0, m0, kt0, kt1;
+    int nt, rb, split, n0, m0, kt0, kt1, rowblocks, splits;
     BERTC_INLINE bertc_gsk_grid() {
         nt = (int)blockIdx.x;
         rb = (int)blockIdx.y;
         split = (int)blockIdx.z;
+        rowblocks = (int)gridDim.y;
+        splits = (int)gridDim.z;
         n0 = nt * BN;
         m0 = rb * BM;
-        kt0 = split * KTS;
-        kt1 = kt0 + KTS < KTILES ? kt0 + KTS : KTILES;
+        const int kts = (KTILES + splits - 1) / splits;
+        kt0 = split * kts;
+        kt1 = kt0 + kts < KTILES ? kt0 + kts : KTILES;
     }
     /* the partial tile of split p in the workspace */
     BERTC_INLINE float *part(float *ws, int p) const {
-        return ws + ((size_t)(p * ROWBLOCKS + rb) * NTILES + nt) * (size_t)(BM * BN);
+        return ws + ((size_t)(p * rowblocks + rb) * NTILES + nt) * (size_t)(BM * BN);
+    }
+    /* the request's length, clamped into the rows the launch covers */
+    BERTC_INLINE int rows(const int *req) const {
+        const int len = bertc_req_read(req).len, most = rowblocks * BM;
+        return len < most ? len : most;
     }
 };
 
 /*
  * The product of this block's split, staged in shared memory (float, row
- * stride BN + 4), and, with SPLITS > 1, also written to the workspace as
+ * stride BN + 4), and, with several splits, also written to the workspace as
  * its partial.  Returns the tile.
  */
-template <typename T, int BUCKET, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, int SPLITS,
-          int KTS>
-BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, BUCKET, N, K, BM, BN, SPLITS, KTS> &G,
+template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool SPLIT>
+BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN> &G,
                                       const T *__restrict__ x, const T *__restrict__ w, float *ws, int len,
                                       bool trigger) {
     constexpr bool MMA = bertc_gsk_path<T>::MMA;
@@ -257,9 +274,9 @@ BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, BUCKET, N, K, BM, 
     float *tile = reinterpret_cast<float *>(smem);
     bertc_gsk_stage<BM, BN, WM, MMA>(tile, acc, tid);
     __syncthreads();
-    if constexpr (SPLITS > 1) {
+    if constexpr (SPLIT) {
         float *mine = G.part(ws, G.split);
-        constexpr int EV = bertc_gsk_grid<T, BUCKET, N, K, BM, BN, SPLITS, KTS>::EV;
+        constexpr int EV = bertc_gsk_grid<T, N, K, BM, BN>::EV;
         bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
             float v[EV];
 #pragma unroll
@@ -272,15 +289,15 @@ BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, BUCKET, N, K, BM, 
 
 /* The chunk (r, c) of the finished product: the staged tile, or the sum of
  * every split's partial in split order. */
-template <int BN, int EV, int SPLITS, typename G_>
+template <int BN, int EV, bool SPLIT, typename G_>
 BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float *ws, int r, int c) {
-    if constexpr (SPLITS == 1) {
+    if constexpr (!SPLIT) {
 #pragma unroll
         for (int e = 0; e < EV; ++e) v[e] = tile[r * (BN + 4) + c + e];
     } else {
         bertc_gsk_load_cg<EV>(G.part(ws, 0) + r * BN + c, v);
 #pragma unroll 1
-        for (int p = 1; p < SPLITS; ++p) {
+        for (int p = 1; p < G.splits; ++p) {
             float t[EV];
             bertc_gsk_load_cg<EV>(G.part(ws, p) + r * BN + c, t);
 #pragma unroll
@@ -289,21 +306,20 @@ BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float 
     }
 }
 
-template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM,
-          int BN, int WM, int VEC, int STAGES, int SPLITS, int KTS>
+template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM, int BN, int WM,
+          int VEC, int STAGES, bool SPLIT>
 BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                     const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                     float *ws, int *counters) {
-    typedef bertc_gsk_grid<T, BUCKET, N, K, BM, BN, SPLITS, KTS> Grid;
+    typedef bertc_gsk_grid<T, N, K, BM, BN> Grid;
     constexpr int EV = Grid::EV;
     constexpr bool ALIGNED = N % EV == 0 && OLD % EV == 0 && (!RES || RLD % EV == 0);
     const Grid G;
-    const int len = bertc_req_len<BUCKET>(req), tid = (int)threadIdx.x;
+    const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, BUCKET, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLITS, KTS>(G, x, w, ws, len,
-                                                                                                      !RES);
-    if constexpr (SPLITS > 1) {
-        const bool last = bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, SPLITS);
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT>(G, x, w, ws, len, !RES);
+    if constexpr (SPLIT) {
+        const bool last = bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits);
         if (!last) {
             if (RES) bertc_trigger_dependents();
             return;
@@ -312,7 +328,7 @@ BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__
     bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
         const int row = G.m0 + r, col = G.n0 + c;
         float v[EV];
-        bertc_gsk_sum<BN, EV, SPLITS>(v, G, tile, ws, r, c);
+        bertc_gsk_sum<BN, EV, SPLIT>(v, G, tile, ws, r, c);
         bertc_gsk_bias_res<T, N, RLD, EV, BIAS, RES, ALIGNED>(v, bias, res, row, col);
 #pragma unroll
         for (int e = 0; e < EV; ++e) v[e] = bertc_activate<ACT>(v[e]);
@@ -358,24 +374,23 @@ BERTC_INLINE void bertc_gsk_layer_norm(T *__restrict__ out, const float *pre_rb,
     }
 }
 
-template <typename T, int BUCKET, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM,
-          int VEC, int STAGES, int SPLITS, int KTS, int LNVEC>
+template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM, int VEC,
+          int STAGES, bool SPLIT, int LNVEC>
 BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                 const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                 const T *__restrict__ gamma, const T *__restrict__ beta, float eps, float *ws,
                                 int *counters) {
-    typedef bertc_gsk_grid<T, BUCKET, N, K, BM, BN, SPLITS, KTS> Grid;
+    typedef bertc_gsk_grid<T, N, K, BM, BN> Grid;
     constexpr int EV = Grid::EV;
     constexpr bool ALIGNED = N % EV == 0 && (!RES || RLD % EV == 0);
     static_assert(BN % LNVEC == 0 && N % LNVEC == 0, "LayerNorm pieces stay inside a tile");
     const Grid G;
-    const int len = bertc_req_len<BUCKET>(req), tid = (int)threadIdx.x;
+    const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, BUCKET, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLITS, KTS>(G, x, w, ws, len,
-                                                                                                      !RES);
-    int *row_counters = counters + (SPLITS > 1 ? Grid::ROWBLOCKS * Grid::NTILES : 0);
-    if constexpr (SPLITS > 1) {
-        if (!bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, SPLITS)) {
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT>(G, x, w, ws, len, !RES);
+    int *row_counters = counters + (SPLIT ? G.rowblocks * Grid::NTILES : 0);
+    if constexpr (SPLIT) {
+        if (!bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits)) {
             if (RES) bertc_trigger_dependents();
             return;
         }
@@ -384,7 +399,7 @@ BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req
     float *pre = G.part(ws, 0);
     bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
         float v[EV];
-        bertc_gsk_sum<BN, EV, SPLITS>(v, G, tile, ws, r, c);
+        bertc_gsk_sum<BN, EV, SPLIT>(v, G, tile, ws, r, c);
         bertc_gsk_bias_res<T, N, RLD, EV, BIAS, RES, ALIGNED>(v, bias, res, G.m0 + r, G.n0 + c);
         bertc_gsk_store_f<EV>(pre + r * BN + c, v);
     });

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "emu_build.h"
 #include "kbuild.h"
@@ -79,10 +80,15 @@ static int images_build_gpu(plan *p, const arch_list *targets, const images_opti
 static int images_build_emu(plan *p, diag *d) {
     const char **texts = calloc((size_t)p->nkernels + 1, sizeof *texts);
     if (!texts) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    for (int i = 0; i < p->nkernels; i++) texts[i] = p->kernels[i].source;
+    int n = 0; /* each distinct text once: records of one entry share it (an entry defined twice fails the link) */
+    for (int i = 0; i < p->nkernels; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(p->kernels[j].entry, p->kernels[i].entry);
+        if (!seen) texts[n++] = p->kernels[i].source;
+    }
     unsigned char *bytes;
     size_t size;
-    int rc = emu_build_image(texts, p->nkernels, &bytes, &size, d);
+    int rc = emu_build_image(texts, n, &bytes, &size, d);
     free(texts);
     if (rc) {
         diag_prefix(d, "building the emulated-device image: ");

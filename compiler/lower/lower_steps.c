@@ -134,14 +134,24 @@ static int make_output(lower_ctx *c, int i) {
     return 0;
 }
 
+/* Whether kernel record k serves spec s of entry `entry`: the same entry,
+ * and for the split-K GEMMs, whose one text serves every bucket and split
+ * count of a tiling (kernel_gemm_splitk.c), the same bucket and splits —
+ * the record's, which the launch contract checks. */
+static int lower_kernel_serves(const plan_kernel *k, const kernel_spec *s, const char *entry) {
+    if (strcmp(k->entry, entry)) return 0;
+    if (s->kind != KERNEL_KIND_GEMM_SPLITK && s->kind != KERNEL_KIND_GEMM_LN) return 1;
+    return k->spec.bucket == s->bucket && k->spec.splits == s->splits;
+}
+
 /* The index of the kernel of `s` in the plan's table, adding it if no
- * kernel of the same entry name is there yet. */
+ * kernel serves it yet. */
 static int lower_kernel_intern(lower_ctx *c, const kernel_spec *s) {
     char *entry;
     if (kernel_entry(s, &entry, c->d)) return -1;
     plan *p = c->p;
     for (int i = 0; i < p->nkernels; i++)
-        if (!strcmp(p->kernels[i].entry, entry)) {
+        if (lower_kernel_serves(&p->kernels[i], s, entry)) {
             free(entry);
             return i;
         }

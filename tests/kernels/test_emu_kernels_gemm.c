@@ -107,6 +107,22 @@ static void make_cases(void) {
     s = gspec(KERNEL_KIND_GEMM_SPLITK, F16, 64, 200, 96, 16, 128, 1);   /* split 1: the direct epilogue */
     s->has_bias = 0;
     gspec(KERNEL_KIND_GEMM_SPLITK, F16, 128, 288, 96, 64, 64, 3);      /* a QKV projection: bias, no activation */
+    /* one text, two launches: the bucket and the split count are the
+     * grid's (a plan's buckets share these kernels), so each pair below is
+     * one kernel run at two row-block counts and two k-splits */
+    gspec(KERNEL_KIND_GEMM_LN, F16, 48, 128, 768, 16, 64, 3);
+    gspec(KERNEL_KIND_GEMM_LN, F16, 96, 128, 768, 16, 64, 4);
+    act(gspec(KERNEL_KIND_GEMM_SPLITK, BF16, 32, 192, 512, 32, 64, 2), PLAN_ACT_GELU_ERF);
+    act(gspec(KERNEL_KIND_GEMM_SPLITK, BF16, 80, 192, 512, 32, 64, 3), PLAN_ACT_GELU_ERF);
+}
+
+/* The pairs of cases above that share a text. */
+static int shared_texts(void) {
+    int pairs = 0;
+    for (int i = 0; i < ncases; i++)
+        for (int j = i + 1; j < ncases; j++)
+            pairs += cases[i].text && cases[j].text && !strcmp(cases[i].text, cases[j].text);
+    return pairs;
 }
 
 /* ------------------------------------------------------------ buffers */
@@ -285,8 +301,11 @@ static int path_takes(const kernel_spec *s, int which) {
 static emu_image *build_variant(int which, const char *name, const char *prefix) {
     char *texts[MAX_CASES];
     int n = 0;
-    for (int i = 0; i < ncases; i++)
-        if (path_takes(&cases[i].spec, which)) texts[n++] = kimage_prefixed(prefix, cases[i].text);
+    for (int i = 0; i < ncases; i++) {
+        int twin = 0; /* a shared text is built once: its entry is defined once */
+        for (int j = 0; j < i; j++) twin |= path_takes(&cases[j].spec, which) && !strcmp(cases[j].text, cases[i].text);
+        if (path_takes(&cases[i].spec, which) && !twin) texts[n++] = kimage_prefixed(prefix, cases[i].text);
+    }
     diag d;
     diag_init(&d);
     emu_image *im = kimage_build(name, (const char *const *)texts, n, image_load, &d);
@@ -334,6 +353,7 @@ static void test_mma1688_path(void) {
 /* The geometry the contract derives: a split per block of z, the grid's
  * tiles, the workspace and counters the arguments name. */
 static void test_geometry(void) {
+    CHECK(shared_texts() == 2, "%d pairs of cases share a kernel text, expected 2", shared_texts());
     for (int i = 0; i < ncases; i++) {
         const kernel_spec *s = &cases[i].spec;
         const kernel_launch_dims *dm = &cases[i].dims;
