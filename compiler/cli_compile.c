@@ -150,10 +150,10 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
     if (stage != COMPILE_STAGE_WRITE) return;
     const double *s = r->seconds;
     fprintf(stderr,
-            "bertc: wrote %s: %s, %d bucket%s, %d kernels, %d images; %.2f s (load %.2f, fuse %.2f, lower %.2f, "
-            "kernels %.2f [%d of %d jobs cached], write %.2f)\n",
+            "bertc: wrote %s: %s, %d bucket%s, %d kernels (%d texts), %d images; %.2f s (load %.2f, fuse %.2f, "
+            "lower %.2f, kernels %.2f [%d of %d jobs cached], write %.2f)\n",
             o->out_path, inspect_precision_name(o->precision), r->nbuckets, cli_plural(r->nbuckets), r->nkernels,
-            r->nimages, r->total_seconds, s[COMPILE_STAGE_LOAD], s[COMPILE_STAGE_FUSE], s[COMPILE_STAGE_LOWER],
+            r->images.ndistinct, r->nimages, r->total_seconds, s[COMPILE_STAGE_LOAD], s[COMPILE_STAGE_FUSE], s[COMPILE_STAGE_LOWER],
             s[COMPILE_STAGE_GENERATE] + s[COMPILE_STAGE_BUILD], r->images.cached_jobs, r->images.njobs,
             s[COMPILE_STAGE_ASSEMBLE] + s[COMPILE_STAGE_WRITE]);
 }

@@ -212,12 +212,17 @@ BERTC_INLINE void bertc_gsk_bias_res(float *v, const T *__restrict__ bias, const
  * kernel text serves every bucket and split count of a tiling, and the
  * compiler builds it once (a plan's kernel records keep their own bucket
  * and splits, which the launch contract checks: runtime/plan/plan_kernels.c).
+ * The rows the kernel may touch are the grid's row blocks times BM when
+ * the GEMM's rows fill them; when they do not (a pooler's one row under a
+ * 16-row tile, a 32-row bucket under a 64-row tile) the text carries them
+ * as ROWS, since the request's length counts the sequence, not the GEMM's
+ * rows.
  * SPLIT says whether there is more than one split: the one-split kernels
  * need no workspace for partials and no arrival counter.  Each split takes
  * ceil(KTILES / splits) k-tiles, the last one what is left (the contract
  * refuses a split count that would leave a split empty).
  */
-template <typename T, int N, int K, int BM, int BN> struct bertc_gsk_grid {
+template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_grid {
     static constexpr int BK = 64 / (int)sizeof(T);
     static constexpr int KTILES = (K + BK - 1) / BK;
     static constexpr int NTILES = (N + BN - 1) / BN;
@@ -242,7 +247,7 @@ template <typename T, int N, int K, int BM, int BN> struct bertc_gsk_grid {
     }
     /* the request's length, clamped into the rows the launch covers */
     BERTC_INLINE int rows(const int *req) const {
-        const int len = bertc_req_read(req).len, most = rowblocks * BM;
+        const int len = bertc_req_read(req).len, most = ROWS ? ROWS : rowblocks * BM;
         return len < most ? len : most;
     }
 };
@@ -252,8 +257,8 @@ template <typename T, int N, int K, int BM, int BN> struct bertc_gsk_grid {
  * stride BN + 4), and, with several splits, also written to the workspace as
  * its partial.  Returns the tile.
  */
-template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool SPLIT>
-BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN> &G,
+template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool SPLIT, int ROWS>
+BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN, ROWS> &G,
                                       const T *__restrict__ x, const T *__restrict__ w, float *ws, int len,
                                       bool trigger) {
     constexpr bool MMA = bertc_gsk_path<T>::MMA;
@@ -276,7 +281,7 @@ BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN> &G,
     __syncthreads();
     if constexpr (SPLIT) {
         float *mine = G.part(ws, G.split);
-        constexpr int EV = bertc_gsk_grid<T, N, K, BM, BN>::EV;
+        constexpr int EV = bertc_gsk_grid<T, N, K, BM, BN, ROWS>::EV;
         bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
             float v[EV];
 #pragma unroll
@@ -307,17 +312,17 @@ BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float 
 }
 
 template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM, int BN, int WM,
-          int VEC, int STAGES, bool SPLIT>
+          int VEC, int STAGES, bool SPLIT, int ROWS>
 BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                     const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                     float *ws, int *counters) {
-    typedef bertc_gsk_grid<T, N, K, BM, BN> Grid;
+    typedef bertc_gsk_grid<T, N, K, BM, BN, ROWS> Grid;
     constexpr int EV = Grid::EV;
     constexpr bool ALIGNED = N % EV == 0 && OLD % EV == 0 && (!RES || RLD % EV == 0);
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT>(G, x, w, ws, len, !RES);
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT, ROWS>(G, x, w, ws, len, !RES);
     if constexpr (SPLIT) {
         const bool last = bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits);
         if (!last) {
@@ -375,19 +380,19 @@ BERTC_INLINE void bertc_gsk_layer_norm(T *__restrict__ out, const float *pre_rb,
 }
 
 template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM, int VEC,
-          int STAGES, bool SPLIT, int LNVEC>
+          int STAGES, bool SPLIT, int ROWS, int LNVEC>
 BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                 const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                 const T *__restrict__ gamma, const T *__restrict__ beta, float eps, float *ws,
                                 int *counters) {
-    typedef bertc_gsk_grid<T, N, K, BM, BN> Grid;
+    typedef bertc_gsk_grid<T, N, K, BM, BN, ROWS> Grid;
     constexpr int EV = Grid::EV;
     constexpr bool ALIGNED = N % EV == 0 && (!RES || RLD % EV == 0);
     static_assert(BN % LNVEC == 0 && N % LNVEC == 0, "LayerNorm pieces stay inside a tile");
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT>(G, x, w, ws, len, !RES);
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT, ROWS>(G, x, w, ws, len, !RES);
     int *row_counters = counters + (SPLIT ? G.rowblocks * Grid::NTILES : 0);
     if constexpr (SPLIT) {
         if (!bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits)) {

@@ -77,7 +77,7 @@ static int images_build_gpu(plan *p, const arch_list *targets, const images_opti
 /* The emulated device's image: the same kernel texts compiled by the host
  * C++ compiler into an x86-64 shared object, stored beside the CUBINs so
  * running on the emulated device needs no compiler at run time. */
-static int images_build_emu(plan *p, diag *d) {
+static int images_build_emu(plan *p, images_report *r, diag *d) {
     const char **texts = calloc((size_t)p->nkernels + 1, sizeof *texts);
     if (!texts) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     int n = 0; /* each distinct text once: records of one entry share it (an entry defined twice fails the link) */
@@ -88,6 +88,7 @@ static int images_build_emu(plan *p, diag *d) {
     }
     unsigned char *bytes;
     size_t size;
+    r->ndistinct = n;
     int rc = emu_build_image(texts, n, &bytes, &size, d);
     free(texts);
     if (rc) {
@@ -112,6 +113,6 @@ int images_build(plan *p, const arch_list *targets, const images_options *o, ima
     if (!im) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     p->images = im;
     if (targets->count > 0 && images_build_gpu(p, targets, o, r, d)) return -1;
-    if (targets->emu && images_build_emu(p, d)) return -1;
+    if (targets->emu && images_build_emu(p, r, d)) return -1;
     return 0;
 }

@@ -9,7 +9,8 @@
  * them into the instantiation and names the entry after every parameter
  * that changes the text.  The bucket and the split count do not: the
  * kernel reads its row blocks and splits off the grid, so the text says
- * only whether there is more than one split.  The plan keeps one kernel
+ * only whether there is more than one split (and the rows, when they do
+ * not fill the last row block: a pooler's one row).  The plan keeps one kernel
  * record per spec (its bucket and splits are what the launch contract
  * checks), and records of one tiling in several buckets carry the same
  * text, which kbuild compiles once: BERT-base's 20 GEMM records are 12
@@ -29,6 +30,10 @@
 
 static int kernel_gsk_is_ln(const kernel_spec *s) { return s->kind == KERNEL_KIND_GEMM_LN; }
 
+/* The rows the text must name: the GEMM's when they do not fill the last
+ * row block (gemm_splitk.cuh: ROWS), else 0 (the grid tells them). */
+static int kernel_gsk_rows(const kernel_spec *s) { return s->bucket % s->tile_m ? s->bucket : 0; }
+
 static int kernel_gsk_entry(const kernel_spec *s, char *buf, size_t cap, diag *d) {
     const char *kind = plan_kernel_kind_name(s->kind);
     char tail[48];
@@ -36,8 +41,10 @@ static int kernel_gsk_entry(const kernel_spec *s, char *buf, size_t cap, diag *d
     else snprintf(tail, sizeof tail, "%s", s->has_act ? plan_act_name(s->act) : "none");
     kernel_geometry g;
     if (kernel_geometry_of(s, &g, d)) return -1;
-    return kernel_entry_printf(buf, cap, kind, d, "bertc_%s_%s_n%d_k%d_x%d_o%d_r%d_b%d_t%dx%d_g%d_%s_%s", kind,
-                               kernel_dtype_tag(s->dtype), s->n, s->k, s->x_ld, s->out_ld,
+    char rows[24] = "";
+    if (kernel_gsk_rows(s)) snprintf(rows, sizeof rows, "_m%d", kernel_gsk_rows(s));
+    return kernel_entry_printf(buf, cap, kind, d, "bertc_%s_%s%s_n%d_k%d_x%d_o%d_r%d_b%d_t%dx%d_g%d_%s_%s", kind,
+                               kernel_dtype_tag(s->dtype), rows, s->n, s->k, s->x_ld, s->out_ld,
                                s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->tile_m, s->tile_n, g.stages,
                                s->splits > 1 ? "split" : "whole", tail);
 }
@@ -45,9 +52,10 @@ static int kernel_gsk_entry(const kernel_spec *s, char *buf, size_t cap, diag *d
 /* The first two lines: the template, every parameter, the geometry. */
 static void kernel_gsk_header(const kernel_spec *s, const kernel_geometry *g, kernel_text *t) {
     kernel_text_printf(t,
-                       "// bertc template=%s dtype=%s bucket=any n=%d k=%d x_ld=%d out_ld=%d res_ld=%d has_bias=%d "
-                       "has_residual=%d tile_m=%d tile_n=%d splits=%s",
-                       plan_kernel_kind_name(s->kind), plan_dtype_name(s->dtype), s->n, s->k, s->x_ld, s->out_ld,
+                       "// bertc template=%s dtype=%s bucket=any rows=%d n=%d k=%d x_ld=%d out_ld=%d res_ld=%d "
+                       "has_bias=%d has_residual=%d tile_m=%d tile_n=%d splits=%s",
+                       plan_kernel_kind_name(s->kind), plan_dtype_name(s->dtype), kernel_gsk_rows(s), s->n, s->k,
+                       s->x_ld, s->out_ld,
                        s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->has_residual ? 1 : 0, s->tile_m,
                        s->tile_n, s->splits > 1 ? "several" : "one");
     if (kernel_gsk_is_ln(s)) kernel_text_printf(t, " eps=%.9g\n", (double)s->eps);
@@ -87,18 +95,18 @@ static int kernel_gsk_source(const kernel_spec *s, const char *name, kernel_text
         kernel_text_printf(t,
                            "const %s *gamma, const %s *beta, float *workspace, int *counters" KERNEL_PREFETCH_PARAMS
                            ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %s, %d>(out, "
+                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %s, %d, %d>(out, "
                            "req, x, w, bias, residual, gamma, beta, __int_as_float((int)0x%08xu), workspace, "
                            "counters);\n",
                            ty, ty, ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, g.bm, g.bn, g.wm, g.vec,
-                           g.stages, split, g.lnvec, kernel_float_bits(s->eps));
+                           g.stages, split, kernel_gsk_rows(s), g.lnvec, kernel_float_bits(s->eps));
     else
         kernel_text_printf(t,
                            "float *workspace, int *counters" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %s>("
+                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %s, %d>("
                            "out, req, x, w, bias, residual, workspace, counters);\n",
                            ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, kernel_gsk_act_cxx(s), g.bm, g.bn,
-                           g.wm, g.vec, g.stages, split);
+                           g.wm, g.vec, g.stages, split, kernel_gsk_rows(s));
     kernel_text_printf(t, "}\nBERTC_KERNEL_EXPORT(%s)\n", name);
     return 0;
 }

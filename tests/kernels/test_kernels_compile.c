@@ -319,7 +319,8 @@ static void test_first_line(void) {
                       t_has_kv(line, "out_ld", s->out_ld) && t_has_kv(line, "res_ld", s->res_ld) &&
                       t_has_kv(line, "has_bias", s->has_bias) && t_has_kv(line, "has_residual", s->has_residual) &&
                       t_has_kv(line, "tile_m", s->tile_m) && t_has_kv(line, "tile_n", s->tile_n) &&
-                      t_has_token(line, s->splits > 1 ? "splits=several" : "splits=one"),
+                      t_has_token(line, s->splits > 1 ? "splits=several" : "splits=one") &&
+                      t_has_kv(line, "rows", s->bucket % s->tile_m ? s->bucket : 0),
                   "%s: gemm family parameters: %s", entry, line);
             CHECK(s->kind == KERNEL_KIND_GEMM_LN ? t_has_key(line, "eps") : t_has_kv(line, "has_act", s->has_act),
                   "%s: epilogue parameters: %s", entry, line);
