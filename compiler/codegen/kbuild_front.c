@@ -230,6 +230,7 @@ static size_t kbuild_ptx_raise(const char *in, size_t n, int number, char *out) 
     for (size_t i = 0; i < n;) {
         const char *line = in + i, *nl = memchr(line, '\n', n - i);
         size_t ll = nl ? (size_t)(nl - line) + 1 : n - i, ws = 0;
+        int level;
         while (ws < ll && (line[ws] == ' ' || line[ws] == '\t')) ws++;
         if (ll >= tl && !memcmp(line, target, tl)) {
             size_t d = tl;
@@ -238,8 +239,7 @@ static size_t kbuild_ptx_raise(const char *in, size_t n, int number, char *out) 
             memcpy(out + len, line + d, ll - d);
             len += ll - d;
             targets++;
-        } else if (ll - ws > sizeof KBUILD_MARKER && !memcmp(line + ws, KBUILD_MARKER, sizeof KBUILD_MARKER - 1) &&
-                   kbuild_marker_level(line + ws) > 0 && kbuild_marker_level(line + ws) <= number) {
+        } else if ((level = kbuild_marker_level(line + ws)) > 0 && level <= number) {
             const char *rest = memchr(line + ws, ' ', ll - ws) + 1; /* the level ends at a space */
             memcpy(out + len, line, ws);
             memcpy(out + len + ws, rest, (size_t)(line + ll - rest));

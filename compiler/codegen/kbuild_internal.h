@@ -16,6 +16,7 @@
 #define BERTC_KBUILD_INTERNAL_H
 
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 
 #include "diag.h"
@@ -51,9 +52,11 @@ typedef struct kbuild_tools {
 /* Marks an instruction of a newer architecture in the PTX: "//@sm_90 " (kbuild.h). */
 #define KBUILD_MARKER "//@sm_"
 
-/* The level of the marker at p ("//@sm_90 ..." -> 90); 0 if it is not one. */
+/* The level of the marker at p ("//@sm_90 ..." -> 90); 0 if p (a
+ * NUL-terminated text) does not start with one. */
 static inline int kbuild_marker_level(const char *p) {
     int v = 0, digits = 0;
+    if (strncmp(p, KBUILD_MARKER, sizeof KBUILD_MARKER - 1)) return 0;
     for (p += sizeof KBUILD_MARKER - 1; *p >= '0' && *p <= '9' && digits < 4; p++, digits++) v = v * 10 + (*p - '0');
     return digits >= 2 && *p == ' ' ? v : 0;
 }
