@@ -54,6 +54,11 @@ int cli_bench_batch(const char *path, const char *pin, bertc_device_kind kind, c
  * with gpu, the performance model's prediction for that GPU beside it. */
 int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, const int32_t *ids, int seq_len,
                     int reps, int json, const char *gpu);
+/* bench --check-steps (cli_steps.c): each bucket at its full length (or
+ * the bucket of seq_len, at seq_len) run a step at a time against the
+ * steps' launch contracts (bertc_debug_check_steps); its outputs against
+ * the graph's.  0, or the exit status after the message. */
+int cli_bench_check(bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int seq_len);
 
 /* Prints "bertc: error: MESSAGE"; returns the exit status of the diag's code. */
 int cli_fail(const diag *d);

@@ -14,6 +14,7 @@ static const char USAGE_BENCH[] =
     "                   [--no-pdl] [--expect-sha256 HEX]\n"
     "       bertc bench PLAN --per-step [--predict GPU] [--json] [--iters N] [--seq-len L]\n"
     "                   [--device cuda|emu]\n"
+    "       bertc bench PLAN --check-steps [--seq-len L] [--device cuda|emu]\n"
     "       bertc bench PLAN --soak SECONDS [--threads N] [--seed S] [--seq-len L]\n"
     "                   [--device cuda|emu] [--expect-sha256 HEX]\n"
     "       bertc bench PLAN --batch N [--lengths DIST] [--concurrency C] [--unpacked]\n"
@@ -33,6 +34,14 @@ static const char USAGE_BENCH[] =
     "a100, h100, h200, b200) the performance model's time for that GPU beside it\n"
     "(bertc inspect --predict), the sums, and the whole graph's time. --json:\n"
     "one JSON object. On the emulated device the times are CPU times.\n"
+    "\n"
+    "--check-steps: runs each bucket (or L's) once outside its graph, a step\n"
+    "at a time, each with every arena byte outside its arguments poisoned, and\n"
+    "checks that every step writes only its outputs, leaves its inputs, the\n"
+    "request and the weights alone and its arrival counters zero, and that the\n"
+    "outputs equal the graph's bit for bit (bertc_debug_check_steps); exits 1\n"
+    "naming the first step that does not. Not a timing: copies the arena twice\n"
+    "per step.\n"
     "\n"
     "--soak: N threads (default 4) share the plan, each with its own contexts,\n"
     "sending random requests of lengths 1..L (default: the longest bucket) for\n"
@@ -65,7 +74,7 @@ typedef struct bench_options {
     bertc_device_kind kind;
     long iters, warmup, seq_len, soak, threads;
     uint64_t seed;
-    int per_step, json, no_pdl, unpacked;
+    int per_step, json, no_pdl, unpacked, check_steps;
     long batch, concurrency;
     const char *lengths;
     const char *predict;               /* --per-step: the GPU the model predicts for */
@@ -81,6 +90,10 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
         long *num = NULL;
         if (!strcmp(a, "--per-step") || !strcmp(a, "--json") || !strcmp(a, "--no-pdl") || !strcmp(a, "--unpacked")) {
             *(a[2] == 'p' ? &o->per_step : a[2] == 'j' ? &o->json : a[2] == 'n' ? &o->no_pdl : &o->unpacked) = 1;
+            continue;
+        }
+        if (!strcmp(a, "--check-steps")) {
+            o->check_steps = 1;
             continue;
         }
         if (!strcmp(a, "--seed")) {
@@ -121,6 +134,8 @@ static int bench_parse(int argc, char **argv, bench_options *o) {
     if (o->json && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --json goes with --per-step%s", "");
     if (o->predict && !o->per_step) return cli_usage_error(USAGE_BENCH, "bench: --predict goes with --per-step%s", "");
     if (o->per_step && o->soak) return cli_usage_error(USAGE_BENCH, "bench: --per-step and --soak exclude each other%s", "");
+    if (o->check_steps && (o->per_step || o->soak || o->batch || o->iters >= 0 || o->warmup >= 0 || o->no_pdl))
+        return cli_usage_error(USAGE_BENCH, "bench: --check-steps goes with --seq-len and --device only%s", "");
     if (o->batch && (o->per_step || o->soak))
         return cli_usage_error(USAGE_BENCH, "bench: --batch excludes --per-step and --soak%s", "");
     if (!o->batch && (o->lengths || o->unpacked || o->concurrency != 1))
@@ -180,6 +195,10 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < maxb; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         ids[i] = (int32_t)(vocab > 1000 ? 1000 + x % (uint64_t)(vocab - 1000) : x % (uint64_t)vocab);
+    }
+    if (o.check_steps) {
+        rc = cli_bench_check(ctx, pl, ids, (int)seq_len);
+        goto done;
     }
     if (o.per_step) {
         rc = cli_bench_steps(ctx, pl, path, ids, (int)seq_len, (int)iters, o.json, o.predict);

@@ -10,6 +10,12 @@
  * graph (no launch gaps) and programmatic dependent launch (overlap) buy.
  * --json prints the same as one object.  On the emulated device all times
  * are CPU times of the emulation and say nothing about a GPU.
+ *
+ * `bertc bench PLAN --check-steps` runs the same steps once each under
+ * bertc_debug_check_steps (runtime/rt_check.c: every step against its
+ * launch contract, with the arena outside its arguments poisoned) and
+ * compares the outputs with the graph's bit for bit, so a GPU checks the
+ * CUBINs and cuBLASLt's kernels the way CI checks the emulated device's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -189,4 +195,59 @@ int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, 
         printf("(microseconds; predicted: add --predict GPU%s)\n",
                emu ? "; the emulated device's times are CPU times, not a GPU's" : "");
     return 0;
+}
+
+/* Every output the context copies back after the last request, concatenated; NULL on failure. */
+static float *steps_outputs(bertc_context *ctx, const bertc_plan *pl, int len, size_t *count) {
+    size_t n = 0;
+    bertc_output_info info;
+    for (int o = 0; o < bertc_plan_output_count(pl); o++)
+        if (bertc_plan_output_info(pl, o, &info) == BERTC_STATUS_OK) n += (size_t)((info.per_token ? len : 1) * info.cols);
+    float *v = malloc((n ? n : 1) * sizeof *v), *at = v;
+    for (int o = 0; v && o < bertc_plan_output_count(pl); o++) {
+        if (bertc_plan_output_info(pl, o, &info) != BERTC_STATUS_OK) continue;
+        size_t k = (size_t)((info.per_token ? len : 1) * info.cols);
+        if (bertc_output_read(ctx, o, at, k) != BERTC_STATUS_OK) {
+            free(v);
+            return NULL;
+        }
+        at += k;
+    }
+    *count = n;
+    return v;
+}
+
+/* One length: the graph's outputs, the checked run's, compared. */
+static int steps_check_one(bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int len) {
+    bertc_request rq = {ids, NULL, NULL, len};
+    size_t n = 0, m = 0;
+    float *want = NULL, *got = NULL;
+    bertc_status st = bertc_infer(ctx, &rq);
+    if (st == BERTC_STATUS_OK && !(want = steps_outputs(ctx, pl, len, &n))) st = BERTC_STATUS_OUT_OF_MEMORY;
+    if (st == BERTC_STATUS_OK) st = bertc_debug_check_steps(ctx, &rq);
+    if (st == BERTC_STATUS_OK && !(got = steps_outputs(ctx, pl, len, &m))) st = BERTC_STATUS_OUT_OF_MEMORY;
+    size_t i = 0;
+    while (st == BERTC_STATUS_OK && i < n && !memcmp(&want[i], &got[i], sizeof *got)) i++;
+    free(want), free(got);
+    if (st != BERTC_STATUS_OK) return cli_runtime_fail(st, bertc_context_error(ctx));
+    if (i < n || m != n) {
+        fprintf(stderr, "bertc: error: length %d: output value %zu of the step-by-step run differs from the graph's (a "
+                        "step reads outside its arguments, or depends on timing)\n",
+                len, i);
+        return 1;
+    }
+    printf("length %d: %d steps keep to their launch contracts; %zu output values equal the graph's bit for bit\n", len,
+           bertc_debug_step_count(pl, len), n);
+    return 0;
+}
+
+int cli_bench_check(bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int seq_len) {
+    printf("checking each step against its launch contract (image %s %s)\n", bertc_context_image_arch(ctx),
+           bertc_context_image_kind(ctx));
+    int rc = 0;
+    for (int b = 0; b < bertc_plan_bucket_count(pl) && !rc; b++) {
+        if (seq_len && b > 0) break;
+        rc = steps_check_one(ctx, pl, ids, seq_len ? seq_len : bertc_plan_bucket_len(pl, b));
+    }
+    return rc;
 }

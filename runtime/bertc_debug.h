@@ -44,6 +44,20 @@ int bertc_debug_step_count(const bertc_plan *plan, int64_t len);
 bertc_status bertc_debug_time_steps(bertc_context *ctx, const bertc_request *req, int reps, bertc_step_time *out,
                                     int nsteps);
 
+/*
+ * Runs req's bucket outside its graph, one step at a time, and checks that
+ * each step touched only the memory its launch contract grants it
+ * (runtime/rt_check.c): no arena byte outside its arguments written (they
+ * are poisoned while it runs, so a read of one shows in the outputs), no
+ * byte it only reads changed, the request block unchanged, the arrival
+ * counters zero before and after; over the bucket, the weights unchanged.
+ * BERTC_STATUS_BAD_PLAN names the first step that broke a rule, the
+ * offset and what it did.  On success the outputs the context copies back
+ * are readable as after bertc_infer (bertc_output_read), and should equal
+ * its bit for bit.  Copies the arena twice per step: for tests and tools.
+ */
+bertc_status bertc_debug_check_steps(bertc_context *ctx, const bertc_request *req);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,10 +14,11 @@
  *                 dependent launch between bertc's kernels), the copy
  *                 nodes a request resizes, single steps
  *   rt_debug.c    bertc_debug.h: steps one by one between events
+ *   rt_check.c    bertc_debug.h: steps one by one against their launch contracts
  *   rt_image.c    which kernel image of a plan runs on a device
  *   rt_text.c     bertc_encode: the plan's tokenizer behind the public API
  *
- * Calls between the context's files go one way: rt_debug, rt_batch ->
+ * Calls between the context's files go one way: rt_debug, rt_check, rt_batch ->
  * rt_context -> rt_graph -> rt_gemm (and every file to rt_util, rt_device,
  * rt_image).
  *
@@ -163,7 +164,7 @@ bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len, int64_t nse
 void rt_graph_free(bertc_context *c, int b);
 bertc_status rt_step_enqueue(bertc_context *c, int b, int s);
 
-/* rt_context.c, for rt_debug.c and rt_batch.c: a request checked (its
+/* rt_context.c, for rt_debug.c, rt_check.c and rt_batch.c: a request checked (its
  * length bucket in *b) and written into the staging block; bucket b's
  * graph captured if it is not yet (capture_on_first_use); the staged block
  * run through it and waited for; rows [first, first + rows) of output o

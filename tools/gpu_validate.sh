@@ -8,7 +8,9 @@
 #   2. runs the end-to-end tests again on the GPU: test_e2e, test_sentences and test_families, with
 #      BERTC_TEST_DEVICE=cuda (the runtime's device choice is the only
 #      difference) on plans that also carry the GPU's CUBIN;
-#   3. compares bertc (fp32 and fp16 plans) with transformers on the GPU;
+#   3. compares bertc (fp32 and fp16 plans) with transformers on the GPU,
+#      and checks every step of them against its launch contract with the
+#      GPU's CUBINs (bertc bench --check-steps);
 #   4. times bertc bench against PyTorch eager fp16 on the same model;
 #   5. times every step on its own (bertc bench --per-step, text and JSON)
 #      for MiniLM and a BERT-base-sized model at 128 tokens, with the
@@ -37,6 +39,7 @@ BERTC_TEST_DEVICE=cuda BERTC_BUILD_DIR=build build/tests/runtime/test_families
 for prec in fp32 fp16; do
     build/bertc compile build/plans/all-MiniLM-L6-v2.yaml -o "build/gpu-minilm-$prec.plan" --precision "$prec" --arch "$arch"
     python3 tools/gpu_compare.py "build/gpu-minilm-$prec.plan" build/hf/all-MiniLM-L6-v2 "$prec"
+    build/bertc bench "build/gpu-minilm-$prec.plan" --device cuda --check-steps
 done
 build/bertc bench build/gpu-minilm-fp16.plan --device cuda --iters 500
 python3 tools/bench_torch.py build/hf/all-MiniLM-L6-v2 --iters 500
@@ -48,6 +51,7 @@ build/bertc bench build/gpu-minilm-fp16.plan --device cuda --per-step --json --i
 [ -f build/hf/bench-bert-base/model.safetensors ] || python3 tools/make_bench_bert.py build/hf/bench-bert-base
 build/bertc import build/hf/bench-bert-base -o build/bench-bert-base.yaml
 build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base.plan --arch "$arch" --buckets 128
+build/bertc bench build/gpu-bert-base.plan --device cuda --check-steps
 # shellcheck disable=SC2086
 build/bertc bench build/gpu-bert-base.plan --device cuda --per-step --iters 50 $predict
 # shellcheck disable=SC2086

@@ -707,3 +707,40 @@ void kernel_args_in(const kernel_spec *spec, int seq_len, int seqs, kernel_arg *
 }
 
 void kernel_args_of(const kernel_spec *s, int seq_len, kernel_arg *a) { kernel_args_in(s, seq_len, 0, a); }
+
+/* ------------------------------------------------------------ GEMM steps */
+
+static uint64_t sched_matrix_bytes(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, plan_dtype t) {
+    uint64_t e, x;
+    if (__builtin_mul_overflow((uint64_t)(cols - 1), (uint64_t)ld, &e) || __builtin_add_overflow(e, (uint64_t)rows, &e) ||
+        __builtin_mul_overflow((uint64_t)(batch - 1), (uint64_t)stride, &x) || __builtin_add_overflow(e, x, &e) ||
+        __builtin_mul_overflow(e, (uint64_t)plan_dtype_size(t), &e))
+        return 0;
+    return e;
+}
+
+uint64_t sched_gemm_operand_bytes(const sched_gemm *g, sched_gemm_operand o, const sched_ref **ref) {
+    int n = g->batch_count;
+    switch (o) {
+    case SCHED_GEMM_OPERAND_A:
+        *ref = &g->a;
+        return sched_matrix_bytes(g->transa ? g->k : g->m, g->transa ? g->m : g->k, g->lda, n, g->stride_a, g->ab_type);
+    case SCHED_GEMM_OPERAND_B:
+        *ref = &g->b;
+        return sched_matrix_bytes(g->transb ? g->n : g->k, g->transb ? g->k : g->n, g->ldb, n, g->stride_b, g->ab_type);
+    case SCHED_GEMM_OPERAND_C:
+        *ref = &g->c;
+        return sched_matrix_bytes(g->m, g->n, g->ldc, n, g->stride_c, g->cd_type);
+    case SCHED_GEMM_OPERAND_D:
+        *ref = &g->d;
+        return sched_matrix_bytes(g->m, g->n, g->ldd, n, g->stride_d, g->cd_type);
+    default:
+        *ref = &g->bias;
+        return sched_matrix_bytes(g->m, 1, g->m, 1, 0, g->bias_type);
+    }
+}
+
+const char *sched_gemm_operand_name(sched_gemm_operand o) {
+    static const char *const names[SCHED_GEMM_OPERAND_COUNT] = {"a", "b", "c", "d", "bias"};
+    return (unsigned)o < SCHED_GEMM_OPERAND_COUNT ? names[o] : "?";
+}

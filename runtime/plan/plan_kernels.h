@@ -143,4 +143,28 @@ int kernel_attention_packed_tile(const kernel_spec *s, int qtile);
 int kernel_vec_elems(int size, const int *vals, int n);
 int kernel_ceil_div(int a, int b);
 
+/*
+ * The operands of a cuBLASLt step (sched_gemm): A, B and C read, D written
+ * (the arena only), the bias read.  sched_gemm_operand_bytes gives the
+ * bytes operand `o` spans from its reference (*ref): a column-major matrix
+ * of rows x cols with leading dimension ld, batch times stride elements
+ * apart, is ((cols - 1) * ld + rows + (batch - 1) * stride) elements.  0 on
+ * overflow (never a valid extent: every operand has an element); the
+ * caller checked the sizes are positive.  The plan reader checks the spans
+ * against the buffers; bertc_debug_check_steps checks what a step wrote
+ * against them.
+ */
+typedef enum sched_gemm_operand {
+    SCHED_GEMM_OPERAND_A,
+    SCHED_GEMM_OPERAND_B,
+    SCHED_GEMM_OPERAND_C,
+    SCHED_GEMM_OPERAND_D,
+    SCHED_GEMM_OPERAND_BIAS,
+    SCHED_GEMM_OPERAND_COUNT,
+} sched_gemm_operand;
+
+uint64_t sched_gemm_operand_bytes(const sched_gemm *g, sched_gemm_operand o, const sched_ref **ref);
+/* "a", "b", "c", "d", "bias". */
+const char *sched_gemm_operand_name(sched_gemm_operand o);
+
 #endif

@@ -1056,21 +1056,6 @@ static int prd_launch(prd *r, prd_cur *c, const sched_bucket *b, sched_launch *l
     return prd_launch_dims(c, b, pk, l, dims_at) || prd_launch_args(c, b, pk, l, arg_at);
 }
 
-/*
- * Bytes a column-major operand of `rows` x `cols` with leading dimension
- * `ld` spans, `batch` times `stride` elements apart: ((cols - 1) * ld +
- * rows + (batch - 1) * stride) elements.  0 on overflow (never a valid
- * extent: every operand has at least one element).
- */
-static uint64_t prd_matrix_bytes(int64_t rows, int64_t cols, int64_t ld, int batch, int64_t stride, plan_dtype t) {
-    uint64_t e, x;
-    if (__builtin_mul_overflow((uint64_t)(cols - 1), (uint64_t)ld, &e) || __builtin_add_overflow(e, (uint64_t)rows, &e) ||
-        __builtin_mul_overflow((uint64_t)(batch - 1), (uint64_t)stride, &x) || __builtin_add_overflow(e, x, &e) ||
-        __builtin_mul_overflow(e, (uint64_t)plan_dtype_size(t), &e))
-        return 0;
-    return e;
-}
-
 /* One GEMM operand inside its buffer; the output only in the arena. */
 static int prd_gemm_operand(prd_cur *c, const sched_bucket *b, const char *name, const sched_ref *ref, uint64_t bytes,
                             int written) {
@@ -1089,14 +1074,14 @@ static int prd_gemm_operand(prd_cur *c, const sched_bucket *b, const char *name,
 
 /* What cuBLASLt will read and write for D = op(A) op(B) (+ C) (+ bias). */
 static int prd_gemm_extents(prd_cur *c, const sched_bucket *b, const sched_gemm *g) {
-    int64_t ar = g->transa ? g->k : g->m, ac = g->transa ? g->m : g->k;
-    int64_t br = g->transb ? g->n : g->k, bc = g->transb ? g->k : g->n;
-    int n = g->batch_count;
-    return prd_gemm_operand(c, b, "a", &g->a, prd_matrix_bytes(ar, ac, g->lda, n, g->stride_a, g->ab_type), 0) ||
-           prd_gemm_operand(c, b, "b", &g->b, prd_matrix_bytes(br, bc, g->ldb, n, g->stride_b, g->ab_type), 0) ||
-           prd_gemm_operand(c, b, "c", &g->c, prd_matrix_bytes(g->m, g->n, g->ldc, n, g->stride_c, g->cd_type), 0) ||
-           prd_gemm_operand(c, b, "d", &g->d, prd_matrix_bytes(g->m, g->n, g->ldd, n, g->stride_d, g->cd_type), 1) ||
-           prd_gemm_operand(c, b, "bias", &g->bias, prd_matrix_bytes(g->m, 1, g->m, 1, 0, g->bias_type), 0);
+    for (int o = 0; o < SCHED_GEMM_OPERAND_COUNT; o++) {
+        const sched_ref *ref;
+        uint64_t bytes = sched_gemm_operand_bytes(g, (sched_gemm_operand)o, &ref);
+        if (prd_gemm_operand(c, b, sched_gemm_operand_name((sched_gemm_operand)o), ref, bytes,
+                             o == SCHED_GEMM_OPERAND_D))
+            return -1;
+    }
+    return 0;
 }
 
 static int prd_gemm(prd_cur *c, const sched_bucket *b, sched_gemm *g) {

@@ -102,6 +102,14 @@ assert len(got) == len(want) and all(abs(g - w) <= 0.01 + 1e-3 * w for g, w in z
 else
     fail bench-per-step-predict-json "$(head -c 300 "$T/out")"
 fi
+# --check-steps: every step against its launch contract, the outputs against the graph's
+expect bench-check-steps 0 "$B" bench "$GPLAN" --device emu --check-steps
+contains bench-check-steps-8 "$T/out" "length 8: 17 steps keep to their launch contracts"
+contains bench-check-steps-64 "$T/out" "length 64: 17 steps keep to their launch contracts"
+expect bench-check-steps-len 0 "$B" bench "$PLAN" --device emu --check-steps --seq-len 11
+contains bench-check-steps-len-out "$T/out" "length 11:"
+expect bench-check-steps-alone 1 "$B" bench "$PLAN" --device emu --check-steps --per-step
+contains bench-check-steps-alone-msg "$T/err" "--check-steps goes with --seq-len and --device only"
 expect bench-per-step-predict-unknown 1 "$B" bench "$PLAN" --device emu --per-step --predict z80
 contains bench-per-step-predict-unknown-msg "$T/err" "unknown GPU 'z80' (known: t4, a10"
 expect bench-predict-alone 1 "$B" bench "$PLAN" --device emu --predict h100

@@ -25,6 +25,7 @@ const emuctl *emuctl_get(void) {
     EMUCTL_SYM(set_arch, "bertc_emudev_set_arch")
     EMUCTL_SYM(add_twins, "bertc_emudev_add_twins")
     EMUCTL_SYM(fail, "bertc_emudev_fail")
+    EMUCTL_SYM(stray_write, "bertc_emudev_stray_write")
     EMUCTL_SYM(set_fill, "bertc_emudev_set_fill")
     EMUCTL_SYM(set_null, "bertc_emudev_set_null")
     EMUCTL_SYM(set_algorithms, "bertc_emudev_set_algorithms")

@@ -13,6 +13,7 @@ typedef struct emuctl {
     void (*set_arch)(int major, int minor);
     int (*add_twins)(const void *image, size_t size);
     void (*fail)(const char *name, int nth, int code);
+    void (*stray_write)(long nth, int arg, long long offset);
     void (*set_fill)(int byte);
     void (*set_null)(int on);
     void (*set_algorithms)(int n);

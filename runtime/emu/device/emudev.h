@@ -57,6 +57,13 @@ int bertc_emudev_add_twins(const void *image, size_t size);
  * functions may be armed at once. */
 void bertc_emudev_fail(const char *name, int nth, int code);
 
+/* Makes the nth kernel run from now (1-based), after it completes, flip
+ * every bit of the byte `offset` bytes from its pointer argument `arg`: a
+ * kernel writing where its launch contract does not let it, for testing
+ * the tools that look for one (bertc_debug_check_steps).  nth 0 disarms;
+ * a byte outside device memory is left alone.  Cleared by reset. */
+void bertc_emudev_stray_write(long nth, int arg, long long offset);
+
 /* Byte that fills every new device and pinned host allocation. */
 void bertc_emudev_set_fill(int byte);
 

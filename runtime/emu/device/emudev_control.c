@@ -63,6 +63,28 @@ void bertc_emudev_fail(const char *name, int nth, int code) {
     pthread_mutex_unlock(&emudev_g.fail_mu);
 }
 
+void bertc_emudev_stray_write(long nth, int arg, long long offset) {
+    pthread_mutex_lock(&emudev_g.fail_mu);
+    emudev_g.stray_remaining = nth > 0 ? nth : 0;
+    emudev_g.stray_arg = arg;
+    emudev_g.stray_offset = offset;
+    pthread_mutex_unlock(&emudev_g.fail_mu);
+}
+
+/* After each kernel run: the armed stray byte, when this is its launch. */
+void emudev_stray_apply(void *const *argv, const unsigned *sizes, unsigned nargs) {
+    pthread_mutex_lock(&emudev_g.fail_mu);
+    int now = emudev_g.stray_remaining > 0 && --emudev_g.stray_remaining == 0;
+    int arg = emudev_g.stray_arg;
+    long long off = emudev_g.stray_offset;
+    pthread_mutex_unlock(&emudev_g.fail_mu);
+    if (!now || arg < 0 || (unsigned)arg >= nargs || sizes[arg] != sizeof(CUdeviceptr)) return;
+    CUdeviceptr base;
+    memcpy(&base, argv[arg], sizeof base);
+    CUdeviceptr at = base + (CUdeviceptr)off;
+    if (base && emudev_mem_valid(at, 1)) *(unsigned char *)(uintptr_t)at ^= 0xff;
+}
+
 void bertc_emudev_set_fill(int byte) { atomic_store(&emudev_g.fill, byte & 0xff); }
 
 void bertc_emudev_set_null(int on) { atomic_store(&emudev_g.null_mode, on != 0); }
@@ -82,6 +104,7 @@ void bertc_emudev_reset(void) {
     pthread_mutex_lock(&emudev_g.fail_mu);
     memset(emudev_g.inj, 0, sizeof emudev_g.inj);
     atomic_store(&emudev_g.armed, 0);
+    emudev_g.stray_remaining = 0;
     pthread_mutex_unlock(&emudev_g.fail_mu);
     pthread_mutex_lock(&emudev_g.mu);
     emudev_twin *t = emudev_g.twins;

@@ -113,6 +113,9 @@ static inline void *emudev_host_ptr(CUdeviceptr p) { return (void *)(uintptr_t)p
 
 /* 1 if [p, p + bytes) lies inside one live cuMemAlloc allocation. */
 int emudev_mem_valid(CUdeviceptr p, size_t bytes);
+/* emudev_control.c: after a kernel ran, the stray byte
+ * bertc_emudev_stray_write armed, when this is its launch. */
+void emudev_stray_apply(void *const *argv, const unsigned *sizes, unsigned nargs);
 
 /* Failure injection (bertc_emudev_fail): 1 if this call of `name` must
  * fail, with *code set to the armed code. Call once at the top of every
@@ -356,6 +359,11 @@ typedef struct emudev_state {
     atomic_ullong seed;
     atomic_int armed;
     emudev_injection inj[EMUDEV_MAX_INJECTIONS];
+    /* bertc_emudev_stray_write: launches left until the stray byte (0:
+     * disarmed), under fail_mu with the argument and offset */
+    long stray_remaining;
+    int stray_arg;
+    long long stray_offset;
     emudev_ranges dev, host;
     atomic_long primary_refs;
     atomic_int sticky;

@@ -396,6 +396,7 @@ static CUresult emudev_kernel_run(emudev_work *w) {
         st = emu_kernel_launch(kw->f->kernel, kw->grid, kw->block, kw->smem, kw->argv,
                                (emu_schedule)atomic_load(&emudev_g.schedule), atomic_load(&emudev_g.seed), &d);
     }
+    if (st == EMU_STATUS_OK) emudev_stray_apply(kw->argv, kw->f->arg_sizes, kw->f->nargs);
     return emudev_kernel_result(kw, st, &d);
 }
 
