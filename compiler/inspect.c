@@ -2,6 +2,8 @@
  * inspect — a plan as text or JSON (inspect.h).  Sums per bucket are taken
  * over the steps, so what is printed is exactly what the plan stores.
  */
+#include <string.h>
+
 #include "inspect.h"
 
 #include "arch.h"
@@ -85,7 +87,12 @@ static int inspect_image_sm(const plan_image *im) {
 static void inspect_text_kernels(FILE *f, const plan *p) {
     fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch; the path where the kind has a choice):\n");
     for (int kx = 0; kx < p->nkernels; kx++) {
-        fprintf(f, "  [%d] %s\n      ", kx, p->kernels[kx].entry);
+        /* records of one text (split-K GEMMs of several buckets) share
+         * an entry: compiled once, one function in each image */
+        int same = 0;
+        while (same < kx && strcmp(p->kernels[same].entry, p->kernels[kx].entry)) same++;
+        if (same < kx) fprintf(f, "  [%d] %s (the text of [%d])\n      ", kx, p->kernels[kx].entry, same);
+        else fprintf(f, "  [%d] %s\n      ", kx, p->kernels[kx].entry);
         for (int i = 0; i < p->nimages; i++) {
             const plan_image *im = &p->images[i];
             const char *path = inspect_image_sm(im) > 0 ? kernel_path(&p->kernels[kx].spec, inspect_image_sm(im)) : NULL;

@@ -99,6 +99,21 @@ expect inspect-text 0 "$B" inspect "$T/relu.plan"
 contains inspect-text-bucket "$T/out" "bucket 16:"
 contains inspect-text-bucket48 "$T/out" "bucket 48:"
 contains inspect-text-gemm "$T/out" "cublasLt gemm"
+# records of one text (MiniLM's split-K GEMMs of several buckets) say whose text they share
+expect inspect-shared-text 0 "$B" inspect "$BUILD/plans/all-MiniLM-L6-v2-fp16.plan"
+if python3 -c '
+import re, sys
+recs = [re.match(r"  \[(\d+)\] (\S+)( \(the text of \[(\d+)\]\))?$", l) for l in open(sys.argv[1])]
+recs = [m for m in recs if m]
+entries = [m.group(2) for m in recs]
+shared = [m for m in recs if m.group(4)]
+assert shared, "no record shares a text"
+for m in recs:
+    first = entries.index(m.group(2))
+    want = None if first == int(m.group(1)) else first
+    got = int(m.group(4)) if m.group(4) else None
+    assert got == want, (m.group(0), want)
+' "$T/out"; then pass inspect-shared-text-marks; else fail inspect-shared-text-marks "$(grep 'text of' "$T/out" | head -3)"; fi
 entry=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['kernels'][0]['entry'])" "$T/tiny.json")
 expect inspect-source 0 "$B" inspect "$T/tiny.plan" --source "$entry"
 if head -1 "$T/out" | grep -q '^// bertc template='; then pass inspect-source-header; else fail inspect-source-header "first line: $(head -1 "$T/out")"; fi
