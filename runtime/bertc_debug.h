@@ -54,7 +54,9 @@ bertc_status bertc_debug_time_steps(bertc_context *ctx, const bertc_request *req
  * BERTC_STATUS_BAD_PLAN names the first step that broke a rule, the
  * offset and what it did.  On success the outputs the context copies back
  * are readable as after bertc_infer (bertc_output_read), and should equal
- * its bit for bit.  Copies the arena twice per step: for tests and tools.
+ * its bit for bit.  After a failure the context's arena and arrival
+ * counters may hold anything the failing step left: destroy the context.
+ * Copies the arena twice per step: for tests and tools.
  */
 bertc_status bertc_debug_check_steps(bertc_context *ctx, const bertc_request *req);
 
