@@ -71,20 +71,6 @@ void bertc_emudev_stray_write(long nth, int arg, long long offset) {
     pthread_mutex_unlock(&emudev_g.fail_mu);
 }
 
-/* After each kernel run: the armed stray byte, when this is its launch. */
-void emudev_stray_apply(void *const *argv, const unsigned *sizes, unsigned nargs) {
-    pthread_mutex_lock(&emudev_g.fail_mu);
-    int now = emudev_g.stray_remaining > 0 && --emudev_g.stray_remaining == 0;
-    int arg = emudev_g.stray_arg;
-    long long off = emudev_g.stray_offset;
-    pthread_mutex_unlock(&emudev_g.fail_mu);
-    if (!now || arg < 0 || (unsigned)arg >= nargs || sizes[arg] != sizeof(CUdeviceptr)) return;
-    CUdeviceptr base;
-    memcpy(&base, argv[arg], sizeof base);
-    CUdeviceptr at = base + (CUdeviceptr)off;
-    if (base && emudev_mem_valid(at, 1)) *(unsigned char *)(uintptr_t)at ^= 0xff;
-}
-
 void bertc_emudev_set_fill(int byte) { atomic_store(&emudev_g.fill, byte & 0xff); }
 
 void bertc_emudev_set_null(int on) { atomic_store(&emudev_g.null_mode, on != 0); }

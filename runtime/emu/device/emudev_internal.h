@@ -113,9 +113,6 @@ static inline void *emudev_host_ptr(CUdeviceptr p) { return (void *)(uintptr_t)p
 
 /* 1 if [p, p + bytes) lies inside one live cuMemAlloc allocation. */
 int emudev_mem_valid(CUdeviceptr p, size_t bytes);
-/* emudev_control.c: after a kernel ran, the stray byte
- * bertc_emudev_stray_write armed, when this is its launch. */
-void emudev_stray_apply(void *const *argv, const unsigned *sizes, unsigned nargs);
 
 /* Failure injection (bertc_emudev_fail): 1 if this call of `name` must
  * fail, with *code set to the armed code. Call once at the top of every

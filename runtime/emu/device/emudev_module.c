@@ -381,6 +381,21 @@ static CUresult emudev_kernel_result(const emudev_kernel_work *kw, emu_status st
                       kw->f->name, d->text);
 }
 
+/* After each kernel run: the stray byte bertc_emudev_stray_write armed
+ * (emudev_control.c), when this is its launch. */
+static void emudev_stray_apply(void *const *argv, const unsigned *sizes, unsigned nargs) {
+    pthread_mutex_lock(&emudev_g.fail_mu);
+    int now = emudev_g.stray_remaining > 0 && --emudev_g.stray_remaining == 0;
+    int arg = emudev_g.stray_arg;
+    long long off = emudev_g.stray_offset;
+    pthread_mutex_unlock(&emudev_g.fail_mu);
+    if (!now || arg < 0 || (unsigned)arg >= nargs || sizes[arg] != sizeof(CUdeviceptr)) return;
+    CUdeviceptr base;
+    memcpy(&base, argv[arg], sizeof base);
+    CUdeviceptr at = base + (CUdeviceptr)off;
+    if (base && emudev_mem_valid(at, 1)) *(unsigned char *)(uintptr_t)at ^= 0xff;
+}
+
 static CUresult emudev_kernel_run(emudev_work *w) {
     emudev_kernel_work *kw = (emudev_kernel_work *)w;
     emudev_stat_add(EMUDEV_STAT_KERNEL_LAUNCHES, 1);
