@@ -15,6 +15,7 @@ static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
     "                     [--batch-tokens LIST|default] [--max-batch N]\n"
     "                     [--precision fp16|bf16|fp32] [--fusion baseline|default]\n"
+    "                     [--tune GPU,...]\n"
     "                     [-j N] [--no-cache] [-v]\n"
     "\n"
     "Fuses the graph, lowers it per sequence-length bucket to generated\n"
@@ -43,6 +44,10 @@ static const char USAGE_COMPILE[] =
     "                    7-launch structure (cuBLASLt GEMMs, separate add + LayerNorm)\n"
     "  -j N              compile threads (default: the number of cores)\n"
     "  --no-cache        neither read nor write the compile cache\n"
+    "  --tune LIST       choose bertc's GEMM tilings for these GPUs of the performance\n"
+    "                    model only (t4, a10, l4, l40s, a100, h100, h200, b200), each\n"
+    "                    run by a listed --arch; default: every GPU the archs serve.\n"
+    "                    The plan still runs on every listed arch.\n"
     "  -v                print what each fusion pass did\n";
 
 static int cli_parse_precision(const char *s, plan_dtype *out) {
@@ -160,7 +165,7 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
 
 /* The options' raw values, checked after the whole line is read. */
 typedef struct cli_compile_args {
-    const char *out, *archs, *buckets, *precision, *fusion, *batch_tokens, *max_batch;
+    const char *out, *archs, *buckets, *precision, *fusion, *batch_tokens, *max_batch, *tune;
     int jobs, verbose, no_cache;
 } cli_compile_args;
 
@@ -179,6 +184,7 @@ static int cli_compile_read(int argc, char **argv, compile_options *o, cli_compi
         else if (!strcmp(arg, "--fusion")) slot = &a->fusion;
         else if (!strcmp(arg, "--batch-tokens")) slot = &a->batch_tokens;
         else if (!strcmp(arg, "--max-batch")) slot = &a->max_batch;
+        else if (!strcmp(arg, "--tune")) slot = &a->tune;
         else if (!strcmp(arg, "-v")) { a->verbose = 1; continue; }
         else if (!strcmp(arg, "--no-cache")) { a->no_cache = 1; continue; }
         else if (!strcmp(arg, "-j")) {
@@ -217,6 +223,7 @@ int cmd_compile(int argc, char **argv) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.jobs = a.jobs ? a.jobs : ncpu > 0 ? (int)ncpu : 1;
     o.no_cache = a.no_cache;
+    o.tune = a.tune;
     cli_compile_ctx ctx = {&o, a.verbose};
     o.stage = cli_compile_stage;
     o.user = &ctx;

@@ -137,11 +137,12 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
                         .ntoken_buckets = o->ntoken_buckets,
                         .max_batch = o->max_batch > 0 ? o->max_batch : COMPILE_DEFAULT_MAX_BATCH,
                         .sms = sms,
-                        .nsms = nsms};
+                        .nsms = nsms,
+                        .tune = o->tune};
     passes_level level = o->fusion == PLAN_FUSION_BASELINE ? PASSES_LEVEL_BASELINE : PASSES_LEVEL_DEFAULT;
 
     /* The output first: a path that cannot be written fails before the work. */
-    if (file_atomic_open(&out, o->out_path, d)) return -1;
+    if (lower_gemm_tune_check(o->tune, sms, nsms, d) || file_atomic_open(&out, o->out_path, d)) return -1;
     if (model_load(&m, o->model_path, d) || compile_check_output(o, &m, d) ||
         compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d))
         goto done;

@@ -64,6 +64,8 @@ typedef struct compile_options {
     arch_list targets;               /* GPU architectures and/or the emulated device */
     int jobs;                        /* compile threads (>= 1) */
     int no_cache;                    /* bypass the compile cache (kcache.h) */
+    const char *tune;                /* --tune: the GPUs the GEMM tilings are chosen for (NULL: every GPU
+                                        the architectures serve; lower_gemm.c) */
     /* Called after each stage with the report so far (may be NULL). */
     void (*stage)(void *user, compile_stage stage, const compile_report *r);
     void *user;

@@ -14,6 +14,9 @@ and prints, per model and bucket (128 and 384):
     streams, its inputs and outputs);
   * the performance model's microseconds on A100 and H100 for the default
     plan and the baseline plan, and their ratio;
+  * the same for a plan tuned for each of those GPUs alone (the default
+    flags plus `--tune GPU`: bertc's GEMM tilings chosen for that GPU, not
+    for every GPU the architectures serve), on that GPU;
   * the calibration table (the baseline plans against TensorRT's published
     figures, tools/fit_perf_model.py);
   * compile time of BERT-base, cold and warm, wall and CPU
@@ -100,6 +103,22 @@ def tables(results, layers):
     return lines
 
 
+def tuned_table(results, tuned):
+    lines = ["## Tuned for one GPU (`--tune GPU`): modelled µs on that GPU", "",
+             "| model | seq | " + " | ".join("%s µs tuned / default / baseline (tuned ÷ baseline)" % g.upper()
+                                           for g in GPUS) + " |",
+             "|---|---|" + "---|" * len(GPUS)]
+    for model in ("base", "large"):
+        for s in BUCKETS:
+            cells = ["BERT-%s" % model, str(s)]
+            for g in GPUS:
+                t, d, b = tuned[model][g][s]["us"][g], results[model]["default"][s]["us"][g], \
+                    results[model]["baseline"][s]["us"][g]
+                cells.append("%.0f / %.0f / %.0f (%.2f)" % (t, d, b, t / b))
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def compile_times(build):
     out = run(["sh", "tools/bench_compile.sh", build, "bench-bert-base"])
     got = {}
@@ -119,7 +138,7 @@ def main():
     bench = os.path.join(a.build, "bench")
     os.makedirs(bench, exist_ok=True)
     cache = os.path.join(bench, "cache")
-    results, plans, layers = {}, {}, {}
+    results, plans, layers, tuned = {}, {}, {}, {}
     for model, (name, shape, nlayers) in MODELS.items():
         yaml = prepare(a.build, bertc, name, shape)
         layers[model] = nlayers
@@ -128,9 +147,14 @@ def main():
             plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-%s.plan" % (name, variant)), flags, cache)
             plans[(model, variant)] = plan
             results[model][variant] = describe(bertc, plan)
+        tuned.setdefault(model, {})
+        for g in GPUS:
+            plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-tuned-%s.plan" % (name, g)),
+                                DEFAULT_FLAGS + " --tune " + g, cache)
+            tuned[model][g] = describe(bertc, plan)
     lines = ["# bertc bench (`make bench`)", "",
              "Default flags: `%s`; baseline flags: `%s`." % (DEFAULT_FLAGS or "(none)", BASELINE_FLAGS or "(none)"),
-             ""] + tables(results, layers)
+             ""] + tables(results, layers) + [""] + tuned_table(results, tuned)
     cal = run([sys.executable, "tools/fit_perf_model.py", "--bertc", bertc, "--markdown",
                "--base", plans[("base", "baseline")], "--large", plans[("large", "baseline")]])
     lines += ["", "## Calibration: the baseline plans against TensorRT's published figures", ""] + cal.strip().split("\n")

@@ -149,7 +149,7 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     p->buckets = calloc((size_t)total + 1, sizeof *p->buckets);
     lower_gemm_chooser *gemm = malloc(sizeof *gemm);
     int rc = p->buckets && gemm ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    if (gemm) lower_gemm_chooser_init(gemm, o->sms, o->nsms, (double)p->weights_size);
+    if (gemm) lower_gemm_chooser_init(gemm, o->sms, o->nsms, o->tune, (double)p->weights_size);
     lower_ctx c = {.g = g,
                    .w = &lw,
                    .longest = longest,

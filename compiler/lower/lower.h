@@ -60,6 +60,8 @@ typedef struct lower_options {
     const int *sms;              /* the plan's CUBIN architectures (75 for sm_75, ...): the GPUs the GEMM
                                     choices are modelled on (lower_gemm.c); none: the A100 and the H100 */
     int nsms;
+    const char *tune;            /* comma-separated GPUs of the model's table (--tune) the GEMM choices are
+                                    for, each served by `sms` (lower_gemm_tune_check); NULL: all they serve */
 } lower_options;
 
 /*
@@ -95,9 +97,15 @@ typedef struct lower_gemm_chooser {
 } lower_gemm_chooser;
 
 /* The GPUs of the model's table that run one of the architectures `sms`
- * (75 for sm_75, ...; none: the A100 and the H100), for a model of
- * `weight_bytes` bytes of weights (0: taken as too large for any L2). */
-void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, double weight_bytes);
+ * (75 for sm_75, ...; none: the A100 and the H100) — of them only those
+ * `tune` names, when it is not NULL (checked by lower_gemm_tune_check) —
+ * for a model of `weight_bytes` bytes of weights (0: taken as too large
+ * for any L2). */
+void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, const char *tune, double weight_bytes);
+/* --tune LIST: every name a GPU of the model's table, none twice, each
+ * run by one of the architectures `sms` (any, when nsms is 0: a plan for
+ * the emulated device only); 0, or -1 with d saying which name and why. */
+int lower_gemm_tune_check(const char *tune, const int *sms, int nsms, diag *d);
 /*
  * The tiling of a GEMM_SPLITK or GEMM_LN spec (every other field set; a
  * positive `splits` on entry caps the splits) that the launch contract

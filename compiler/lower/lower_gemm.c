@@ -17,7 +17,11 @@
  * modelled µs over the best candidate's µs on the same GPU — 1.0 per GPU
  * where it is the best there — so no GPU's time dominates because it is
  * slow, and the winner is the candidate that loses least across them.
- * Ties (1e-9): the fewer splits, then the larger tile.  Each GPU's L2 is
+ * Ties (1e-9): the fewer splits, then the larger tile.  `bertc compile
+ * --tune GPU,...` narrows the set to the GPUs named (each must run one of
+ * the plan's architectures: lower_gemm_tune_check): a plan built for one
+ * fleet gets that fleet's best tiling instead of the compromise, and still
+ * runs everywhere its images do.  Each GPU's L2 is
  * taken to keep the share of the model's weights it would keep of a
  * request's (performance model, predict_l2_share): a small model's weights
  * stay in a large L2, and then a serial tail costs more than a short grid.
@@ -68,18 +72,62 @@
 #define GEMM_MAX_SPLITS 32
 #define GEMM_TIE 1e-9
 
-void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, double weight_bytes) {
+/* The architecture of the image g runs among `sms` (the newest of its
+ * major, no newer minor), or -1 when none serves it. */
+static int lower_gemm_served(const predict_gpu *g, const int *sms, int nsms) {
+    int best = -1;
+    for (int a = 0; a < nsms; a++)
+        if (sms[a] / 10 == g->major && sms[a] % 10 <= g->minor && sms[a] > best) best = sms[a];
+    return best;
+}
+
+/* Whether `name` is one of the comma-separated names of `list`. */
+static int lower_gemm_listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *at = list; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+        if (!strncmp(at, name, n) && (at[n] == ',' || at[n] == '\0')) return 1;
+    return 0;
+}
+
+void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, const char *tune, double weight_bytes) {
     memset(c, 0, sizeof *c);
     predict_constants_default(&c->k);
     for (int i = 0; i < predict_gpu_count() && c->ngpus < LOWER_GEMM_MAX_GPUS; i++) {
         const predict_gpu *g = predict_gpu_at(i);
-        int best = -1;
-        for (int a = 0; a < nsms; a++)
-            if (sms[a] / 10 == g->major && sms[a] % 10 <= g->minor && sms[a] > best) best = sms[a];
-        if (nsms > 0 ? best < 0 : strcmp(g->name, "a100") && strcmp(g->name, "h100")) continue;
+        int best = lower_gemm_served(g, sms, nsms);
+        if (tune ? !lower_gemm_listed(tune, g->name) || (nsms > 0 && best < 0)
+                 : nsms > 0 ? best < 0 : strcmp(g->name, "a100") && strcmp(g->name, "h100"))
+            continue;
         c->gpus[c->ngpus] = g;
         c->l2_share[c->ngpus] = weight_bytes > 0 ? predict_l2_share(g, weight_bytes, 0.0) : 0.0;
         c->image_sm[c->ngpus++] = best >= 0 ? best : g->major * 10 + g->minor;
+    }
+}
+
+int lower_gemm_tune_check(const char *tune, const int *sms, int nsms, diag *d) {
+    if (!tune) return 0;
+    const char *at = tune;
+    for (;;) {
+        const char *end = strchr(at, ',');
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        char name[32];
+        if (n == 0 || n >= sizeof name)
+            return diag_set(d, DIAG_CODE_USAGE, "--tune: '%s' is not a comma-separated list of GPUs (known: %s)", tune,
+                            predict_gpu_names());
+        memcpy(name, at, n);
+        name[n] = '\0';
+        const predict_gpu *g = predict_gpu_find(name);
+        if (!g) return diag_set(d, DIAG_CODE_USAGE, "--tune: '%s' is not a GPU of the performance model (known: %s)", name,
+                                predict_gpu_names());
+        if (lower_gemm_listed(end ? end + 1 : "", name))
+            return diag_set(d, DIAG_CODE_USAGE, "--tune: %s is listed twice", name);
+        if (nsms > 0 && lower_gemm_served(g, sms, nsms) < 0)
+            return diag_set(d, DIAG_CODE_USAGE,
+                            "--tune: %s (compute capability %d.%d) runs none of the plan's architectures (--arch): "
+                            "add sm_%d%d",
+                            name, g->major, g->minor, g->major, g->minor);
+        if (!end) return 0;
+        at = end + 1;
     }
 }
 

@@ -41,7 +41,7 @@ static const int tl_sms[] = {75, 80, 86, 89, 90}; /* the default architectures *
 static lower_gemm_chooser *tl_chooser(int g) {
     lower_gemm_chooser *c = malloc(sizeof *c);
     if (!c) return NULL;
-    lower_gemm_chooser_init(c, tl_sms, 5, 0);
+    lower_gemm_chooser_init(c, tl_sms, 5, NULL, 0);
     if (g >= 0) {
         c->gpus[0] = c->gpus[g];
         c->image_sm[0] = c->image_sm[g];
@@ -63,12 +63,69 @@ static void test_chooser_gpus(void) {
         CHECK(!strcmp(c->gpus[i]->name, want[i]) && c->image_sm[i] == want_sm[i], "GPU %d: %s runs sm_%d", i,
               c->gpus[i]->name, c->image_sm[i]);
     static const int sm100[] = {100};
-    lower_gemm_chooser_init(c, sm100, 1, 0);
+    lower_gemm_chooser_init(c, sm100, 1, NULL, 0);
     CHECK(c->ngpus == 1 && !strcmp(c->gpus[0]->name, "b200") && c->image_sm[0] == 100, "sm_100: %d GPUs", c->ngpus);
-    lower_gemm_chooser_init(c, NULL, 0, 0);
+    lower_gemm_chooser_init(c, NULL, 0, NULL, 0);
     CHECK(c->ngpus == 2 && !strcmp(c->gpus[0]->name, "a100") && !strcmp(c->gpus[1]->name, "h100"),
           "no CUBIN: %d GPUs", c->ngpus);
     free(c);
+}
+
+/* --tune: the chooser keeps only the GPUs named, each with the image it
+ * runs (a plan without CUBINs: its own capability); it is the chooser for
+ * those GPUs alone, so on a tuned-for GPU its tiling is never slower than
+ * the default chooser's; bad lists are refused by name. */
+static void test_chooser_tuned(void) {
+    lower_gemm_chooser *c = malloc(sizeof *c), *all = tl_chooser(-1);
+    if (!c || !all) {
+        free(c), free(all);
+        return;
+    }
+    lower_gemm_chooser_init(c, tl_sms, 5, "h100,t4", 0);
+    CHECK(c->ngpus == 2 && !strcmp(c->gpus[0]->name, "t4") && c->image_sm[0] == 75 &&
+              !strcmp(c->gpus[1]->name, "h100") && c->image_sm[1] == 90,
+          "--tune h100,t4: %d GPUs", c->ngpus);
+    lower_gemm_chooser_init(c, NULL, 0, "l4", 0);
+    CHECK(c->ngpus == 1 && !strcmp(c->gpus[0]->name, "l4") && c->image_sm[0] == 89, "no CUBIN, --tune l4: %d GPUs",
+          c->ngpus);
+    static const int shapes[][3] = {{2304, 768, 0}, {768, 768, 1}, {3072, 768, 0}, {768, 3072, 1}};
+    for (int g = 0; g < all->ngpus; g++) {
+        lower_gemm_chooser_init(c, tl_sms, 5, all->gpus[g]->name, 0);
+        CHECK(c->ngpus == 1 && c->gpus[0] == all->gpus[g] && c->image_sm[0] == all->image_sm[g],
+              "--tune %s: %d GPUs", all->gpus[g]->name, c->ngpus);
+        for (int m = 128; m <= 384; m += 256)
+            for (int i = 0; i < 4; i++) {
+                kernel_kind kind = shapes[i][2] ? KERNEL_KIND_GEMM_LN : KERNEL_KIND_GEMM_SPLITK;
+                kernel_spec a = tl_spec(kind, PLAN_DTYPE_F16, m, shapes[i][0], shapes[i][1]), t = a;
+                double ua[LOWER_GEMM_MAX_GPUS], ut[LOWER_GEMM_MAX_GPUS];
+                diag dg;
+                diag_init(&dg);
+                CHECK(lower_gemm_tiling(all, &a, ua, &dg) == 0 && lower_gemm_tiling(c, &t, ut, &dg) == 0 &&
+                          ut[0] <= ua[g] * (1 + 1e-12),
+                      "%s M %d N %d K %d: tuned %.3f us (%dx%d/%d), the default %.3f us (%dx%d/%d)",
+                      all->gpus[g]->name, m, a.n, a.k, ut[0], t.tile_m, t.tile_n, t.splits, ua[g], a.tile_m, a.tile_n,
+                      a.splits);
+            }
+    }
+    static const struct { const char *list, *msg; } bad[] = {
+        {"z80", "'z80' is not a GPU of the performance model"},
+        {"a100,h100,a100", "a100 is listed twice"},
+        {"a100,", "is not a comma-separated list"},
+        {",a100", "is not a comma-separated list"},
+        {"b200", "b200 (compute capability 10.0) runs none of the plan's architectures (--arch): add sm_100"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        diag dg;
+        diag_init(&dg);
+        CHECK(lower_gemm_tune_check(bad[i].list, tl_sms, 5, &dg) != 0 && strstr(dg.text, bad[i].msg),
+              "--tune %s: \"%s\", want \"%s\"", bad[i].list, dg.text, bad[i].msg);
+    }
+    diag dg;
+    diag_init(&dg);
+    CHECK(lower_gemm_tune_check("a100,h200,t4", tl_sms, 5, &dg) == 0 && lower_gemm_tune_check(NULL, tl_sms, 5, &dg) == 0 &&
+              lower_gemm_tune_check("b200", NULL, 0, &dg) == 0,
+          "a good list refused: %s", dg.text);
+    free(c), free(all);
 }
 
 /*
@@ -337,6 +394,7 @@ static void test_lower_linear_ln(void) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     CHECK_CASE(test_chooser_gpus);
+    CHECK_CASE(test_chooser_tuned);
     CHECK_CASE(test_tiling_model);
     CHECK_CASE(test_tiling_static_smem);
     CHECK_CASE(test_fuse_ln_decision);

@@ -97,7 +97,7 @@ static void t_gsk(kernel_kind kind, plan_dtype dt, int bucket, int n, int k, int
     s->act = act;
     static lower_gemm_chooser chooser;
     static const int sms[] = {75, 80, 86, 89, 90}; /* the default architectures */
-    if (chooser.ngpus == 0) lower_gemm_chooser_init(&chooser, sms, 5, 0);
+    if (chooser.ngpus == 0) lower_gemm_chooser_init(&chooser, sms, 5, NULL, 0);
     diag d;
     diag_init(&d);
     CHECK(lower_gemm_tiling(&chooser, s, NULL, &d) == 0, "no tiling of %s n %d k %d: %s", kernel_kind_name(kind), n, k, d.text);
