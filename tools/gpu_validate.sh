@@ -16,7 +16,9 @@
 #      for MiniLM and a BERT-base-sized model at 128 tokens, with the
 #      performance model's prediction for this GPU beside each step
 #      (--predict, when the model's table has the GPU);
-#   6. on compute capability 9.0 and newer, the graph with and without
+#   6. BERT-base tuned for this GPU (compile --tune) against the default
+#      plan, when the performance model's table has the GPU;
+#   7. on compute capability 9.0 and newer, the graph with and without
 #      programmatic dependent launch (--no-pdl).
 set -eu
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
@@ -52,6 +54,15 @@ build/bertc bench build/gpu-minilm-fp16.plan --device cuda --per-step --json --i
 build/bertc import build/hf/bench-bert-base -o build/bench-bert-base.yaml
 build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base.plan --arch "$arch" --buckets 128
 build/bertc bench build/gpu-bert-base.plan --device cuda --check-steps
+# the same model tuned for this GPU alone (compile --tune), when the model's table has it
+if [ -n "$model" ]; then
+    build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-tuned.plan --arch "$arch" --buckets 128 --tune "$model"
+    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --check-steps
+    build/bertc bench build/gpu-bert-base.plan --device cuda --iters 500
+    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --iters 500
+    # shellcheck disable=SC2086
+    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --per-step --iters 50 $predict
+fi
 # shellcheck disable=SC2086
 build/bertc bench build/gpu-bert-base.plan --device cuda --per-step --iters 50 $predict
 # shellcheck disable=SC2086
