@@ -25,12 +25,13 @@
  * Reads are checked too, indirectly: a step that reads an arena byte
  * outside its arguments reads poison, and its result (and the request's
  * outputs, which the check copies back like the graph: bertc_output_read
- * works afterwards) differs from bertc_infer's.  The weights are compared
- * once, over the whole bucket.  It needs only the driver calls the graph
- * already makes, so it runs on a GPU as on the emulated device, where the
- * tests run it over every kernel family and dtype (tests/runtime/
- * test_check_steps.c) and where bertc_emudev_stray_write proves it sees a
- * stray byte.  It copies the arena twice per step: a tool, not a service.
+ * works afterwards) differs from bertc_infer's.  The request block is
+ * compared with the staged bytes it was copied from, and the weights, once
+ * after the bucket, with the plan's bytes they were uploaded from.  It
+ * needs only the driver calls the graph already makes, so it runs on a GPU
+ * as on the emulated device, where the tests run it over every kernel
+ * family and dtype (tests/runtime/test_check_steps.c) and where
+ * bertc_emudev_stray_write proves it sees a stray byte.  It copies the arena twice per step: a tool, not a service.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ typedef struct rt_check {
     bertc_context *c;
     const sched_bucket *bk;
     size_t arena, request, counters;
-    uint8_t *before, *after, *use, *req0, *req1, *cnt;
+    uint8_t *before, *after, *use, *req, *cnt;
 } rt_check;
 
 static bertc_status rt_check_copy_in(rt_check *k, CUdeviceptr dst, const void *src, size_t n) {
@@ -66,31 +67,35 @@ static bertc_status rt_check_copy_out(rt_check *k, void *dst, CUdeviceptr src, s
     return r == CUDA_SUCCESS ? BERTC_STATUS_OK : rt_cu_error(t, r, k->c->err, sizeof k->c->err, "cuMemcpyDtoHAsync");
 }
 
-/* Marks [at, at + bytes) of the arena as read or written by the step. */
-static void rt_check_mark(rt_check *k, sched_ref ref, uint64_t bytes, int written) {
+/* Marks [at, at + bytes) of the arena as `use` (RT_BYTE_READ or _WRITTEN). */
+static void rt_check_mark(rt_check *k, sched_ref ref, uint64_t bytes, uint8_t use) {
     if (ref.buf != SCHED_BUF_ARENA || ref.offset >= k->arena) return;
-    uint64_t end = bytes > k->arena - ref.offset ? k->arena : ref.offset + bytes;
-    for (uint64_t i = ref.offset; i < end; i++)
-        if (written || k->use[i] == RT_BYTE_FREE) k->use[i] = written ? RT_BYTE_WRITTEN : RT_BYTE_READ;
+    uint64_t n = bytes > k->arena - ref.offset ? k->arena - ref.offset : bytes;
+    memset(k->use + ref.offset, use, (size_t)n);
 }
 
-/* What step st may touch in the arena: its kernel's arguments, or its GEMM's operands. */
+/* What step st may touch in the arena: its kernel's arguments, or its
+ * GEMM's operands; the written ones marked last, so a byte both read and
+ * written (an in-place residual) counts as written. */
 static void rt_check_uses(rt_check *k, const sched_step *st) {
     memset(k->use, RT_BYTE_FREE, k->arena);
-    if (st->kind == SCHED_STEP_GEMM) {
-        for (int o = 0; o < SCHED_GEMM_OPERAND_COUNT; o++) {
-            const sched_ref *ref;
-            uint64_t bytes = sched_gemm_operand_bytes(&st->gemm, (sched_gemm_operand)o, &ref);
-            rt_check_mark(k, *ref, bytes, o == SCHED_GEMM_OPERAND_D);
-        }
-        return;
-    }
     kernel_arg a[KERNEL_MAX_ARGS];
     const sched_launch *l = &st->launch;
-    kernel_args_in(&k->c->plan->p.kernels[l->kernel].spec, k->bk->seq_len, k->bk->max_seqs, a);
-    for (int i = 0; i < l->nargs; i++)
-        if (a[i].use == KERNEL_ARG_READ || a[i].use == KERNEL_ARG_WRITE)
-            rt_check_mark(k, l->args[i], a[i].bytes, a[i].use == KERNEL_ARG_WRITE);
+    if (st->kind == SCHED_STEP_KERNEL)
+        kernel_args_in(&k->c->plan->p.kernels[l->kernel].spec, k->bk->seq_len, k->bk->max_seqs, a);
+    for (uint8_t use = RT_BYTE_READ; use <= RT_BYTE_WRITTEN; use++) {
+        if (st->kind == SCHED_STEP_GEMM) {
+            for (int o = 0; o < SCHED_GEMM_OPERAND_COUNT; o++) {
+                const sched_ref *ref;
+                uint64_t bytes = sched_gemm_operand_bytes(&st->gemm, (sched_gemm_operand)o, &ref);
+                if ((o == SCHED_GEMM_OPERAND_D) == (use == RT_BYTE_WRITTEN)) rt_check_mark(k, *ref, bytes, use);
+            }
+            continue;
+        }
+        kernel_arg_use want = use == RT_BYTE_WRITTEN ? KERNEL_ARG_WRITE : KERNEL_ARG_READ;
+        for (int i = 0; i < l->nargs; i++)
+            if (a[i].use == want) rt_check_mark(k, l->args[i], a[i].bytes, use);
+    }
 }
 
 /* The first byte of [0, n) at which a and b differ, or n. */
@@ -120,7 +125,7 @@ static bertc_status rt_check_verdict(rt_check *k, const sched_step *st) {
         return rt_error(BERTC_STATUS_BAD_PLAN, k->c->err, sizeof k->c->err,
                         "bucket %d step %s (%s): wrote arena offset %zu, which it only reads", k->bk->seq_len, st->name,
                         what, input);
-    if (rt_check_first_diff(k->req0, k->req1, k->request) < k->request)
+    if (rt_check_first_diff((const uint8_t *)k->c->staging, k->req, k->request) < k->request)
         return rt_error(BERTC_STATUS_BAD_PLAN, k->c->err, sizeof k->c->err,
                         "bucket %d step %s (%s): changed the request block", k->bk->seq_len, st->name, what);
     for (size_t i = 0; i < k->counters; i++)
@@ -137,9 +142,7 @@ static bertc_status rt_check_step(rt_check *k, int b, int s) {
     const sched_step *st = &k->bk->steps[s];
     rt_check_uses(k, st);
     bertc_status e;
-    if ((e = rt_check_copy_out(k, k->before, c->arena, k->arena)) ||
-        (e = rt_check_copy_out(k, k->req0, c->request, k->request)))
-        return e;
+    if ((e = rt_check_copy_out(k, k->before, c->arena, k->arena))) return e;
     memcpy(k->after, k->before, k->arena);
     for (size_t i = 0; i < k->arena; i++)
         if (k->use[i] == RT_BYTE_FREE) k->after[i] = RT_CHECK_POISON;
@@ -148,7 +151,7 @@ static bertc_status rt_check_step(rt_check *k, int b, int s) {
     if (r != CUDA_SUCCESS)
         return rt_cu_error(c->t, r, c->err, sizeof c->err, "bucket %d step %s: running it", k->bk->seq_len, st->name);
     if ((e = rt_check_copy_out(k, k->after, c->arena, k->arena)) ||
-        (e = rt_check_copy_out(k, k->req1, c->request, k->request)) ||
+        (e = rt_check_copy_out(k, k->req, c->request, k->request)) ||
         (e = rt_check_copy_out(k, k->cnt, c->counters, k->counters)) || (e = rt_check_verdict(k, st)))
         return e;
     for (size_t i = 0; i < k->arena; i++)
@@ -168,29 +171,30 @@ static bertc_status rt_check_outputs(rt_check *k, int64_t len) {
     return BERTC_STATUS_OK;
 }
 
-/* The request, every step checked, the weights unchanged, the outputs copied back. */
+/* The request, every step checked, the weights as the plan has them, the outputs copied back. */
 static bertc_status rt_check_run(rt_check *k, const bertc_request *q, int b) {
     bertc_context *c = k->c;
-    size_t wbytes = (size_t)c->plan->p.weights_size;
-    uint8_t *w0 = rt_malloc(wbytes ? wbytes : 1), *w1 = rt_malloc(wbytes ? wbytes : 1);
-    bertc_status e = w0 && w1 ? BERTC_STATUS_OK
-                              : rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
+    const plan *p = &c->plan->p;
+    size_t wbytes = (size_t)p->weights_size;
     rt_request_stage(c, q, b);
-    if (!e) e = rt_check_copy_in(k, c->request, c->staging, k->request);
+    bertc_status e = rt_check_copy_in(k, c->request, c->staging, k->request);
     if (!e) e = rt_check_copy_out(k, k->cnt, c->counters, k->counters);
     for (size_t i = 0; !e && i < k->counters; i++)
         if (k->cnt[i])
             e = rt_error(BERTC_STATUS_BAD_PLAN, c->err, sizeof c->err, "arrival counter byte %zu is non-zero before "
                                                                        "the bucket's first step", i);
-    if (!e) e = rt_check_copy_out(k, w0, c->dev->weights, wbytes);
     for (int s = 0; !e && s < k->bk->nsteps; s++) e = rt_check_step(k, b, s);
-    if (!e) e = rt_check_copy_out(k, w1, c->dev->weights, wbytes);
-    size_t at = e ? wbytes : rt_check_first_diff(w0, w1, wbytes);
+    /* the device's weights were uploaded from the plan's bytes (rt_device.c) */
+    uint8_t *w = e ? NULL : rt_malloc(wbytes ? wbytes : 1);
+    if (!e && !w) e = rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
+    if (!e) e = rt_check_copy_out(k, w, c->dev->weights, wbytes);
+    size_t at = e ? wbytes : rt_check_first_diff(p->weights, w, wbytes);
     if (at < wbytes)
         e = rt_error(BERTC_STATUS_BAD_PLAN, c->err, sizeof c->err,
-                     "bucket %d: the weights changed during its steps, first at offset %zu", k->bk->seq_len, at);
+                     "bucket %d: after its steps the device's weights differ from the plan's, first at offset %zu",
+                     k->bk->seq_len, at);
     if (!e) e = rt_check_outputs(k, q->len);
-    free(w0), free(w1);
+    free(w);
     return e;
 }
 
@@ -209,8 +213,8 @@ bertc_status bertc_debug_check_steps(bertc_context *c, const bertc_request *q) {
     k.counters = k.bk->counter_bytes;
     size_t a = k.arena ? k.arena : 1;
     k.before = rt_malloc(a), k.after = rt_malloc(a), k.use = rt_malloc(a);
-    k.req0 = rt_malloc(k.request), k.req1 = rt_malloc(k.request), k.cnt = rt_malloc(k.counters ? k.counters : 1);
-    if (!k.before || !k.after || !k.use || !k.req0 || !k.req1 || !k.cnt) {
+    k.req = rt_malloc(k.request), k.cnt = rt_malloc(k.counters ? k.counters : 1);
+    if (!k.before || !k.after || !k.use || !k.req || !k.cnt) {
         e = rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
     } else {
         CUcontext prev;
@@ -218,7 +222,7 @@ bertc_status bertc_debug_check_steps(bertc_context *c, const bertc_request *q) {
         e = r == CUDA_SUCCESS ? rt_check_run(&k, q, b) : rt_cu_error(c->t, r, c->err, sizeof c->err, "cuCtxSetCurrent");
         rt_ctx_leave(c->t, c->dev->ctx, prev);
     }
-    free(k.before), free(k.after), free(k.use), free(k.req0), free(k.req1), free(k.cnt);
+    free(k.before), free(k.after), free(k.use), free(k.req), free(k.cnt);
     if (!e) {
         c->last_bucket = b;
         c->last_len = q->len;

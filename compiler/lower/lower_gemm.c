@@ -84,9 +84,10 @@ static int lower_gemm_served(const predict_gpu *g, const int *sms, int nsms) {
 /* Whether `name` is one of the comma-separated names of `list`. */
 static int lower_gemm_listed(const char *list, const char *name) {
     size_t n = strlen(name);
-    for (const char *at = list; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+    for (const char *at = list;; at++) {
         if (!strncmp(at, name, n) && (at[n] == ',' || at[n] == '\0')) return 1;
-    return 0;
+        if (!(at = strchr(at, ','))) return 0;
+    }
 }
 
 void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, const char *tune, double weight_bytes) {
