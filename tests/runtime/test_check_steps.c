@@ -121,10 +121,10 @@ static void test_minilm(void) {
     check_plan("all-MiniLM-L6-v2-fp32", 32);
 }
 
-/* Kernel step `want` of bucket b: its index among the bucket's kernel
- * launches (1-based, what stray_write counts) and an argument of it of
- * `use` in the arena; 0 if there is none. */
-static int find_arg(const plan *p, int b, kernel_arg_use use, int *step, int *arg, uint64_t *bytes) {
+/* The first kernel step of bucket b with an argument of `use` in buffer
+ * `buf`: its index among the bucket's kernel launches (1-based, what
+ * stray_write counts), the step and the argument; 0 if there is none. */
+static int find_arg(const plan *p, int b, kernel_arg_use use, sched_buf buf, int *step, int *arg, uint64_t *bytes) {
     const sched_bucket *bk = &p->buckets[b];
     int nth = 0;
     for (int s = 0; s < bk->nsteps; s++) {
@@ -136,7 +136,7 @@ static int find_arg(const plan *p, int b, kernel_arg_use use, int *step, int *ar
         for (int i = 0; i < st->launch.nargs; i++) {
             const sched_ref *ref = &st->launch.args[i];
             /* a write needs room after it for the stray byte */
-            if (a[i].use != use || ref->buf != SCHED_BUF_ARENA ||
+            if (a[i].use != use || ref->buf != buf ||
                 (use == KERNEL_ARG_WRITE && ref->offset + a[i].bytes + 64 > bk->arena_bytes))
                 continue;
             *step = s, *arg = i, *bytes = a[i].bytes;
@@ -173,17 +173,39 @@ static void test_stray_bytes_caught(void) {
     bertc_context *c = open_ctx(pl);
     int b = 1, s = 0, arg = 0;
     uint64_t bytes = 0;
-    int nth = find_arg(&p, b, KERNEL_ARG_WRITE, &s, &arg, &bytes);
+    int nth = find_arg(&p, b, KERNEL_ARG_WRITE, SCHED_BUF_ARENA, &s, &arg, &bytes);
     CHECK(nth > 0, "no kernel of bucket %d writes the arena", p.buckets[b].seq_len);
     if (c && nth > 0) {
         expect_stray(c, pl, &p, b, nth, s, arg, (long long)bytes, "outside its arguments");
         expect_stray(c, pl, &p, b, nth, s, arg, (long long)bytes - 1, NULL);
     }
-    nth = find_arg(&p, b, KERNEL_ARG_READ, &s, &arg, &bytes);
+    nth = find_arg(&p, b, KERNEL_ARG_READ, SCHED_BUF_ARENA, &s, &arg, &bytes);
     CHECK(nth > 0, "no kernel of bucket %d reads the arena", p.buckets[b].seq_len);
     if (c && nth > 0) expect_stray(c, pl, &p, b, nth, s, arg, 0, "which it only reads");
+    nth = find_arg(&p, b, KERNEL_ARG_REQUEST, SCHED_BUF_REQUEST, &s, &arg, &bytes);
+    CHECK(nth > 0, "no kernel of bucket %d reads the request block", p.buckets[b].seq_len);
+    if (c && nth > 0) expect_stray(c, pl, &p, b, nth, s, arg, 0, "changed the request block");
     /* and the next request is right again */
     if (c) check_request(c, pl, name, p.buckets[b].seq_len);
+    bertc_context_destroy(c);
+    /* a stray counter or weight byte stays where it is: each on a context of its own, destroyed after */
+    c = open_ctx(pl);
+    nth = find_arg(&p, b, KERNEL_ARG_COUNTERS, SCHED_BUF_COUNTERS, &s, &arg, &bytes);
+    CHECK(nth > 0, "no kernel of bucket %d uses arrival counters", p.buckets[b].seq_len);
+    if (c && nth > 0) expect_stray(c, pl, &p, b, nth, s, arg, 0, "left arrival counter byte 0 non-zero");
+    bertc_context_destroy(c);
+    c = open_ctx(pl);
+    nth = find_arg(&p, b, KERNEL_ARG_READ, SCHED_BUF_WEIGHTS, &s, &arg, &bytes);
+    CHECK(nth > 0, "no kernel of bucket %d reads the weights", p.buckets[b].seq_len);
+    if (c && nth > 0) {
+        testreq r;
+        testreq_random(&r, pl, p.buckets[b].seq_len, 1, 1);
+        E->stray_write(nth, arg, 0);
+        bertc_status st = bertc_debug_check_steps(c, &r.rq);
+        E->stray_write(0, 0, 0);
+        CHECK(st == BERTC_STATUS_BAD_PLAN && strstr(bertc_context_error(c), "the device's weights differ from the plan's"),
+              "a stray byte in the weights: %s (%s)", bertc_status_name(st), bertc_context_error(c));
+    }
     bertc_context_destroy(c);
     plan_free(&p);
     bertc_plan_close(pl);
