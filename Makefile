@@ -263,7 +263,9 @@ fixtures: $(FIXTURE_STAMPS)
 # carry CUBINs and PTX, so image selection and the performance model (token
 # buckets too) run on real images.  The *-batch-* plans add token
 # buckets for packed batches (small ones, so a batch of short requests and
-# one of a full-length request both occur).
+# one of a full-length request both occur).  tiny-bert-tuned-fp16 is
+# tiny-bert-fp16 compiled with --tune all: a step list per compute
+# capability, each run on the emulated device claiming it.
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
 # Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
@@ -274,7 +276,8 @@ PLAN_NAMES   := tiny-bert-fp32 tiny-bert-fp16 tiny-bert-bf16 tiny-bert-prefixed-
                 all-MiniLM-L6-v2-fp16-baseline \
                 tiny-bert-batch-fp32 tiny-bert-batch-fp16 tiny-bert-batch-bf16 all-MiniLM-L6-v2-batch-fp32 \
                 $(foreach m,$(FAMILY_MODELS),$(m)-fp32 $(m)-fp16 $(m)-bf16) \
-                tiny-roberta-batch-fp16 tiny-xlmr-tokcls-batch-fp32 tiny-mpnet-batch-fp32 tiny-mpnet-seqcls-batch-bf16
+                tiny-roberta-batch-fp16 tiny-xlmr-tokcls-batch-fp32 tiny-mpnet-batch-fp32 tiny-mpnet-seqcls-batch-bf16 \
+                tiny-bert-tuned-fp16
 PLAN_FIXTURES := $(PLAN_NAMES:%=$(PLAN_DIR)/%.plan)
 
 $(PLAN_DIR)/%.yaml: $(BUILD)/bertc $(FIXTURE_STAMPS)
@@ -289,12 +292,13 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	@n=$*; f=default; case $$n in *-baseline) f=baseline; n=$${n%-baseline} ;; esac; \
 	m=$$(echo $$n | sed 's/-[a-z0-9]*$$//'); p=$$(echo $$n | sed 's/.*-//'); t=; \
 	case $$m in *-batch) m=$${m%-batch}; t="--batch-tokens 64,256 --max-batch 16" ;; esac; \
+	case $$m in *-tuned) m=$${m%-tuned}; t="--tune all" ;; esac; \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
 	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
 	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
-	a=$(PLAN_ARCH); case $$n in tiny-bert-fp16|tiny-bert-batch-fp16) a=sm_75,sm_86,sm_90,emu ;; esac; \
+	a=$(PLAN_ARCH); case $$n in tiny-bert-fp16|tiny-bert-batch-fp16|tiny-bert-tuned-fp16) a=sm_75,sm_86,sm_90,emu ;; esac; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a, fusion $$f $$t)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b \
 	  --arch $$a --fusion $$f $$t -j 1 2>$@.log || { cat $@.log; exit 1; }

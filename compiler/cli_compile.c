@@ -45,9 +45,12 @@ static const char USAGE_COMPILE[] =
     "  -j N              compile threads (default: the number of cores)\n"
     "  --no-cache        neither read nor write the compile cache\n"
     "  --tune LIST       choose bertc's GEMM tilings for these GPUs of the performance\n"
-    "                    model only (t4, a10, l4, l40s, a100, h100, h200, b200), each\n"
-    "                    run by a listed --arch; default: every GPU the archs serve.\n"
-    "                    The plan still runs on every listed arch.\n"
+    "                    model (t4, a10, l4, l40s, a100, h100, h200, b200), each run\n"
+    "                    by a listed --arch, or 'all' of those the archs serve: a\n"
+    "                    step list per compute capability where their best choices\n"
+    "                    differ, picked at run time by the device's capability.\n"
+    "                    Default: one step list, the best compromise over every GPU\n"
+    "                    the archs serve. The plan runs on every listed arch either way.\n"
     "  -v                print what each fusion pass did\n";
 
 static int cli_parse_precision(const char *s, plan_dtype *out) {

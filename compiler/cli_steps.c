@@ -30,11 +30,12 @@ typedef struct steps_model {
     int on;
     plan p;
     predict_result r;
+    int same;                    /* the GPU runs the context's step list (a --tune plan may have several) */
 } steps_model;
 
 /* The modelled µs of step i at length len (the bucket that serves it); < 0 if none. */
 static double steps_predicted(const steps_model *m, int len, int i) {
-    if (!m->on) return -1;
+    if (!m->on || !m->same) return -1;
     for (int b = 0; b < m->r.nbuckets; b++)
         if (m->r.buckets[b].seq_len >= len) return i < m->r.buckets[b].nsteps ? m->r.buckets[b].steps[i].us : -1;
     return -1;
@@ -115,9 +116,9 @@ static void steps_print_json(const steps_model *m, int len, const bertc_step_tim
 }
 
 /* One length: the steps, then the graph; 0 or the exit status. */
-static int steps_one(const steps_model *m, bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int len,
+static int steps_one(const steps_model *m, bertc_context *ctx, const int32_t *ids, int len,
                      int reps, int json, int first) {
-    int n = bertc_debug_step_count(pl, len);
+    int n = bertc_debug_step_count(ctx, len);
     bertc_step_time *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
     if (!t) return cli_runtime_fail(BERTC_STATUS_OUT_OF_MEMORY, "out of memory");
     bertc_request rq = {ids, NULL, NULL, len};
@@ -168,6 +169,13 @@ int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, 
     steps_model m;
     int rc = steps_model_open(&m, path, gpu);
     if (rc) return rc;
+    if (m.on) {
+        const predict_gpu *g = predict_gpu_find(gpu);
+        m.same = plan_variant_for(&m.p, g->major, g->minor) == bertc_debug_variant(ctx);
+        if (!m.same)
+            fprintf(stderr, "bertc: note: the plan runs other steps on %s than on this device (compiled with --tune): "
+                            "no predicted column\n", gpu);
+    }
     if (json) {
         printf("{\"plan\": ");
         steps_json_str(path);
@@ -183,7 +191,7 @@ int cli_bench_steps(bertc_context *ctx, const bertc_plan *pl, const char *path, 
     }
     for (int b = 0; b < bertc_plan_bucket_count(pl) && !rc; b++) {
         if (seq_len && b > 0) break;
-        rc = steps_one(&m, ctx, pl, ids, seq_len ? seq_len : bertc_plan_bucket_len(pl, b), reps, json, b == 0);
+        rc = steps_one(&m, ctx, ids, seq_len ? seq_len : bertc_plan_bucket_len(pl, b), reps, json, b == 0);
     }
     steps_model_close(&m);
     if (rc) return rc;
@@ -237,13 +245,13 @@ static int steps_check_one(bertc_context *ctx, const bertc_plan *pl, const int32
         return 1;
     }
     printf("length %d: %d steps keep to their launch contracts; %zu output values equal the graph's bit for bit\n", len,
-           bertc_debug_step_count(pl, len), n);
+           bertc_debug_step_count(ctx, len), n);
     return 0;
 }
 
 int cli_bench_check(bertc_context *ctx, const bertc_plan *pl, const int32_t *ids, int seq_len) {
-    printf("checking each step against its launch contract (image %s %s)\n", bertc_context_image_arch(ctx),
-           bertc_context_image_kind(ctx));
+    printf("checking each step against its launch contract (image %s %s, step list %d)\n",
+           bertc_context_image_arch(ctx), bertc_context_image_kind(ctx), bertc_debug_variant(ctx) + 1);
     int rc = 0;
     for (int b = 0; b < bertc_plan_bucket_count(pl) && !rc; b++) {
         if (seq_len && b > 0) break;

@@ -129,6 +129,34 @@ static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) 
     }
 }
 
+/* Which devices variant v runs on: its capability range, and the
+ * architectures bertc builds for (and the emulated device) inside it. */
+static void inspect_variant_devices(const plan *p, int v, char *out, size_t cap) {
+    const sched_bucket *b = plan_variant_buckets(p, v);
+    int n = snprintf(out, cap, "compute capability %d.%d", b->cc_min / 10, b->cc_min % 10);
+    if (b->cc_max == PLAN_CC_MAX) n += snprintf(out + n, cap - (size_t)n, " and newer");
+    else if (b->cc_max != b->cc_min) n += snprintf(out + n, cap - (size_t)n, " to %d.%d", b->cc_max / 10, b->cc_max % 10);
+    const char *sep = ": ";
+    if (b->cc_min == 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, "%sthe emulated device", sep), sep = ", ";
+    for (int a = 0; arch_supported_name(a) && (size_t)n < cap; a++) {
+        int cc = arch_number(arch_supported_name(a));
+        if (cc >= b->cc_min && cc <= b->cc_max)
+            n += snprintf(out + n, cap - (size_t)n, "%s%s", sep, arch_supported_name(a)), sep = ", ";
+    }
+}
+
+static void inspect_text_buckets(FILE *f, const plan *p) {
+    int nv = plan_variant_count(p);
+    for (int v = 0; v < nv; v++) {
+        if (nv > 1) {
+            char dev[256];
+            inspect_variant_devices(p, v, dev, sizeof dev);
+            fprintf(f, "\nstep list %d of %d (bertc compile --tune), for %s\n", v + 1, nv, dev);
+        }
+        for (int b = 0; b < p->nbuckets; b++) inspect_text_bucket(f, p, &plan_variant_buckets(p, v)[b]);
+    }
+}
+
 void inspect_write_text(FILE *f, const plan *p, const char *path) {
     char sha[65];
     plan_sha256(p, sha);
@@ -151,7 +179,7 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
     }
     inspect_text_serves(f, p);
     inspect_text_kernels(f, p);
-    for (int b = 0; b < p->nbuckets; b++) inspect_text_bucket(f, p, &p->buckets[b]);
+    inspect_text_buckets(f, p);
 }
 
 /* ------------------------------------------------------------ JSON */
@@ -252,5 +280,18 @@ void inspect_write_json(FILE *f, const plan *p) {
     }
     fprintf(f, "],\n \"buckets\": [");
     for (int b = 0; b < p->nbuckets; b++) inspect_json_bucket(f, p, &p->buckets[b], b == 0);
+    /* a plan with several step lists (--tune): "buckets" is the first's,
+     * "variants" has each one's devices and buckets */
+    fprintf(f, "],\n \"variants\": [");
+    for (int v = 0; plan_variant_count(p) > 1 && v < plan_variant_count(p); v++) {
+        const sched_bucket *vb = plan_variant_buckets(p, v);
+        char dev[256];
+        inspect_variant_devices(p, v, dev, sizeof dev);
+        fprintf(f, "%s{\"cc_min\": %u, \"cc_max\": %u, \"devices\": ", v ? ",\n  " : "", vb->cc_min, vb->cc_max);
+        inspect_json_str(f, dev);
+        fprintf(f, ", \"buckets\": [");
+        for (int b = 0; b < p->nbuckets; b++) inspect_json_bucket(f, p, &vb[b], b == 0);
+        fprintf(f, "]}");
+    }
     fprintf(f, "]}\n");
 }

@@ -54,21 +54,22 @@ void predict_write_json(FILE *f, const plan *p, const predict_result *r, int buc
     fprintf(f, "{\"gpu\": \"%s\", \"part\": ", g->name);
     inspect_json_str(f, g->part);
     fprintf(f,
-            ", \"compute_capability\": \"%d.%d\", \"image\": \"%s\", \"image_kind\": \"%s\", \"stats_image\": \"%s\",\n"
+            ", \"compute_capability\": \"%d.%d\", \"image\": \"%s\", \"image_kind\": \"%s\", \"stats_image\": \"%s\", "
+            "\"variant\": %d,\n"
             " \"spec\": {\"sms\": %d, \"clock_mhz\": %.0f, \"dram_gbs\": %.0f, \"l2_mb\": %.0f, \"tensor_tflops\": %.1f, "
             "\"warp_mma_share\": %.4f, \"fp32_lanes\": %d, \"regs_per_sm\": %d, \"smem_per_sm\": %d, "
             "\"max_ctas_per_sm\": %d, \"max_threads_per_sm\": %d},\n"
             " \"constants\": {\"launch_cycles\": %.1f, \"efficiency\": %.4f, \"units\": \"%s\"},\n \"buckets\": [",
             g->major, g->minor, predict_image_name(p, r->image),
             r->image < 0 ? "none" : p->images[r->image].kind == PLAN_IMAGE_PTX ? "ptx" : "cubin",
-            predict_image_name(p, r->stats_image), g->sms, g->clock_mhz, g->dram_gbs, g->l2_mb, g->tensor_tflops,
+            predict_image_name(p, r->stats_image), r->variant, g->sms, g->clock_mhz, g->dram_gbs, g->l2_mb, g->tensor_tflops,
             g->warp_mma_share, g->fp32_lanes, g->regs_per_sm, g->smem_per_sm, g->max_ctas_per_sm,
             g->max_threads_per_sm, r->k.launch_cycles, r->k.efficiency, r->k.tensor_units ? "tensor" : "plan");
     int first = 1;
     for (int b = 0; b < r->nbuckets; b++) {
         if (bucket >= 0 && r->buckets[b].seq_len != bucket) continue;
         if (!first) fputc(',', f);
-        predict_json_bucket(f, p, &r->buckets[b], &p->buckets[b]);
+        predict_json_bucket(f, p, &r->buckets[b], &r->sched[b]);
         first = 0;
     }
     fprintf(f, "]}");
@@ -149,7 +150,10 @@ void predict_write_text(FILE *f, const plan *p, const predict_result *r, int buc
             r->image >= 0 && p->images[r->image].kind == PLAN_IMAGE_PTX ? "PTX (JIT)" : "CUBIN",
             predict_image_name(p, r->image), predict_image_name(p, r->stats_image), r->k.launch_cycles,
             r->k.efficiency, r->k.tensor_units ? "; units=tensor (every kernel on tensor cores, as TensorRT's)" : "");
+    if (plan_variant_count(p) > 1)
+        fprintf(f, "runs step list %d of %d (bertc compile --tune: the list for compute capability %d.%d)\n",
+                r->variant + 1, plan_variant_count(p), g->major, g->minor);
     for (int b = 0; b < r->nbuckets; b++)
-        if (bucket < 0 || r->buckets[b].seq_len == bucket) predict_text_bucket(f, p, &r->buckets[b], &p->buckets[b]);
+        if (bucket < 0 || r->buckets[b].seq_len == bucket) predict_text_bucket(f, p, &r->buckets[b], &r->sched[b]);
     if (bucket < 0) predict_text_throughput(f, r);
 }

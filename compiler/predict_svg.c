@@ -225,7 +225,7 @@ int predict_write_svg(const char *path, const plan *p, const predict_result *r, 
         if (r->buckets[b].seq_len == bucket) bi = b;
     if (bi < 0) return diag_set(d, DIAG_CODE_USAGE, "--bucket %d: the plan has no such bucket", bucket);
     const predict_bucket *b = &r->buckets[bi];
-    const sched_bucket *sb = &p->buckets[bi];
+    const sched_bucket *sb = &r->sched[bi];
     svg_ctx c = {.scale = (SVG_W - SVG_LEFT - SVG_RIGHT) / (b->us > 0 ? b->us : 1.0)};
     for (int lane = 0; lane <= SVG_NLANES; lane++) c.lane_of[lane] = -1;
     for (int i = 0; i < sb->nsteps; i++) c.lane_of[svg_lane(predict_step_template(p, &sb->steps[i]))] = 0;

@@ -28,14 +28,19 @@ typedef struct bertc_step_time {
     int algorithm;           /* gemm: the one kept (0: the heuristic's first); -1 for kernels */
 } bertc_step_time;
 
-/* Steps of the bucket that serves a request of length len (0 if none does). */
-int bertc_debug_step_count(const bertc_plan *plan, int64_t len);
+/* Steps of the bucket that serves a request of length len on the
+ * context's device (0 if none does): a plan built with `--tune` may run
+ * other steps on other devices. */
+int bertc_debug_step_count(const bertc_context *ctx, int64_t len);
+/* The plan's step list (variant, runtime/plan/plan.h) the context's
+ * device runs: 0 .. variants - 1, by its compute capability. */
+int bertc_debug_variant(const bertc_context *ctx);
 
 /*
  * Runs req's bucket outside its graph, one step at a time on the context's
  * stream, each between two CUDA events with a synchronisation after it:
  * one untimed pass, then `reps` timed ones; out[i] describes step i
- * (nsteps must be bertc_debug_step_count(plan, req->len)).  Kernels are
+ * (nsteps must be bertc_debug_step_count(ctx, req->len)).  Kernels are
  * launched plainly (no step overlaps another), so the times are each
  * step's own, launch gaps excluded.  On the emulated device they are CPU
  * times.  Afterwards the context has no readable outputs (the graph did

@@ -65,6 +65,7 @@ struct rt_device {
     int l2_bytes;                  /* the device's L2 cache */
     char arch[16];                 /* the device's arch name ("sm_86", "emu") */
     int image;                     /* index of the plan image in use */
+    const sched_bucket *buckets;   /* [plan nbuckets] the plan's step lists for this device (plan_variant_for) */
     CUmodule module;
     CUfunction *functions;         /* [nkernels] */
     CUdeviceptr weights;

@@ -76,8 +76,7 @@ static bertc_status rt_batch_check(bertc_context *c, const bertc_request *q, siz
 
 /* The packed request block (plan_types.h) of n requests in bucket b. */
 static void rt_batch_stage(bertc_context *c, const bertc_request *q, size_t n, int b, int64_t tokens) {
-    const plan *p = &c->plan->p;
-    const sched_bucket *bk = &p->buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     int B = bk->seq_len, N = bk->max_seqs;
     int32_t *hdr = c->staging, *ids = hdr + KERNEL_REQ_HEADER_WORDS, *types = ids + B, *mask = types + B;
     int32_t *pos = mask + B, *start = pos + B;
@@ -90,7 +89,7 @@ static void rt_batch_stage(bertc_context *c, const bertc_request *q, size_t n, i
         int64_t len = q[i].len;
         memcpy(ids + at, q[i].input_ids, (size_t)len * sizeof *ids);
         if (q[i].token_type_ids) memcpy(types + at, q[i].token_type_ids, (size_t)len * sizeof *types);
-        else for (int64_t k = 0; k < len; k++) types[at + k] = p->token_type_default;
+        else for (int64_t k = 0; k < len; k++) types[at + k] = c->plan->p.token_type_default;
         if (q[i].attention_mask) memcpy(mask + at, q[i].attention_mask, (size_t)len * sizeof *mask);
         else for (int64_t k = 0; k < len; k++) mask[at + k] = 1;
         for (int64_t k = 0; k < len; k++) pos[at + k] = (int32_t)k;
@@ -139,7 +138,7 @@ static bertc_status rt_batch_output(bertc_context *c, int i, const char *fn, con
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "%s: the last request was not a batch (read it with bertc_output_read)", fn);
     bertc_status st = rt_output_check(c, i, fn);
-    if (!st) *o = &c->plan->p.buckets[c->last_bucket].outputs[i];
+    if (!st) *o = &c->dev->buckets[c->last_bucket].outputs[i];
     return st;
 }
 

@@ -207,7 +207,7 @@ bertc_status bertc_debug_check_steps(bertc_context *c, const bertc_request *q) {
     int b = 0;
     bertc_status e = rt_request_check(c, q, &b);
     if (e) return e;
-    rt_check k = {.c = c, .bk = &c->plan->p.buckets[b]};
+    rt_check k = {.c = c, .bk = &c->dev->buckets[b]};
     k.arena = (size_t)k.bk->arena_bytes;
     k.request = rt_request_bytes(k.bk);
     k.counters = k.bk->counter_bytes;

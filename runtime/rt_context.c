@@ -62,7 +62,7 @@ void bertc_context_destroy(bertc_context *c) {
         if (c->stream) t->cuStreamSynchronize(c->stream);
         for (int b = 0; c->graphs && b < p->nbuckets; b++) rt_graph_free(c, b);
         for (int b = 0; c->gemms && b < p->nbuckets; b++) {
-            for (int s = 0; c->gemms[b] && s < p->buckets[b].nsteps; s++) rt_gemm_free(t, &c->gemms[b][s]);
+            for (int s = 0; c->gemms[b] && s < c->dev->buckets[b].nsteps; s++) rt_gemm_free(t, &c->gemms[b][s]);
             free(c->gemms[b]);
         }
         if (c->lt) t->cublasLtDestroy(c->lt);
@@ -108,7 +108,7 @@ static bertc_status rt_counters_create(bertc_context *c) {
 
 /* options.outputs into c->copied: every output, or the names listed. */
 static bertc_status rt_outputs_select(bertc_context *c) {
-    const sched_bucket *bk = &c->plan->p.buckets[0];
+    const sched_bucket *bk = &c->dev->buckets[0];
     const char *list = c->opt.outputs;
     if (!(c->copied = rt_calloc((size_t)bk->noutputs, 1)))
         return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
@@ -164,8 +164,8 @@ static bertc_status rt_context_host(bertc_context *c) {
     for (int o = 0; o < nout; o++) {
         size_t most = 0;
         for (int b = 0; b < p->nbuckets && c->copied[o]; b++) {
-            const sched_output *out = &p->buckets[b].outputs[o];
-            size_t n = rt_output_bytes(out, rt_output_rows(&p->buckets[b], out));
+            const sched_output *out = &c->dev->buckets[b].outputs[o];
+            size_t n = rt_output_bytes(out, rt_output_rows(&c->dev->buckets[b], out));
             if (n > most) most = n;
         }
         c->output_offset[o] = total;
@@ -350,7 +350,7 @@ static const char *rt_bucket_word(const sched_bucket *bk) { return bk->max_seqs 
 
 bertc_status rt_bucket_launch(bertc_context *c, int b) {
     const device_table *t = c->t;
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     CUresult r;
     if (c->opt.timing && (r = t->cuEventRecord(c->ev_start, c->stream)) != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "cuEventRecord");
@@ -411,7 +411,7 @@ bertc_status rt_output_check(bertc_context *c, int i, const char *fn) {
     if (c->last_bucket < 0)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "%s: no successful %s to read from", fn,
                         strcmp(fn, "bertc_output_read") ? "batch" : "request");
-    const sched_bucket *bk = &c->plan->p.buckets[c->last_bucket];
+    const sched_bucket *bk = &c->dev->buckets[c->last_bucket];
     if (i < 0 || i >= bk->noutputs)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "output %d does not exist (the plan has %d)",
                         i, bk->noutputs);
@@ -422,7 +422,7 @@ bertc_status rt_output_check(bertc_context *c, int i, const char *fn) {
 }
 
 void rt_output_copy(const bertc_context *c, int i, int64_t first, int64_t rows, float *dst) {
-    const sched_output *o = &c->plan->p.buckets[c->last_bucket].outputs[i];
+    const sched_output *o = &c->dev->buckets[c->last_bucket].outputs[i];
     const uint8_t *src = c->outputs + c->output_offset[i];
     size_t es = (size_t)plan_dtype_size(o->dtype);
     for (int64_t r = 0; r < rows; r++)
@@ -437,7 +437,7 @@ bertc_status bertc_output_read(bertc_context *c, int i, float *dst, size_t count
                         "bertc_output_read: the last request was a packed batch (read it with bertc_batch_output_read)");
     bertc_status st = rt_output_check(c, i, "bertc_output_read");
     if (st) return st;
-    const sched_output *o = &c->plan->p.buckets[c->last_bucket].outputs[i];
+    const sched_output *o = &c->dev->buckets[c->last_bucket].outputs[i];
     int64_t rows = o->rows_are_seq ? c->last_len : 1;
     if (!dst || count != (size_t)(rows * o->cols))
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,

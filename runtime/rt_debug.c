@@ -17,12 +17,16 @@
 #include "bertc_debug.h"
 #include "rt.h"
 
-int bertc_debug_step_count(const bertc_plan *pl, int64_t len) {
-    if (!pl) return 0;
-    const plan *p = &pl->p;
-    for (int b = 0; b < p->nbuckets; b++)
-        if (p->buckets[b].seq_len >= len && len >= 1) return p->buckets[b].nsteps;
+int bertc_debug_step_count(const bertc_context *c, int64_t len) {
+    if (!c || !c->dev) return 0;
+    for (int b = 0; b < plan_length_buckets(&c->plan->p); b++)
+        if (c->dev->buckets[b].seq_len >= len && len >= 1) return c->dev->buckets[b].nsteps;
     return 0;
+}
+
+int bertc_debug_variant(const bertc_context *c) {
+    return c && c->dev ? (int)(c->dev->buckets - c->plan->p.buckets) / (c->plan->p.nbuckets ? c->plan->p.nbuckets : 1)
+                       : -1;
 }
 
 static int rt_debug_cmp(const void *a, const void *b) {
@@ -40,13 +44,13 @@ static bertc_status rt_debug_time_step(bertc_context *c, int b, int s, float *ms
     if ((r = t->cuEventRecord(c->ev_stop, c->stream)) == CUDA_SUCCESS && (r = t->cuEventSynchronize(c->ev_stop)) == CUDA_SUCCESS)
         r = t->cuEventElapsedTime(ms, c->ev_start, c->ev_stop);
     if (r != CUDA_SUCCESS)
-        return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing it", c->plan->p.buckets[b].steps[s].name);
+        return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing it", c->dev->buckets[b].steps[s].name);
     return BERTC_STATUS_OK;
 }
 
 /* The request on the device, then 1 + reps passes over the steps. */
 static bertc_status rt_debug_run(bertc_context *c, const bertc_request *q, int b, int reps, float *ms) {
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     rt_request_stage(c, q, b);
     CUresult r = c->t->cuMemcpyHtoD(c->request, c->staging, (size_t)kernel_request_bytes(bk->seq_len));
     if (r != CUDA_SUCCESS) return rt_cu_error(c->t, r, c->err, sizeof c->err, "cuMemcpyHtoD(request block)");
@@ -70,7 +74,7 @@ bertc_status bertc_debug_time_steps(bertc_context *c, const bertc_request *q, in
     int b = 0;
     bertc_status st = rt_request_check(c, q, &b);
     if (st) return st;
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     if (nsteps != bk->nsteps)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "bertc_debug_time_steps: the bucket of %d has %d steps, the buffer %d", bk->seq_len,

@@ -89,8 +89,8 @@ static bertc_status rt_device_bind_kernels(rt_device *d, const plan *p, char *er
                                p->images[d->image].arch);
         unsigned need = 0;
         for (int b = 0; b < p->nbuckets; b++)
-            for (int s = 0; s < p->buckets[b].nsteps; s++) {
-                const sched_step *st = &p->buckets[b].steps[s];
+            for (int s = 0; s < d->buckets[b].nsteps; s++) {
+                const sched_step *st = &d->buckets[b].steps[s];
                 if (st->kind == SCHED_STEP_KERNEL && st->launch.kernel == k && st->launch.dims.shared_bytes > need)
                     need = st->launch.dims.shared_bytes;
             }
@@ -154,6 +154,7 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         st = rt_error(BERTC_STATUS_NO_DEVICE, err, cap, "%s: %s", pl->path, why);
         goto fail;
     }
+    d->buckets = plan_variant_buckets(p, plan_variant_for(p, d->major, d->minor));
     if ((r = t->cuDevicePrimaryCtxRetain(&d->ctx, d->dev)) != CUDA_SUCCESS) {
         d->ctx = NULL;
         st = rt_cu_error(t, r, err, cap, "cuDevicePrimaryCtxRetain(device %d)", d->ordinal);

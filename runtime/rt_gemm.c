@@ -296,7 +296,7 @@ bertc_status rt_gemms_make(bertc_context *c) {
     rt_gemm_memo memo = {0};
     bertc_status bs = BERTC_STATUS_OK;
     for (int b = 0; b < p->nbuckets && !bs; b++) {
-        const sched_bucket *bk = &p->buckets[b];
+        const sched_bucket *bk = &c->dev->buckets[b];
         if (!(c->gemms[b] = rt_calloc((size_t)bk->nsteps, sizeof **c->gemms))) {
             bs = rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
             break;

@@ -84,7 +84,7 @@ static bertc_status rt_launch(bertc_context *c, const sched_step *st, int progra
 }
 
 bertc_status rt_step_enqueue(bertc_context *c, int b, int s) {
-    const sched_step *st = &c->plan->p.buckets[b].steps[s];
+    const sched_step *st = &c->dev->buckets[b].steps[s];
     if (st->kind == SCHED_STEP_GEMM) return rt_gemm_enqueue(c, st, &c->gemms[b][s]);
     return rt_launch(c, st, 0);
 }
@@ -93,7 +93,7 @@ bertc_status rt_step_enqueue(bertc_context *c, int b, int s) {
  * one of several rows remembered for rt_graph_set_rows. */
 static bertc_status rt_capture_output(bertc_context *c, int b, int o) {
     const device_table *t = c->t;
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     const sched_output *out = &bk->outputs[o];
     rt_graph *g = &c->graphs[b];
     int64_t rows = rt_output_rows(bk, out);
@@ -120,7 +120,7 @@ static bertc_status rt_capture_output(bertc_context *c, int b, int o) {
 
 /* The request copy and the steps, into a capturing stream. */
 static bertc_status rt_capture_steps(bertc_context *c, int b) {
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     CUresult r = c->t->cuMemcpyHtoDAsync(c->request, c->staging, rt_request_bytes(bk), c->stream);
     if (r != CUDA_SUCCESS)
         return rt_cu_error(c->t, r, c->err, sizeof c->err, "bucket %d: cuMemcpyHtoDAsync(request block)", bk->seq_len);
@@ -139,7 +139,7 @@ static bertc_status rt_capture_steps(bertc_context *c, int b) {
 
 bertc_status rt_graph_capture(bertc_context *c, int b) {
     const device_table *t = c->t;
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     rt_graph *g = &c->graphs[b];
     if (!(g->copy = rt_calloc((size_t)bk->noutputs, sizeof *g->copy)) ||
         !(g->rows = rt_calloc((size_t)bk->noutputs, sizeof *g->rows))) {
@@ -168,7 +168,7 @@ bertc_status rt_graph_capture(bertc_context *c, int b) {
 }
 
 bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len, int64_t nseq) {
-    const sched_bucket *bk = &c->plan->p.buckets[b];
+    const sched_bucket *bk = &c->dev->buckets[b];
     rt_graph *g = &c->graphs[b];
     for (int o = 0; o < bk->noutputs; o++) {
         const sched_output *out = &bk->outputs[o];

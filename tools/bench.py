@@ -17,6 +17,8 @@ and prints, per model and bucket (128 and 384):
   * the same for a plan tuned for each of those GPUs alone (the default
     flags plus `--tune GPU`: bertc's GEMM tilings chosen for that GPU, not
     for every GPU the architectures serve), on that GPU;
+  * one plan with a step list per compute capability (`--tune all`) on
+    each GPU of the model's table, beside the default plan;
   * the calibration table (the baseline plans against TensorRT's published
     figures, tools/fit_perf_model.py);
   * compile time of BERT-base, cold and warm, wall and CPU
@@ -119,6 +121,23 @@ def tuned_table(results, tuned):
     return lines
 
 
+ALL_GPUS = ("t4", "a10", "l4", "l40s", "a100", "h100", "h200", "b200")
+
+
+def tune_all_table(results, every):
+    lines = ["## One plan, a step list per compute capability (`--tune all`): modelled µs, --tune all / default", "",
+             "| model | seq | " + " | ".join(g.upper() for g in ALL_GPUS) + " |",
+             "|---|---|" + "---|" * len(ALL_GPUS)]
+    for model in ("base", "large"):
+        for s in BUCKETS:
+            cells = ["BERT-%s" % model, str(s)]
+            for g in ALL_GPUS:
+                t, d = every[model][s]["us"].get(g), results[model]["default"][s]["us"].get(g)
+                cells.append("%.0f / %.0f" % (t, d) if t and d else "—")
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def compile_times(build):
     out = run(["sh", "tools/bench_compile.sh", build, "bench-bert-base"])
     got = {}
@@ -138,7 +157,7 @@ def main():
     bench = os.path.join(a.build, "bench")
     os.makedirs(bench, exist_ok=True)
     cache = os.path.join(bench, "cache")
-    results, plans, layers, tuned = {}, {}, {}, {}
+    results, plans, layers, tuned, every = {}, {}, {}, {}, {}
     for model, (name, shape, nlayers) in MODELS.items():
         yaml = prepare(a.build, bertc, name, shape)
         layers[model] = nlayers
@@ -152,9 +171,12 @@ def main():
             plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-tuned-%s.plan" % (name, g)),
                                 DEFAULT_FLAGS + " --tune " + g, cache)
             tuned[model][g] = describe(bertc, plan)
+        plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-tuned-all.plan" % name),
+                            DEFAULT_FLAGS + " --tune all", cache)
+        every[model] = describe(bertc, plan)
     lines = ["# bertc bench (`make bench`)", "",
              "Default flags: `%s`; baseline flags: `%s`." % (DEFAULT_FLAGS or "(none)", BASELINE_FLAGS or "(none)"),
-             ""] + tables(results, layers) + [""] + tuned_table(results, tuned)
+             ""] + tables(results, layers) + [""] + tuned_table(results, tuned) + [""] + tune_all_table(results, every)
     cal = run([sys.executable, "tools/fit_perf_model.py", "--bertc", bertc, "--markdown",
                "--base", plans[("base", "baseline")], "--large", plans[("large", "baseline")]])
     lines += ["", "## Calibration: the baseline plans against TensorRT's published figures", ""] + cal.strip().split("\n")

@@ -17,7 +17,8 @@
 #      performance model's prediction for this GPU beside each step
 #      (--predict, when the model's table has the GPU);
 #   6. BERT-base tuned for this GPU (compile --tune) against the default
-#      plan, when the performance model's table has the GPU;
+#      plan, when the performance model's table has the GPU, and the plan
+#      with a step list per capability (--tune all, default archs);
 #   7. on compute capability 9.0 and newer, the graph with and without
 #      programmatic dependent launch (--no-pdl).
 set -eu
@@ -63,6 +64,11 @@ if [ -n "$model" ]; then
     # shellcheck disable=SC2086
     build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --per-step --iters 50 $predict
 fi
+# one plan with a step list per capability (compile --tune all): the device picks its own,
+# which the check names; on this GPU it should time like the tuned plan
+build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-all.plan --buckets 128 --tune all
+build/bertc bench build/gpu-bert-base-all.plan --device cuda --check-steps
+build/bertc bench build/gpu-bert-base-all.plan --device cuda --iters 500
 # shellcheck disable=SC2086
 build/bertc bench build/gpu-bert-base.plan --device cuda --per-step --iters 50 $predict
 # shellcheck disable=SC2086

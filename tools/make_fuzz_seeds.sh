@@ -40,6 +40,10 @@ cp $C/fuzz_plan/micro-baseline.plan $C/fuzz_plan_sealed/micro-baseline.plan
     --max-batch 4 -j 1 2>/dev/null
 "$BUILD/tools/seed_plan" "$T/micro-batch.plan" $C/fuzz_plan/micro-batch.plan
 cp $C/fuzz_plan/micro-batch.plan $C/fuzz_plan_sealed/micro-batch.plan
+# step lists per compute capability (--tune all): the variants' ranges and their equal buckets
+"$BUILD/bertc" compile "$T/micro.yaml" -o "$T/micro-tuned.plan" --arch sm_80,sm_90 --buckets 8,16 --tune all -j 1 2>/dev/null
+"$BUILD/tools/seed_plan" "$T/micro-tuned.plan" $C/fuzz_plan/micro-tuned.plan
+cp $C/fuzz_plan/micro-tuned.plan $C/fuzz_plan_sealed/micro-tuned.plan
 printf '\000Hello, world! ##ing [CLS] cafe\314\201 \344\270\255\346\226\207\000a pair' >$C/fuzz_tokenizer/text.bin
 printf '\001[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n##lo\nworld\n\000hello world hellolo' >$C/fuzz_tokenizer/vocab.bin
 { cat "$M/config.json"; printf '\000'; cat "$M/tokenizer_config.json"; } >$C/fuzz_import/micro.bin

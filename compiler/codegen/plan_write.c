@@ -92,6 +92,9 @@ static void pw_f64(pw_buf *b, double v) {
 }
 static void pw_zero(pw_buf *b, size_t n) { pw_put(b, NULL, n); }
 
+/* Bucket records: every variant's (plan.h). */
+static int pw_records(const plan *p) { return plan_variant_count(p) * p->nbuckets; }
+
 /* ---- the string table: deduplicated, in first-use order ------------------ */
 
 typedef struct pw_strtab {
@@ -252,7 +255,8 @@ static int pw_check(const plan *p, const char *path, diag *d) {
         if (im->size && !im->data) return pw_fail(d, path, "image %d (%s) has %zu bytes but no data", i, im->arch, im->size);
     }
     if (p->nbuckets < 0 || (p->nbuckets && !p->buckets)) return pw_fail(d, path, "bad bucket table (%d)", p->nbuckets);
-    for (int i = 0; i < p->nbuckets; i++) {
+    if (p->nvariants < 0) return pw_fail(d, path, "bad variant count (%d)", p->nvariants);
+    for (int i = 0; i < pw_records(p); i++) {
         const sched_bucket *b = &p->buckets[i];
         if (b->nsteps < 0 || (b->nsteps && !b->steps)) return pw_fail(d, path, "bucket %d: bad step list", i);
         if (b->noutputs < 0 || (b->noutputs && !b->outputs)) return pw_fail(d, path, "bucket %d: bad output list", i);
@@ -293,7 +297,7 @@ static void pw_signature(pw_buf *b, pw_strtab *st, const plan *p) {
     pw_u64(b, p->arena_bytes);
     pw_u32(b, (uint32_t)p->nkernels);
     pw_u32(b, (uint32_t)p->nimages);
-    pw_u32(b, (uint32_t)p->nbuckets);
+    pw_u32(b, (uint32_t)pw_records(p));
     pw_u32(b, (uint32_t)p->fusion);
 }
 
@@ -554,7 +558,8 @@ static int pw_encode(pw_state *w, const plan *p) {
         }
 
     pw_buf *sb = &w->sec[PLAN_SECTION_SCHEDULES].buf;
-    for (int i = 0; i < p->nbuckets; i++) {
+    int one = plan_variant_count(p) == 1; /* then its range is every capability */
+    for (int i = 0; i < pw_records(p); i++) {
         const sched_bucket *b = &p->buckets[i];
         pw_u32(sb, (uint32_t)b->seq_len);
         pw_u32(sb, (uint32_t)b->nsteps);
@@ -562,9 +567,10 @@ static int pw_encode(pw_state *w, const plan *p) {
         pw_u32(sb, (uint32_t)b->max_seqs);
         pw_u64(sb, b->arena_bytes);
         pw_u32(sb, b->counter_bytes); /* format 7 */
-        pw_u32(sb, 0);
+        pw_u16(sb, one ? 0 : b->cc_min); /* format 8 */
+        pw_u16(sb, one ? PLAN_CC_MAX : b->cc_max);
     }
-    for (int i = 0; i < p->nbuckets; i++) {
+    for (int i = 0; i < pw_records(p); i++) {
         const sched_bucket *b = &p->buckets[i];
         for (int j = 0; j < b->nsteps; j++) pw_step(sb, &w->st, &b->steps[j]);
         for (int j = 0; j < b->noutputs; j++) pw_output(sb, &w->st, &b->outputs[j]);

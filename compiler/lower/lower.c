@@ -129,6 +129,123 @@ static int lower_bucket(lower_ctx *c) {
 
 /* ------------------------------------------------------------ the model */
 
+/* ------------------------------------------------------------ variants */
+
+static int lower_ref_eq(sched_ref a, sched_ref b) { return a.buf == b.buf && a.offset == b.offset; }
+
+static int lower_gemm_eq(const sched_gemm *a, const sched_gemm *b) {
+    return a->transa == b->transa && a->transb == b->transb && a->m == b->m && a->n == b->n && a->k == b->k &&
+           a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc && a->ldd == b->ldd &&
+           a->batch_count == b->batch_count && a->stride_a == b->stride_a && a->stride_b == b->stride_b &&
+           a->stride_c == b->stride_c && a->stride_d == b->stride_d && a->ab_type == b->ab_type &&
+           a->cd_type == b->cd_type && a->bias_type == b->bias_type && a->alpha == b->alpha && a->beta == b->beta &&
+           a->epilogue == b->epilogue && lower_ref_eq(a->a, b->a) && lower_ref_eq(a->b, b->b) &&
+           lower_ref_eq(a->c, b->c) && lower_ref_eq(a->d, b->d) && lower_ref_eq(a->bias, b->bias);
+}
+
+static int lower_step_eq(const sched_step *a, const sched_step *b) {
+    if (a->kind != b->kind || strcmp(a->name, b->name)) return 0;
+    if (a->kind == SCHED_STEP_GEMM) return lower_gemm_eq(&a->gemm, &b->gemm);
+    const sched_launch *x = &a->launch, *y = &b->launch;
+    if (x->kernel != y->kernel || x->nargs != y->nargs || memcmp(&x->dims, &y->dims, sizeof x->dims)) return 0;
+    for (int i = 0; i < x->nargs; i++)
+        if (!lower_ref_eq(x->args[i], y->args[i])) return 0;
+    return 1;
+}
+
+/* Whether two lowerings of one bucket are the same program. */
+static int lower_bucket_eq(const sched_bucket *a, const sched_bucket *b) {
+    if (a->nsteps != b->nsteps || a->noutputs != b->noutputs || a->arena_bytes != b->arena_bytes ||
+        a->counter_bytes != b->counter_bytes)
+        return 0;
+    for (int i = 0; i < a->nsteps; i++)
+        if (!lower_step_eq(&a->steps[i], &b->steps[i])) return 0;
+    for (int i = 0; i < a->noutputs; i++)
+        if (!lower_ref_eq(a->outputs[i].ref, b->outputs[i].ref) || a->outputs[i].row_stride != b->outputs[i].row_stride)
+            return 0;
+    return 1;
+}
+
+/* Joins each variant to the one before when every bucket lowered alike
+ * (the capability ranges are adjacent, so the joined one is a range). */
+static void lower_variants_merge(plan *p) {
+    int n = p->nbuckets, v = 1;
+    while (v < p->nvariants) {
+        sched_bucket *prev = plan_variant_buckets(p, v - 1), *cur = plan_variant_buckets(p, v);
+        int same = 1;
+        for (int b = 0; b < n && same; b++) same = lower_bucket_eq(&prev[b], &cur[b]);
+        if (!same) {
+            v++;
+            continue;
+        }
+        for (int b = 0; b < n; b++) {
+            prev[b].cc_max = cur[b].cc_max;
+            sched_bucket_free(&cur[b]);
+        }
+        memmove(cur, cur + n, (size_t)(p->nvariants - v - 1) * (size_t)n * sizeof *cur);
+        memset(plan_variant_buckets(p, p->nvariants - 1), 0, (size_t)n * sizeof *cur);
+        p->nvariants--;
+    }
+}
+
+/* Every bucket of one step list into out[0 .. buckets + token buckets),
+ * the GEMMs chosen by c->gemm. */
+static int lower_buckets(lower_ctx *c, sched_bucket *out) {
+    const lower_options *o = c->o;
+    int rc = 0;
+    for (int b = 0; !rc && b < o->nbuckets + o->ntoken_buckets; b++) {
+        int tokens = b >= o->nbuckets;
+        sched_bucket *bk = &out[b];
+        bk->seq_len = tokens ? o->token_buckets[b - o->nbuckets] : o->buckets[b];
+        bk->max_seqs = tokens ? (o->max_batch < bk->seq_len ? o->max_batch : bk->seq_len) : 0;
+        c->bucket = bk->seq_len;
+        c->seqs = bk->max_seqs;
+        c->out = bk;
+        c->cap_steps = 0;
+        rc = lower_bucket(c);
+        if (bk->arena_bytes > c->p->arena_bytes) c->p->arena_bytes = bk->arena_bytes;
+        if (bk->counter_bytes > c->p->counter_bytes) c->p->counter_bytes = bk->counter_bytes;
+    }
+    return rc;
+}
+
+/*
+ * The step lists of a plan compiled with --tune (plan.h, variants): the
+ * GPUs tuned for (those named, or "all" the plan's architectures serve)
+ * by compute capability, ascending.  Variant 0 covers capabilities below
+ * the first (the emulated device's 0 among them) with the compromise over
+ * all of them; each capability then gets its GPUs' own choice, up to the
+ * next one, the last up to PLAN_CC_MAX.  One variant (the range all
+ * capabilities) without --tune, or when every GPU has one capability.
+ * Returns the count; ranges in cc[2 * v], cc[2 * v + 1], each variant's
+ * GPU names (comma-separated, for lower_gemm_chooser_init) in names[v],
+ * or NULL for the compromise.
+ */
+static int lower_variant_ranges(const lower_options *o, double wbytes, int *cc, char names[][160]) {
+    lower_gemm_chooser all;
+    lower_gemm_chooser_init(&all, o->sms, o->nsms, o->tune, wbytes);
+    int n = 1;
+    cc[0] = 0;
+    names[0][0] = '\0';
+    for (int have = 0; o->tune;) {
+        int next = PLAN_CC_MAX + 1; /* the lowest capability above `have` */
+        for (int g = 0; g < all.ngpus; g++) {
+            int x = all.gpus[g]->major * 10 + all.gpus[g]->minor;
+            if (x > have && x < next) next = x;
+        }
+        if (next > PLAN_CC_MAX) break;
+        cc[2 * n - 1] = next - 1;
+        cc[2 * n] = have = next;
+        names[n][0] = '\0';
+        for (int g = 0; g < all.ngpus; g++)
+            if (all.gpus[g]->major * 10 + all.gpus[g]->minor == next)
+                snprintf(names[n] + strlen(names[n]), 160 - strlen(names[n]), "%s%s", names[n][0] ? "," : "",
+                         all.gpus[g]->name);
+        n++;
+    }
+    cc[2 * n - 1] = PLAN_CC_MAX;
+    return n;
+}
 int lower_model(const ir_graph *g, const weights *w, const lower_options *o, plan *p, diag *d) {
     p->precision = o->precision;
     p->fusion = o->fusion;
@@ -145,11 +262,13 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     p->weights_size = lw.size;
     p->owns_weights = 1;
     lw.blob = NULL;
-    int total = o->nbuckets + o->ntoken_buckets;
-    p->buckets = calloc((size_t)total + 1, sizeof *p->buckets);
+    int total = o->nbuckets + o->ntoken_buckets, cc[2 * (LOWER_GEMM_MAX_GPUS + 1)];
+    char names[LOWER_GEMM_MAX_GPUS + 1][160];
+    int nv = lower_variant_ranges(o, (double)p->weights_size, cc, names);
+    p->buckets = calloc((size_t)(nv * total) + 1, sizeof *p->buckets);
     lower_gemm_chooser *gemm = malloc(sizeof *gemm);
     int rc = p->buckets && gemm ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    if (gemm) lower_gemm_chooser_init(gemm, o->sms, o->nsms, o->tune, (double)p->weights_size);
+    if (!rc) p->nbuckets = total, p->nvariants = nv;
     lower_ctx c = {.g = g,
                    .w = &lw,
                    .longest = longest,
@@ -160,19 +279,15 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
                    .p = p,
                    .d = d,
                    .gemm = gemm};
-    for (int b = 0; !rc && b < total; b++) {
-        int tokens = b >= o->nbuckets;
-        sched_bucket *out = &p->buckets[p->nbuckets++];
-        out->seq_len = tokens ? o->token_buckets[b - o->nbuckets] : o->buckets[b];
-        out->max_seqs = tokens ? (o->max_batch < out->seq_len ? o->max_batch : out->seq_len) : 0;
-        c.bucket = out->seq_len;
-        c.seqs = out->max_seqs;
-        c.out = out;
-        c.cap_steps = 0;
-        rc = lower_bucket(&c);
-        if (out->arena_bytes > p->arena_bytes) p->arena_bytes = out->arena_bytes;
-        if (out->counter_bytes > p->counter_bytes) p->counter_bytes = out->counter_bytes;
+    for (int v = 0; !rc && v < nv; v++) {
+        lower_gemm_chooser_init(gemm, o->sms, o->nsms, names[v][0] ? names[v] : o->tune, (double)p->weights_size);
+        rc = lower_buckets(&c, plan_variant_buckets(p, v));
+        for (int b = 0; b < total; b++) {
+            plan_variant_buckets(p, v)[b].cc_min = (uint16_t)cc[2 * v];
+            plan_variant_buckets(p, v)[b].cc_max = (uint16_t)cc[2 * v + 1];
+        }
     }
+    if (!rc) lower_variants_merge(p);
     lower_weights_free(&lw);
     free(gemm);
     return rc;

@@ -61,7 +61,9 @@ typedef struct lower_options {
                                     choices are modelled on (lower_gemm.c); none: the A100 and the H100 */
     int nsms;
     const char *tune;            /* comma-separated GPUs of the model's table (--tune) the GEMM choices are
-                                    for, each served by `sms` (lower_gemm_tune_check); NULL: all they serve */
+                                    for, each served by `sms` (lower_gemm_tune_check), or "all" of those:
+                                    a step list per compute capability among them (lower.c; plan.h,
+                                    variants); NULL: one list, the compromise over all `sms` serve */
 } lower_options;
 
 /*
@@ -79,6 +81,9 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
  * one lowering and remembers its answers.
  */
 #define LOWER_GEMM_MAX_GPUS 16
+/* The share of a GPU's L2 a candidate's FP32 partial sums may fill before
+ * a tuned chooser (--tune) charges them their DRAM round trip on that GPU. */
+#define LOWER_GEMM_L2_PARTIALS 0.5
 #define LOWER_GEMM_MEMO 32
 
 typedef struct lower_gemm_memo {
@@ -92,6 +97,7 @@ typedef struct lower_gemm_chooser {
     const predict_gpu *gpus[LOWER_GEMM_MAX_GPUS];
     int image_sm[LOWER_GEMM_MAX_GPUS];   /* the architecture of the image each runs (75, 80, 86, 90, ...) */
     double l2_share[LOWER_GEMM_MAX_GPUS];   /* share of the model's weights each one's L2 keeps */
+    int charge_partials;         /* --tune: partials past LOWER_GEMM_L2_PARTIALS of a GPU's L2 pay DRAM there */
     lower_gemm_memo memo[LOWER_GEMM_MEMO];
     int nmemo, next;
 } lower_gemm_chooser;

@@ -19,9 +19,20 @@
  * slow, and the winner is the candidate that loses least across them.
  * Ties (1e-9): the fewer splits, then the larger tile.  `bertc compile
  * --tune GPU,...` narrows the set to the GPUs named (each must run one of
- * the plan's architectures: lower_gemm_tune_check): a plan built for one
- * fleet gets that fleet's best tiling instead of the compromise, and still
- * runs everywhere its images do.  Each GPU's L2 is
+ * the plan's architectures: lower_gemm_tune_check), or `all` of them, and
+ * lower.c lowers once per compute capability among them with a chooser
+ * for that capability's GPUs alone (plus a compromise for the
+ * capabilities below): a step list per capability, the device picking
+ * its own at run time.  A plan built for one fleet gets that fleet's best
+ * tiling instead of the compromise, and still runs everywhere its images
+ * do.  A tuned chooser also charges a candidate's FP32 partial sums their
+ * DRAM round trip on a GPU where they would fill more than
+ * LOWER_GEMM_L2_PARTIALS of its L2: the model takes a step's activations
+ * to live in the L2, and without the charge L4 + L40S (one capability,
+ * 48 and 96 MB of L2) got an s384 QKV split 12 ways, 42 MB of partials,
+ * that the finished plan's model put at 4.6x the L4's own choice.  The
+ * default compromise keeps to the model as it is: there the T4's 4 MB
+ * would veto the splits that give the A100 and H100 their full wave.  Each GPU's L2 is
  * taken to keep the share of the model's weights it would keep of a
  * request's (performance model, predict_l2_share): a small model's weights
  * stay in a large L2, and then a serial tail costs more than a short grid.
@@ -92,6 +103,8 @@ static int lower_gemm_listed(const char *list, const char *name) {
 
 void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, const char *tune, double weight_bytes) {
     memset(c, 0, sizeof *c);
+    c->charge_partials = tune != NULL;
+    if (tune && !strcmp(tune, "all")) tune = NULL;
     predict_constants_default(&c->k);
     for (int i = 0; i < predict_gpu_count() && c->ngpus < LOWER_GEMM_MAX_GPUS; i++) {
         const predict_gpu *g = predict_gpu_at(i);
@@ -106,7 +119,7 @@ void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, co
 }
 
 int lower_gemm_tune_check(const char *tune, const int *sms, int nsms, diag *d) {
-    if (!tune) return 0;
+    if (!tune || !strcmp(tune, "all")) return 0;
     const char *at = tune;
     for (;;) {
         const char *end = strchr(at, ',');
@@ -154,6 +167,17 @@ static void lower_gemm_work(const kernel_spec *s, double *flops, double *weights
     *min_bytes = *weights + es * (M * K + M * N + (s->has_residual ? M * N : 0));
 }
 
+/* Bytes of FP32 partial sums (and gemm_ln's pre-LayerNorm sums) a tiled
+ * spec keeps in the arena while it runs (predict_kinds.c counts the same). */
+static double lower_gemm_partial_bytes(const kernel_spec *s) {
+    kernel_geometry g;
+    diag quiet;
+    diag_init(&quiet);
+    if (kernel_geometry_of(s, &g, &quiet)) return 0.0;
+    double tiles = (double)g.rowblocks * g.ntiles, ln = s->kind == KERNEL_KIND_GEMM_LN;
+    return tiles * g.bm * g.bn * 4.0 * ((g.splits > 1 ? g.splits : 0) + ln);
+}
+
 /* Modelled µs of a tiled spec on every GPU of the chooser; -1 if a CTA
  * does not fit one of them or the contract refuses the launch. */
 static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, double *us) {
@@ -162,12 +186,22 @@ static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, d
     diag_init(&quiet);
     if (kernel_launch_dims_of(s, s->bucket, &cand.dims, &quiet)) return -1;
     lower_gemm_work(s, &cand.flops, &cand.weight_bytes, &cand.min_bytes);
+    double partials = lower_gemm_partial_bytes(s);
     for (int g = 0; g < c->ngpus; g++) {
         predict_step st;
         cand.image_sm = c->image_sm[g];
         cand.l2_share = c->l2_share[g];
         if (predict_candidate_step(c->gpus[g], &c->k, &cand, &st, &quiet)) return -1;
         us[g] = st.us;
+        /* The model takes a candidate's partials to stay in the L2 (the
+         * arena's place); past half of it they would crowd out the rest
+         * of the arena and the weights, so a tuned choice makes them pay
+         * their DRAM round trip — or an L4 (48 MB) is handed an L40S's
+         * 42 MB of partials.  The default compromise does not: there the
+         * T4's 4 MB would veto the splits that give the A100 and H100 a
+         * full wave at s128 (the file's essay). */
+        if (c->charge_partials && partials > c->gpus[g]->l2_mb * 1e6 * LOWER_GEMM_L2_PARTIALS)
+            us[g] += 2.0 * partials / (c->gpus[g]->dram_gbs * 1e9) * 1e6;
     }
     return 0;
 }

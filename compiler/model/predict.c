@@ -340,10 +340,12 @@ int predict_plan(const plan *p, const predict_gpu *g, const predict_constants *k
         plan_image_select(p, arch, g->major, g->minor, why, sizeof why);
         return diag_set(d, DIAG_CODE_INPUT, "the %s would not run this plan: %s", g->part, why);
     }
+    r->variant = plan_variant_for(p, g->major, g->minor);
+    r->sched = plan_variant_buckets(p, r->variant);
     r->buckets = calloc((size_t)p->nbuckets + 1, sizeof *r->buckets);
     if (!r->buckets) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     for (int b = 0; b < p->nbuckets; b++) {
-        int rc = predict_bucket_run(&c, &p->buckets[b], &r->buckets[r->nbuckets++], d);
+        int rc = predict_bucket_run(&c, &r->sched[b], &r->buckets[r->nbuckets++], d);
         if (rc) {
             predict_result_free(r);
             return -1;

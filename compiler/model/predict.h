@@ -112,6 +112,8 @@ typedef struct predict_result {
     predict_constants k;
     int image;                   /* the plan's image this GPU runs (-1: none) */
     int stats_image;             /* the CUBIN whose ptxas numbers are used (-1: none) */
+    int variant;                 /* the plan's step list this GPU runs (plan_variant_for) */
+    const sched_bucket *sched;   /* its buckets: buckets[b] models sched[b] */
     int nbuckets;
     predict_bucket *buckets;
 } predict_result;

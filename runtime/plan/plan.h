@@ -24,7 +24,8 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 7   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family and token buckets (plan_format.h) */
+#define PLAN_FORMAT_VERSION 8   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family and token buckets;
+                                   8: step lists per compute capability (plan_format.h) */
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -80,8 +81,10 @@ typedef struct plan {
     plan_kernel *kernels;
     int nimages;
     plan_image *images;
-    int nbuckets;
-    sched_bucket *buckets;           /* length buckets ascending, then token buckets ascending */
+    int nbuckets;                    /* buckets per variant */
+    sched_bucket *buckets;           /* [nvariants * nbuckets]: variant by variant, each its length buckets
+                                        ascending, then its token buckets ascending */
+    int nvariants;                   /* step lists, by device (below); 0 on the writer side means 1 */
     uint64_t arena_bytes;            /* max over buckets */
     uint64_t counter_bytes;          /* COUNTERS buffer: max over buckets (not in the file) */
     plan_fusion fusion;              /* which fusion built it (bertc compile --fusion) */
@@ -97,6 +100,25 @@ typedef struct plan {
 } plan;
 
 void plan_init(plan *p);
+
+/*
+ * Variants.  A plan carries one step list per bucket for every device, or
+ * — `bertc compile --tune` — several: variant v serves the devices whose
+ * compute capability (major * 10 + minor; the emulated device's "emu" is
+ * 0) lies in its range, the ranges ascending from 0 and covering every
+ * capability up to PLAN_CC_MAX without overlap.  Every variant has the
+ * same buckets (lengths, token counts) and the same outputs (names,
+ * types, shapes), so what a caller sees of the plan does not depend on
+ * the device; only the steps, the arena offsets and the kernels they
+ * launch differ.  p->buckets begins with variant 0, so the plan-wide
+ * queries below read it.  A writer-side plan with nvariants 0 has one
+ * variant, its range all capabilities.
+ */
+#define PLAN_CC_MAX 0xFFFF
+static inline int plan_variant_count(const plan *p) { return p->nvariants > 1 ? p->nvariants : 1; }
+static inline sched_bucket *plan_variant_buckets(const plan *p, int v) { return p->buckets + (size_t)v * (size_t)p->nbuckets; }
+/* The variant whose steps run on a device of capability major.minor (0.0: the emulated device). */
+int plan_variant_for(const plan *p, int major, int minor);
 /* The length buckets (max_seqs 0) are the first this many; the rest are
  * token buckets (packed batches). */
 static inline int plan_length_buckets(const plan *p) {

@@ -1,5 +1,5 @@
 /*
- * plan_format — the constants of the plan file format, version 7.
+ * plan_format — the constants of the plan file format, version 8.
  *
  * docs/plan-format.md is the specification; this header holds only what the
  * writer (compiler/codegen/plan_write.c) and the reader (runtime/plan/plan_read.c) must
@@ -68,7 +68,7 @@
 #define PLAN_KERNEL_RECORD_SIZE 192  /* 144 in version 1, 152 in 2..5, 160 in 6 */
 #define PLAN_IMAGE_RECORD_SIZE 40
 #define PLAN_STATS_RECORD_SIZE 16
-#define PLAN_BUCKET_RECORD_SIZE 32   /* 24 in versions 1..6 */
+#define PLAN_BUCKET_RECORD_SIZE 32   /* 24 in versions 1..6; format 8: cc_min, cc_max (u16) at 28, were reserved */
 #define PLAN_STEP_RECORD_SIZE 256    /* 232 in versions 1..5 */
 #define PLAN_STEP_PAYLOAD_SIZE 232   /* launch (232 used: 12 refs) or gemm (208 + padding) */
 #define PLAN_GEMM_PAYLOAD_USED 208   /* a GEMM payload's fields; zeros after them */

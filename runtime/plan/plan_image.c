@@ -11,6 +11,10 @@
  * emulated device is not special here: it is the architecture named "emu",
  * and only an image of that name matches it.
  *
+ * The same goes for a plan's step lists (plan_variant_for): a plan built
+ * with `--tune` may carry one per range of compute capabilities, and the
+ * device's capability picks one, as it picks the image.
+ *
  * The rule lives beside the plan's vocabulary, not in the runtime, because
  * two sides need the same answer: the runtime choosing what to load, and
  * the compiler (which CUBINs a plan needs at all, and what `bertc inspect
@@ -67,4 +71,12 @@ int plan_image_select(const plan *p, const char *arch, int major, int minor, cha
                      major > 0 ? arch : "emu");
     }
     return -1;
+}
+
+int plan_variant_for(const plan *p, int major, int minor) {
+    long cc = major > 0 || minor > 0 ? (long)major * 10 + minor : 0; /* "emu" is 0.0 */
+    if (cc > PLAN_CC_MAX) cc = PLAN_CC_MAX;
+    for (int v = 1; v < plan_variant_count(p); v++)
+        if (cc < plan_variant_buckets(p, v)->cc_min) return v - 1;
+    return plan_variant_count(p) - 1;
 }

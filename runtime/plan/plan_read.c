@@ -26,7 +26,9 @@
  *      enum values in range, booleans 0 or 1, reserved bytes zero, counts
  *      that match the section sizes exactly, kernel indices below the kernel
  *      count, launch argument counts equal to the kernel's, buckets
- *      ascending and within max_seq_len, launch dimensions non-zero, and
+ *      ascending and within max_seq_len, step lists (variants) whose
+ *      capability ranges cover 0..65535 in order, each with the first's
+ *      buckets, launch dimensions non-zero, and
  *      every buffer reference inside its buffer where the buffer's size is
  *      known (weights, the bucket's arena, the request block, the bucket's
  *      arrival counters).
@@ -79,7 +81,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 7, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 8, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -156,7 +158,7 @@ void plan_free(plan *p) {
         free(p->images[i].stats);
     }
     free(p->images);
-    for (int i = 0; p->buckets && i < p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
+    for (int i = 0; p->buckets && i < plan_variant_count(p) * p->nbuckets; i++) sched_bucket_free(&p->buckets[i]);
     free(p->buckets);
     tokdesc_free(&p->tokenizer);
     for (int i = 0; p->labels && i < p->nlabels; i++) free(p->labels[i]);
@@ -1186,19 +1188,21 @@ static int prd_outputs_unique(prd *r, const sched_bucket *b, int bi, uint64_t fi
     return 0;
 }
 
-/* seq_len and max_seqs of bucket i: length buckets (max_seqs 0) first,
- * ascending within max_seq_len; then token buckets, ascending, each of at
- * most KERNEL_MAX_SEQS sequences and no more sequences than tokens. */
-static int prd_bucket_len(prd *r, prd_cur *c, uint32_t i, uint32_t len) {
+/* seq_len and max_seqs of bucket record i, the first of its variant's
+ * being `first`: length buckets (max_seqs 0) first, ascending within
+ * max_seq_len; then token buckets, ascending, each of at most
+ * KERNEL_MAX_SEQS sequences and no more sequences than tokens. */
+static int prd_bucket_len(prd *r, prd_cur *c, uint32_t i, uint32_t first, uint32_t len) {
     plan *p = r->p;
     sched_bucket *b = &p->buckets[i];
-    const sched_bucket *prev = i > 0 ? &p->buckets[i - 1] : NULL;
+    const sched_bucket *prev = i > first ? &p->buckets[i - 1] : NULL;
     uint64_t len_at = c->at;
     c->at = len_at + 12; /* the max_seqs field */
     if (!b->max_seqs && prev && prev->max_seqs)
         return CUR_FAIL(c, "field max_seqs: 0 after bucket %u's token bucket (length buckets come first)", i - 1);
     if (b->max_seqs && !prev)
-        return CUR_FAIL(c, "field max_seqs: %u in bucket 0 (a plan has a length bucket first)", (unsigned)b->max_seqs);
+        return CUR_FAIL(c, "field max_seqs: %u in bucket %u, the first of its variant (a variant has a length bucket "
+                        "first)", (unsigned)b->max_seqs, i);
     if (b->max_seqs && (b->max_seqs < 1 || b->max_seqs > KERNEL_MAX_SEQS || (uint32_t)b->max_seqs > len))
         return CUR_FAIL(c, "field max_seqs: %u is not in 1..%d and at most the bucket's %u tokens",
                         (unsigned)b->max_seqs, KERNEL_MAX_SEQS, len);
@@ -1211,6 +1215,61 @@ static int prd_bucket_len(prd *r, prd_cur *c, uint32_t i, uint32_t len) {
         return CUR_FAIL(c, "field seq_len: %u does not follow bucket %u's %d (%s buckets ascend strictly)", len, i - 1,
                         prev->seq_len, b->max_seqs ? "token" : "length");
     b->seq_len = (int)len;
+    return 0;
+}
+
+/* Format 8: the capability range of bucket record i (offset 28), which
+ * starts a variant when it differs from record i - 1's; *first is the
+ * first record of the variant it belongs to.  The ranges ascend from 0
+ * without gap or overlap. */
+static int prd_bucket_cc(prd_cur *c, const plan *p, uint32_t i, uint32_t *first) {
+    sched_bucket *b = &p->buckets[i];
+    const sched_bucket *prev = i > 0 ? &p->buckets[i - 1] : NULL;
+    b->cc_min = prd_ld16(c->r->base + c->pos + 28);
+    b->cc_max = prd_ld16(c->r->base + c->pos + 30);
+    c->at = c->pos + 28;
+    if (b->cc_min > b->cc_max)
+        return CUR_FAIL(c, "field cc_min: %u is above cc_max %u", b->cc_min, b->cc_max);
+    if (prev && prev->cc_min == b->cc_min && prev->cc_max == b->cc_max) return 0;
+    if (!prev && b->cc_min != 0)
+        return CUR_FAIL(c, "field cc_min: %u in bucket 0 (the first variant's range starts at capability 0)", b->cc_min);
+    if (prev && (unsigned)b->cc_min != (unsigned)prev->cc_max + 1)
+        return CUR_FAIL(c, "field cc_min: %u does not follow bucket %u's cc_max %u (a new variant's range starts "
+                        "right after the last one's)", b->cc_min, i - 1, prev->cc_max);
+    *first = i;
+    return 0;
+}
+
+/* The variants: each has as many records as the first, with its lengths
+ * and token counts in the same order, and the last covers capability
+ * PLAN_CC_MAX.  Then nbuckets counts one variant's. */
+static int prd_variants(prd *r, uint64_t off, uint32_t total) {
+    plan *p = r->p;
+    uint32_t per = 1, nv = 1, start = 0;
+    while (per < total && p->buckets[per].cc_min == p->buckets[0].cc_min) per++;
+    for (uint32_t i = per; i <= total; i++) {
+        if (i < total && p->buckets[i].cc_min == p->buckets[i - 1].cc_min) continue;
+        if (i - start != per) /* variant nv - 1 is records start .. i - 1 */
+            return PRD_FAIL(r, off + (uint64_t)start * PLAN_BUCKET_RECORD_SIZE + 28,
+                            "bucket %u: variant %u (capabilities %u..%u) has %u buckets, variant 0 has %u (every variant "
+                            "has the same buckets)", start, nv - 1, p->buckets[start].cc_min,
+                            p->buckets[start].cc_max, i - start, per);
+        if (i < total) start = i, nv++;
+    }
+    for (uint32_t i = per; i < total; i++) {
+        const sched_bucket *b = &p->buckets[i], *b0 = &p->buckets[i % per];
+        if (b->seq_len != b0->seq_len || b->max_seqs != b0->max_seqs)
+            return PRD_FAIL(r, off + (uint64_t)i * PLAN_BUCKET_RECORD_SIZE,
+                            "bucket %u (seq_len %d, max_seqs %d) of variant %u is not variant 0's bucket %u (seq_len %d, "
+                            "max_seqs %d): every variant has the same buckets", i, b->seq_len, b->max_seqs, i / per,
+                            i % per, b0->seq_len, b0->max_seqs);
+    }
+    if (p->buckets[total - 1].cc_max != PLAN_CC_MAX)
+        return PRD_FAIL(r, off + (uint64_t)(total - 1) * PLAN_BUCKET_RECORD_SIZE + 30,
+                        "bucket %u: field cc_max: %u, the last variant's range ends at %u (every device has a variant)",
+                        total - 1, p->buckets[total - 1].cc_max, PLAN_CC_MAX);
+    p->nbuckets = (int)per;
+    p->nvariants = (int)nv;
     return 0;
 }
 
@@ -1248,6 +1307,7 @@ static int prd_schedules(prd *r) {
 
     /* The bucket records: lengths, counts, arenas; the counts must fill the section exactly. */
     uint64_t max_arena = 0;
+    uint32_t first = 0;
     for (uint32_t i = 0; i < r->nbuckets; i++) {
         sched_bucket *b = &p->buckets[i];
         prd_cur c;
@@ -1255,7 +1315,8 @@ static int prd_schedules(prd *r) {
         if (prd_record(r, &c, s->off + (uint64_t)i * PLAN_BUCKET_RECORD_SIZE, PLAN_BUCKET_RECORD_SIZE)) return -1;
         /* max_seqs (offset 12) decides what seq_len may be: read it first */
         b->max_seqs = (int)prd_ld32(r->base + c.pos + 12);
-        if (prd_bucket_len(r, &c, i, cur_u32(&c))) return -1;
+        if (prd_bucket_cc(&c, p, i, &first)) return -1;
+        if (prd_bucket_len(r, &c, i, first, cur_u32(&c))) return -1;
         uint32_t nsteps = cur_u32(&c);
         if (nsteps > (s->size - used) / PLAN_STEP_RECORD_SIZE)
             return CUR_FAIL(&c, "field nsteps: %u step records do not fit in the section (%llu bytes)", nsteps,
@@ -1270,13 +1331,13 @@ static int prd_schedules(prd *r) {
         cur_u32(&c); /* max_seqs, checked with seq_len */
         b->arena_bytes = cur_u64(&c);
         if (b->arena_bytes > max_arena) max_arena = b->arena_bytes;
-        /* format 7: the GEMM family's arrival counters, then reserved */
+        /* format 7: the GEMM family's arrival counters; format 8: the capability range */
         b->counter_bytes = cur_u32(&c);
         if (b->counter_bytes % 4 || b->counter_bytes > PLAN_MAX_COUNTER_BYTES)
             return CUR_FAIL(&c, "field counter_bytes: %u is not a multiple of 4 in 0..%u", b->counter_bytes,
                             PLAN_MAX_COUNTER_BYTES);
         if (b->counter_bytes > p->counter_bytes) p->counter_bytes = b->counter_bytes;
-        if (cur_zero(&c, 4, "reserved")) return -1;
+        cur_take(&c, 4); /* format 8: cc_min, cc_max, read first */
         if (prd_record_done(&c)) return -1;
         /* Counts become the arrays' sizes only once the arrays exist (plan_free walks them). */
         if (nsteps && !(b->steps = calloc(nsteps, sizeof b->steps[0]))) return prd_oom(r);
@@ -1289,9 +1350,11 @@ static int prd_schedules(prd *r) {
         return PRD_FAIL(r, s->off + used, "%llu bytes after the last record (the bucket counts account for %llu of %llu)",
                         (unsigned long long)(s->size - used), (unsigned long long)used, (unsigned long long)s->size);
 
+    if (prd_variants(r, s->off, r->nbuckets)) return -1;
+
     /* Then per bucket: its steps, then its outputs. */
     uint64_t at = s->off + (uint64_t)r->nbuckets * PLAN_BUCKET_RECORD_SIZE;
-    for (int i = 0; i < p->nbuckets; i++) {
+    for (int i = 0; i < (int)r->nbuckets; i++) {
         sched_bucket *b = &p->buckets[i];
         for (int j = 0; j < b->nsteps; j++, at += PLAN_STEP_RECORD_SIZE) {
             prd_cur c;

@@ -443,6 +443,11 @@ typedef struct sched_bucket {
     sched_output *outputs;
     uint64_t arena_bytes;        /* arena this bucket needs */
     uint32_t counter_bytes;      /* COUNTERS this bucket's launches use (from offset 0) */
+    /* The devices this record's steps are for, as compute capabilities
+     * major * 10 + minor (the emulated device's "emu" is 0): cc_min ..
+     * cc_max.  A plan has one or more step lists (plan.h, variants); every
+     * record of one variant has the same range. */
+    uint16_t cc_min, cc_max;
 } sched_bucket;
 
 #endif

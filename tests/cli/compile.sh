@@ -135,6 +135,26 @@ else
 fi
 expect tune-a100-contracts 0 "$B" bench "$T/m-a100.plan" --device emu --check-steps --seq-len 100
 contains tune-a100-contracts-out "$T/out" "length 100:"
+# --tune all: a step list per compute capability; the A100's (8.0) is the one --tune a100 chooses,
+# so the model gives it the same time; the emulated device runs the first
+expect tune-all 0 "$B" compile "$M" -o "$T/m-tall.plan" --buckets 128 --arch sm_80,sm_90,emu --tune all
+expect tune-all-inspect 0 "$B" inspect "$T/m-tall.plan"
+contains tune-all-lists "$T/out" "step list 2 of"
+contains tune-all-a100-list "$T/out" "for compute capability 8.0 to 8.5: sm_80"
+contains tune-all-h100-list "$T/out" "for compute capability 9.0 and newer: sm_90, sm_100, sm_120"
+ta=$("$B" inspect "$T/m-tall.plan" --predict a100 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["buckets"][0]["predicted_us"])')
+if [ "$ta" = "$t" ]; then pass tune-all-a100-same; else fail tune-all-a100-same "--tune all $ta us on the A100, --tune a100 $t us"; fi
+expect tune-all-json 0 "$B" inspect "$T/m-tall.plan" --json
+if python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+v = j["variants"]
+assert len(v) >= 2 and v[0]["cc_min"] == 0 and v[-1]["cc_max"] == 65535, v
+assert all(a["cc_max"] + 1 == b["cc_min"] for a, b in zip(v, v[1:]))
+assert v[0]["buckets"] == j["buckets"]
+' "$T/out"; then pass tune-all-json-variants; else fail tune-all-json-variants "$(head -c 300 "$T/out")"; fi
+expect tune-all-contracts 0 "$B" bench "$T/m-tall.plan" --device emu --check-steps --seq-len 77
+contains tune-all-contracts-out "$T/out" "step list 1)"
 expect tune-unserved 1 "$B" compile "$M" -o "$T/bad-tune.plan" --arch sm_80 --tune h100
 contains tune-unserved-msg "$T/err" "--tune: h100 (compute capability 9.0) runs none of the plan's architectures (--arch): add sm_90"
 expect tune-unknown 1 "$B" compile "$M" -o "$T/bad-tune.plan" --tune v100

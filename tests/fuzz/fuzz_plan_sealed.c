@@ -45,8 +45,24 @@ static uint64_t fuzz_buffer(const plan *p, const sched_bucket *b, sched_buf buf)
                                        : 0;
 }
 
+/* Every device has one step list, and every list has variant 0's buckets. */
+static void fuzz_check_variants(const plan *p) {
+    int nv = plan_variant_count(p);
+    fuzz_require(plan_variant_buckets(p, 0)->cc_min == 0 && plan_variant_buckets(p, nv - 1)->cc_max == PLAN_CC_MAX,
+                 "a capability without a step list in a plan that read");
+    for (int v = 1; v < nv; v++) {
+        const sched_bucket *a = plan_variant_buckets(p, v - 1), *b = plan_variant_buckets(p, v);
+        fuzz_require(b->cc_min == a->cc_max + 1, "step lists' capability ranges overlap or leave a gap");
+        for (int i = 0; i < p->nbuckets; i++)
+            fuzz_require(b[i].seq_len == p->buckets[i].seq_len && b[i].max_seqs == p->buckets[i].max_seqs &&
+                             b[i].cc_min == b->cc_min && b[i].cc_max == b->cc_max,
+                         "a step list with other buckets in a plan that read");
+        fuzz_require(plan_variant_for(p, b->cc_min / 10, b->cc_min % 10) == v, "a capability picks another list");
+    }
+}
+
 static void fuzz_check_launches(const plan *p) {
-    for (int bi = 0; bi < p->nbuckets; bi++) {
+    for (int bi = 0; bi < plan_variant_count(p) * p->nbuckets; bi++) { /* every variant's */
         const sched_bucket *b = &p->buckets[bi];
         for (int s = 0; s < b->nsteps; s++) {
             if (b->steps[s].kind != SCHED_STEP_KERNEL) continue;
@@ -75,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     diag_init(&d);
     if (plan_read_memory(&p, b, size, "fuzz.plan", &d) == 0) {
         fuzz_check_launches(&p);
+        fuzz_check_variants(&p);
         plan_free(&p);
     }
     free(b);

@@ -633,13 +633,14 @@ static int plan_diff(const plan *a, const plan *b) {
                  "image %d stats %d", i, k);
         }
     }
-    DIFF(a->nbuckets != b->nbuckets, "nbuckets");
-    for (int i = 0; i < a->nbuckets; i++) {
+    DIFF(a->nbuckets != b->nbuckets || plan_variant_count(a) != plan_variant_count(b), "nbuckets/variants");
+    for (int i = 0; i < a->nbuckets * plan_variant_count(a); i++) {
         const sched_bucket *x = &a->buckets[i], *y = &b->buckets[i];
         DIFF(x->seq_len != y->seq_len || x->nsteps != y->nsteps || x->noutputs != y->noutputs ||
                  x->arena_bytes != y->arena_bytes || x->counter_bytes != y->counter_bytes ||
                  x->max_seqs != y->max_seqs,
              "bucket %d header", i);
+        DIFF(plan_variant_count(a) > 1 && (x->cc_min != y->cc_min || x->cc_max != y->cc_max), "bucket %d range", i);
         for (int j = 0; j < x->nsteps; j++) {
             const sched_step *s = &x->steps[j], *t = &y->steps[j];
             char at[64];
@@ -980,8 +981,8 @@ static void test_layout_matches_spec(void) {
     const sched_bucket *b0 = &p.buckets[0];
     CHECK((int)ld32(q) == b0->seq_len && (int)ld32(q + 4) == b0->nsteps && (int)ld32(q + 8) == b0->noutputs &&
               ld32(q + 12) == 0 && ld64(q + 16) == b0->arena_bytes && ld32(q + 24) == b0->counter_bytes &&
-              ld32(q + 28) == 0,
-          "bucket 0 record");
+              ld32(q + 28) == (uint32_t)PLAN_CC_MAX << 16,
+          "bucket 0 record (one variant: capabilities 0 to 65535)");
     const sched_bucket *bl = &p.buckets[p.nbuckets - 1];
     const uint8_t *ql = q + PLAN_BUCKET_RECORD_SIZE * (size_t)(p.nbuckets - 1);
     CHECK((int)ld32(ql) == bl->seq_len && (int)ld32(ql + 12) == bl->max_seqs, "last bucket's max_seqs");
@@ -1194,8 +1195,8 @@ static void test_counters_contract(void) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x07, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x4c, 0xcf, 0xa4, 0x6e,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x08, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x53, 0x29, 0x6c, 0xd4,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
     0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xc0, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x20, 0x00, 0x00, 0x01, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
@@ -1211,7 +1212,7 @@ static const uint8_t example_head[128 + 8 * 32] = {
     0x04, 0x00, 0x00, 0x00, 0x1a, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xeb, 0x9e, 0x1c, 0x00, 0x00, 0x00, 0x00,
     0x05, 0x00, 0x00, 0x00, 0x21, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x50, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xfe, 0x60, 0x62, 0x04, 0x00, 0x00, 0x00, 0x00,
+    0x50, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x17, 0xc0, 0x2f, 0x0a, 0x00, 0x00, 0x00, 0x00,
     0x07, 0x00, 0x00, 0x00, 0x2b, 0x00, 0x00, 0x00, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x41, 0xd3, 0xbc, 0x4a, 0x00, 0x00, 0x00, 0x00,
     0x08, 0x00, 0x00, 0x00, 0x3a, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -1391,11 +1392,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 8 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 9 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 6);
+    st32(c + 0x08, 7);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 6", "field format_version: 6 is not supported (this reader reads version 7;",
+    EXPECT_FAIL(c, len, "version 7", "field format_version: 7 is not supported (this reader reads version 8;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1919,6 +1920,107 @@ static void test_token_buckets(void) {
     free(b);
 }
 
+/* A deep copy of bucket b into *out (names duplicated: each is freed). */
+static void bucket_copy(const sched_bucket *b, sched_bucket *out) {
+    *out = *b;
+    out->steps = calloc((size_t)b->nsteps + 1, sizeof *out->steps);
+    out->outputs = calloc((size_t)b->noutputs + 1, sizeof *out->outputs);
+    if (!out->steps || !out->outputs) abort();
+    for (int j = 0; j < b->nsteps; j++) {
+        out->steps[j] = b->steps[j];
+        out->steps[j].name = xstrdup(b->steps[j].name);
+    }
+    for (int j = 0; j < b->noutputs; j++) {
+        out->outputs[j] = b->outputs[j];
+        out->outputs[j].name = xstrdup(b->outputs[j].name);
+    }
+}
+
+/* Makes p's step lists three variants (plan.h): capabilities 0..79,
+ * 80..89, 90 and newer; the second's first step named apart. */
+static void gen_variants(plan *p) {
+    int n = p->nbuckets;
+    sched_bucket *all = calloc((size_t)(3 * n) + 1, sizeof *all);
+    if (!all) abort();
+    static const uint16_t lo[3] = {0, 80, 90}, hi[3] = {79, 89, PLAN_CC_MAX};
+    for (int v = 0; v < 3; v++)
+        for (int b = 0; b < n; b++) {
+            if (v == 0) all[b] = p->buckets[b];
+            else bucket_copy(&p->buckets[b], &all[v * n + b]);
+            all[v * n + b].cc_min = lo[v];
+            all[v * n + b].cc_max = hi[v];
+        }
+    if (all[n].nsteps) {
+        free(all[n].steps[0].name);
+        all[n].steps[0].name = xstrdup("variant-1-step");
+    }
+    free(p->buckets);
+    p->buckets = all;
+    p->nvariants = 3;
+}
+
+/* Step lists per compute capability: written, read back, chosen by the
+ * device's capability; every rule of the ranges and the buckets refused. */
+static void test_variants(void) {
+    const uint64_t BR = PLAN_BUCKET_RECORD_SIZE;
+    for (int iter = 0; iter < 4; iter++) {
+        plan p, q;
+        gen_plan(&p, iter == 0 ? GEN_SMALL : iter == 1 ? GEN_MEDIUM : GEN_RICH, 0);
+        gen_variants(&p);
+        int n = p.nbuckets;
+        size_t len = 0;
+        uint8_t *b = plan_bytes(&p, "variants.plan", &len);
+        diag d;
+        diag_init(&d);
+        CHECK_REQUIRE(b && plan_read_memory(&q, b, len, "variants.plan", &d) == 0, "variants: %s", d.text);
+        if (plan_diff(&p, &q)) CHECK(0, "variants: %s differs", diff_why);
+        CHECK(q.nvariants == 3 && q.nbuckets == n && plan_variant_for(&q, 0, 0) == 0 && plan_variant_for(&q, 7, 5) == 0 &&
+                  plan_variant_for(&q, 8, 0) == 1 && plan_variant_for(&q, 8, 9) == 1 && plan_variant_for(&q, 9, 0) == 2 &&
+                  plan_variant_for(&q, 12, 1) == 2 && plan_variant_for(&q, 6553, 9) == 2,
+              "variants: %d of %d buckets; the capability does not pick its variant", q.nvariants, q.nbuckets);
+        plan_free(&q);
+        tsec sched;
+        CHECK_REQUIRE(find_section(b, PLAN_SECTION_SCHEDULES, &sched), "no SCHEDULES");
+        uint8_t *c = dup_bytes(b, len), *cb = c + sched.off;
+#define V_FAIL(label, ...)                       \
+    do {                                         \
+        fix_checksums(c, len);                   \
+        EXPECT_FAIL(c, len, label, __VA_ARGS__); \
+        memcpy(c, b, len);                       \
+    } while (0)
+        cb[28] = 5;
+        V_FAIL("first range", "field cc_min: 5 in bucket 0 (the first variant's range starts at capability 0)");
+        for (int i = 2 * n; i < 3 * n; i++) cb[BR * (uint64_t)i + 30] = 0x10;
+        V_FAIL("last range", "field cc_max: 65296, the last variant's range ends at 65535");
+        for (int i = n; i < 2 * n; i++) cb[BR * (uint64_t)i + 28] = 81;
+        V_FAIL("a gap", "field cc_min: 81 does not follow bucket", "cc_max 79");
+        cb[BR * (uint64_t)n + 28] = 95;
+        V_FAIL("min above max", "field cc_min: 95 is above cc_max 89");
+        if (n >= 2) {
+            /* variant 1's last record moved to variant 2; every variant's
+             * records relabelled (a length bucket of 1, then token buckets
+             * of 2, 3, ... tokens) so each stays in order on its own */
+            uint8_t *last = cb + BR * (uint64_t)(2 * n - 1);
+            last[28] = 90, last[30] = 0xff, last[31] = 0xff;
+            for (int i = 0, k = 0; i < 3 * n; i++, k++) {
+                if (i == n || i == 2 * n - 1) k = 0;
+                st32(cb + BR * (uint64_t)i, (uint32_t)k + 1);
+                st32(cb + BR * (uint64_t)i + 12, k ? 1 : 0);
+            }
+            V_FAIL("variant sizes", "variant 1 (capabilities 80..89) has", "every variant has the same buckets");
+            for (int i = 0, k = 0; i < 3 * n; i++, k = (k + 1) % n) {
+                st32(cb + BR * (uint64_t)i, (uint32_t)k + 1 + (i == 3 * n - 1));
+                st32(cb + BR * (uint64_t)i + 12, k ? 1 : 0);
+            }
+            V_FAIL("other lengths", "of variant 2 is not variant 0's bucket", "every variant has the same buckets");
+        }
+#undef V_FAIL
+        free(c);
+        free(b);
+        plan_free(&p);
+    }
+}
+
 /* A hostile plan whose counts claim far more than the file holds must not allocate for them. */
 static void test_huge_counts(void) {
     plan p;
@@ -2108,6 +2210,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_semantic_errors);
     CHECK_CASE(test_counters_contract);
     CHECK_CASE(test_token_buckets);
+    CHECK_CASE(test_variants);
     CHECK_CASE(test_huge_counts);
     CHECK_CASE(test_fuzz);
     CHECK_CASE(test_write_failures);

@@ -22,6 +22,7 @@
 #include "emu.h"
 #include "emuctl.h"
 #include "rt.h"
+#include "golden.h"
 #include "testreq.h"
 
 static const emuctl *E;
@@ -562,6 +563,72 @@ static void test_host_alloc_failures(void) {
     CHECK(failures >= 5, "only %d host allocations at create", failures);
 }
 
+/* Random requests of the given lengths and their last_hidden_state on the
+ * plan's EMU image; returns the context (the caller destroys it). */
+static bertc_context *emu_wants(bertc_plan *pl, const int64_t *lens, int n, testreq *r, float **want) {
+    bertc_context_options o = emu_options();
+    bertc_context *c = make_ctx(pl, &o);
+    for (int i = 0; c && i < n; i++) {
+        testreq_random(&r[i], pl, lens[i], 1, 1);
+        want[i] = run_lhs(c, pl, &r[i].rq);
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------ step lists per capability */
+
+static int add_plan_twins(const char *name);
+
+/* tiny-bert-fp16 compiled with --tune all carries a step list per compute
+ * capability (plan.h, variants).  Claiming each capability the plan has
+ * one for, the emulated device runs that one (bertc_debug_variant, as
+ * plan_variant_for says) through the CUBIN or PTX the capability selects;
+ * every step keeps its launch contract and the outputs are the untuned
+ * plan's within the fp16 tolerance (other tilings round otherwise). */
+static void test_tuned_variants(void) {
+    enum { NREQ = 3 };
+    static const int64_t lens[NREQ] = {3, 16, 61};
+    static const int claims[][2] = {{0, 0}, {7, 5}, {8, 6}, {8, 9}, {9, 0}, {10, 0}};
+    bertc_plan *pl = testreq_plan_open("tiny-bert-tuned-fp16"), *ref = testreq_plan_open("tiny-bert-fp16");
+    plan raw;
+    diag d;
+    diag_init(&d);
+    CHECK_REQUIRE(pl && ref && plan_read(&raw, testreq_plan_path("tiny-bert-tuned-fp16"), &d) == 0, "%s", d.text);
+    CHECK(raw.nvariants >= 3, "tiny-bert --tune all: %d step lists", raw.nvariants);
+    testreq r[NREQ];
+    float *want[NREQ] = {0};
+    bertc_context_options o = emu_options();
+    bertc_context *c = emu_wants(ref, lens, NREQ, r, want);
+    bertc_context_destroy(c);
+    unsigned seen = 0;
+    for (size_t a = 0; a < sizeof claims / sizeof claims[0] && add_plan_twins("tiny-bert-tuned-fp16") == 0; a++) {
+        E->set_arch(claims[a][0], claims[a][1]);
+        if (!(c = make_ctx(pl, &o))) continue;
+        int v = bertc_debug_variant(c);
+        seen |= 1u << v;
+        CHECK(v == plan_variant_for(&raw, claims[a][0], claims[a][1]), "%d.%d ran step list %d", claims[a][0],
+              claims[a][1], v);
+        for (int i = 0; i < NREQ; i++) {
+            const sched_bucket *bk = plan_variant_buckets(&raw, v);
+            while (bk->seq_len < lens[i]) bk++;
+            CHECK(bertc_debug_step_count(c, lens[i]) == bk->nsteps, "%d.%d: step count", claims[a][0], claims[a][1]);
+            float *got = run_lhs(c, pl, &r[i].rq);
+            if (got && want[i])
+                golden_compare("tuned variant", got, want[i], lens[i], bertc_plan_hidden(pl), golden_tolerance("fp16"), 0);
+            free(got);
+            CHECK(bertc_debug_check_steps(c, &r[i].rq) == BERTC_STATUS_OK, "%d.%d len %lld: %s", claims[a][0],
+                  claims[a][1], (long long)lens[i], bertc_context_error(c));
+        }
+        bertc_context_destroy(c);
+        E->reset();
+    }
+    CHECK(seen == (1u << raw.nvariants) - 1, "step lists run: 0x%x of %d", seen, raw.nvariants);
+    for (int i = 0; i < NREQ; i++) free(want[i]);
+    plan_free(&raw);
+    bertc_plan_close(pl);
+    bertc_plan_close(ref);
+}
+
 /* ------------------------------------------------------------ overlap: PDL, copies, algorithms, steps */
 
 /* The plan's own EMU image as twins of its CUBIN/PTX kernels. */
@@ -609,11 +676,7 @@ static void test_programmatic_launch_plan(void) {
     testreq r[NREQ];
     float *want[NREQ] = {0};
     bertc_context_options o = emu_options();
-    bertc_context *c = make_ctx(pl, &o);
-    for (int i = 0; c && i < NREQ; i++) {
-        testreq_random(&r[i], pl, lens[i], 1, 1);
-        want[i] = run_lhs(c, pl, &r[i].rq);
-    }
+    bertc_context *c = emu_wants(pl, lens, NREQ, r, want);
     CHECK(c && !bertc_context_programmatic_launch(c), "the EMU image ran programmatically");
     bertc_context_destroy(c);
     if (add_plan_twins("tiny-bert-fp16") != 0) goto done;
@@ -794,7 +857,7 @@ static void test_per_step_times(void) {
     testreq r;
     testreq_random(&r, pl, 12, 1, 1);
     float *want = run_lhs(c, pl, &r.rq);
-    int n = bertc_debug_step_count(pl, 12);
+    int n = bertc_debug_step_count(c, 12);
     plan raw;
     diag d;
     diag_init(&d);
@@ -823,7 +886,7 @@ static void test_per_step_times(void) {
     CHECK(bertc_output_read(c, 0, &x, 1) == BERTC_STATUS_INVALID_ARGUMENT, "outputs readable after the step timing");
     CHECK(bertc_debug_time_steps(c, &r.rq, 0, t, n) == BERTC_STATUS_INVALID_ARGUMENT &&
               bertc_debug_time_steps(c, &r.rq, 1, t, n - 1) == BERTC_STATUS_INVALID_ARGUMENT &&
-              bertc_debug_step_count(pl, 0) == 0 && bertc_debug_step_count(pl, 65) == 0,
+              bertc_debug_step_count(c, 0) == 0 && bertc_debug_step_count(c, 65) == 0 && bertc_debug_variant(c) == 0,
           "bad arguments accepted");
     float *again = run_lhs(c, pl, &r.rq);
     CHECK(again && want && !memcmp(again, want, (size_t)(12 * bertc_plan_hidden(pl)) * sizeof(float)),
@@ -921,6 +984,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_injected_device_failures);
     CHECK_CASE(test_host_alloc_failures);
     CHECK_CASE(test_programmatic_launch_plan);
+    CHECK_CASE(test_tuned_variants);
     CHECK_CASE(test_copy_back);
     CHECK_CASE(test_algorithm_timing);
     CHECK_CASE(test_per_step_times);
