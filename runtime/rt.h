@@ -65,7 +65,8 @@ struct rt_device {
     int l2_bytes;                  /* the device's L2 cache */
     char arch[16];                 /* the device's arch name ("sm_86", "emu") */
     int image;                     /* index of the plan image in use */
-    const sched_bucket *buckets;   /* [plan nbuckets] the plan's step lists for this device (plan_variant_for) */
+    int variant;                   /* the plan's step list for this device (plan_variant_for) */
+    const sched_bucket *buckets;   /* [plan nbuckets] its buckets */
     CUmodule module;
     CUfunction *functions;         /* [nkernels] */
     CUdeviceptr weights;
@@ -171,6 +172,11 @@ bertc_status rt_step_enqueue(bertc_context *c, int b, int s);
  * run through it and waited for; rows [first, first + rows) of output o
  * of the last launch as float32 into dst (the caller checked the range). */
 bertc_status rt_request_check(bertc_context *c, const bertc_request *q, int *b);
+/* What every request entry point does first: the last request's results
+ * forgotten (rt_results_forget); then, for one request, q not NULL (`fn`
+ * names the entry point in the message) and rt_request_check. */
+void rt_results_forget(bertc_context *c);
+bertc_status rt_request_begin(bertc_context *c, const bertc_request *q, const char *fn, int *b);
 void rt_request_stage(bertc_context *c, const bertc_request *q, int b);
 bertc_status rt_bucket_ready(bertc_context *c, int b);
 bertc_status rt_bucket_launch(bertc_context *c, int b);

@@ -103,9 +103,7 @@ static void rt_batch_stage(bertc_context *c, const bertc_request *q, size_t n, i
 
 bertc_status bertc_infer_batch(bertc_context *c, const bertc_request *q, size_t n) {
     if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
-    c->last_bucket = -1;
-    c->batch_n = 0;
-    c->timed = 0;
+    rt_results_forget(c);
     if (!q || n == 0)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "bertc_infer_batch: %s", q ? "an empty batch (n is 0)" : "requests is NULL");

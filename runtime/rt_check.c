@@ -105,6 +105,13 @@ static size_t rt_check_first_diff(const uint8_t *a, const uint8_t *b, size_t n) 
     return i;
 }
 
+/* The first non-zero byte of the arrival counters copied out, or k->counters. */
+static size_t rt_check_counter_set(const rt_check *k) {
+    size_t i = 0;
+    while (i < k->counters && !k->cnt[i]) i++;
+    return i;
+}
+
 /* What step st did to the arena, against what it may do. */
 static bertc_status rt_check_verdict(rt_check *k, const sched_step *st) {
     const char *what = st->kind == SCHED_STEP_GEMM ? "cublasLt" : k->c->plan->p.kernels[st->launch.kernel].entry;
@@ -128,11 +135,11 @@ static bertc_status rt_check_verdict(rt_check *k, const sched_step *st) {
     if (rt_check_first_diff((const uint8_t *)k->c->staging, k->req, k->request) < k->request)
         return rt_error(BERTC_STATUS_BAD_PLAN, k->c->err, sizeof k->c->err,
                         "bucket %d step %s (%s): changed the request block", k->bk->seq_len, st->name, what);
-    for (size_t i = 0; i < k->counters; i++)
-        if (k->cnt[i])
-            return rt_error(BERTC_STATUS_BAD_PLAN, k->c->err, sizeof k->c->err,
-                            "bucket %d step %s (%s): left arrival counter byte %zu non-zero", k->bk->seq_len,
-                            st->name, what, i);
+    size_t set = rt_check_counter_set(k);
+    if (set < k->counters)
+        return rt_error(BERTC_STATUS_BAD_PLAN, k->c->err, sizeof k->c->err,
+                        "bucket %d step %s (%s): left arrival counter byte %zu non-zero", k->bk->seq_len, st->name, what,
+                        set);
     return BERTC_STATUS_OK;
 }
 
@@ -179,10 +186,10 @@ static bertc_status rt_check_run(rt_check *k, const bertc_request *q, int b) {
     rt_request_stage(c, q, b);
     bertc_status e = rt_check_copy_in(k, c->request, c->staging, k->request);
     if (!e) e = rt_check_copy_out(k, k->cnt, c->counters, k->counters);
-    for (size_t i = 0; !e && i < k->counters; i++)
-        if (k->cnt[i])
-            e = rt_error(BERTC_STATUS_BAD_PLAN, c->err, sizeof c->err, "arrival counter byte %zu is non-zero before "
-                                                                       "the bucket's first step", i);
+    size_t set = e ? k->counters : rt_check_counter_set(k);
+    if (set < k->counters)
+        e = rt_error(BERTC_STATUS_BAD_PLAN, c->err, sizeof c->err,
+                     "arrival counter byte %zu is non-zero before the bucket's first step", set);
     for (int s = 0; !e && s < k->bk->nsteps; s++) e = rt_check_step(k, b, s);
     /* the device's weights were uploaded from the plan's bytes (rt_device.c) */
     uint8_t *w = e ? NULL : rt_malloc(wbytes ? wbytes : 1);
@@ -200,12 +207,8 @@ static bertc_status rt_check_run(rt_check *k, const bertc_request *q, int b) {
 
 bertc_status bertc_debug_check_steps(bertc_context *c, const bertc_request *q) {
     if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
-    if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "bertc_debug_check_steps: NULL request");
-    c->last_bucket = -1;
-    c->batch_n = 0;
-    c->timed = 0;
     int b = 0;
-    bertc_status e = rt_request_check(c, q, &b);
+    bertc_status e = rt_request_begin(c, q, "bertc_debug_check_steps", &b);
     if (e) return e;
     rt_check k = {.c = c, .bk = &c->dev->buckets[b]};
     k.arena = (size_t)k.bk->arena_bytes;

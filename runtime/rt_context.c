@@ -377,14 +377,22 @@ static bertc_status rt_infer(bertc_context *c, const bertc_request *q, int b) {
     return BERTC_STATUS_OK;
 }
 
-bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
-    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
-    if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "bertc_infer: request is NULL");
+void rt_results_forget(bertc_context *c) {
     c->last_bucket = -1;
     c->batch_n = 0;
     c->timed = 0;
+}
+
+bertc_status rt_request_begin(bertc_context *c, const bertc_request *q, const char *fn, int *b) {
+    if (!q) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err, "%s: request is NULL", fn);
+    rt_results_forget(c);
+    return rt_request_check(c, q, b);
+}
+
+bertc_status bertc_infer(bertc_context *c, const bertc_request *q) {
+    if (!c) return BERTC_STATUS_INVALID_ARGUMENT;
     int b = 0;
-    bertc_status st = rt_request_check(c, q, &b);
+    bertc_status st = rt_request_begin(c, q, "bertc_infer", &b);
     if (st != BERTC_STATUS_OK) return st;
     CUcontext prev;
     CUresult r = rt_ctx_enter(c->t, c->dev->ctx, &prev);

@@ -24,10 +24,7 @@ int bertc_debug_step_count(const bertc_context *c, int64_t len) {
     return 0;
 }
 
-int bertc_debug_variant(const bertc_context *c) {
-    return c && c->dev ? (int)(c->dev->buckets - c->plan->p.buckets) / (c->plan->p.nbuckets ? c->plan->p.nbuckets : 1)
-                       : -1;
-}
+int bertc_debug_variant(const bertc_context *c) { return c && c->dev ? c->dev->variant : -1; }
 
 static int rt_debug_cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;

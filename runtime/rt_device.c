@@ -154,7 +154,8 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         st = rt_error(BERTC_STATUS_NO_DEVICE, err, cap, "%s: %s", pl->path, why);
         goto fail;
     }
-    d->buckets = plan_variant_buckets(p, plan_variant_for(p, d->major, d->minor));
+    d->variant = plan_variant_for(p, d->major, d->minor);
+    d->buckets = plan_variant_buckets(p, d->variant);
     if ((r = t->cuDevicePrimaryCtxRetain(&d->ctx, d->dev)) != CUDA_SUCCESS) {
         d->ctx = NULL;
         st = rt_cu_error(t, r, err, cap, "cuDevicePrimaryCtxRetain(device %d)", d->ordinal);

@@ -214,38 +214,29 @@ static int lower_buckets(lower_ctx *c, sched_bucket *out) {
  * GPUs tuned for (those named, or "all" the plan's architectures serve)
  * by compute capability, ascending.  Variant 0 covers capabilities below
  * the first (the emulated device's 0 among them) with the compromise over
- * all of them; each capability then gets its GPUs' own choice, up to the
- * next one, the last up to PLAN_CC_MAX.  One variant (the range all
- * capabilities) without --tune, or when every GPU has one capability.
- * Returns the count; ranges in cc[2 * v], cc[2 * v + 1], each variant's
- * GPU names (comma-separated, for lower_gemm_chooser_init) in names[v],
- * or NULL for the compromise.
+ * all of them; each capability then gets its GPUs' own choice
+ * (lower_gemm_chooser_keep_cc), up to the next one, the last up to
+ * PLAN_CC_MAX.  One variant (the range all capabilities) without --tune.
+ * `c` is the chooser over all of them; returns the count, the ranges in
+ * cc[2 * v], cc[2 * v + 1].
  */
-static int lower_variant_ranges(const lower_options *o, double wbytes, int *cc, char names[][160]) {
-    lower_gemm_chooser all;
-    lower_gemm_chooser_init(&all, o->sms, o->nsms, o->tune, wbytes);
+static int lower_variant_ranges(const lower_options *o, const lower_gemm_chooser *c, int *cc) {
     int n = 1;
     cc[0] = 0;
-    names[0][0] = '\0';
     for (int have = 0; o->tune;) {
         int next = PLAN_CC_MAX + 1; /* the lowest capability above `have` */
-        for (int g = 0; g < all.ngpus; g++) {
-            int x = all.gpus[g]->major * 10 + all.gpus[g]->minor;
+        for (int g = 0; g < c->ngpus; g++) {
+            int x = c->gpus[g]->major * 10 + c->gpus[g]->minor;
             if (x > have && x < next) next = x;
         }
         if (next > PLAN_CC_MAX) break;
         cc[2 * n - 1] = next - 1;
-        cc[2 * n] = have = next;
-        names[n][0] = '\0';
-        for (int g = 0; g < all.ngpus; g++)
-            if (all.gpus[g]->major * 10 + all.gpus[g]->minor == next)
-                snprintf(names[n] + strlen(names[n]), 160 - strlen(names[n]), "%s%s", names[n][0] ? "," : "",
-                         all.gpus[g]->name);
-        n++;
+        cc[2 * n++] = have = next;
     }
     cc[2 * n - 1] = PLAN_CC_MAX;
     return n;
 }
+
 int lower_model(const ir_graph *g, const weights *w, const lower_options *o, plan *p, diag *d) {
     p->precision = o->precision;
     p->fusion = o->fusion;
@@ -262,11 +253,13 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     p->weights_size = lw.size;
     p->owns_weights = 1;
     lw.blob = NULL;
-    int total = o->nbuckets + o->ntoken_buckets, cc[2 * (LOWER_GEMM_MAX_GPUS + 1)];
-    char names[LOWER_GEMM_MAX_GPUS + 1][160];
-    int nv = lower_variant_ranges(o, (double)p->weights_size, cc, names);
-    p->buckets = calloc((size_t)(nv * total) + 1, sizeof *p->buckets);
+    int total = o->nbuckets + o->ntoken_buckets, cc[2 * (LOWER_GEMM_MAX_GPUS + 1)], nv = 1;
     lower_gemm_chooser *gemm = malloc(sizeof *gemm);
+    if (gemm) {
+        lower_gemm_chooser_init(gemm, o->sms, o->nsms, o->tune, (double)p->weights_size);
+        nv = lower_variant_ranges(o, gemm, cc);
+    }
+    p->buckets = calloc((size_t)(nv * total) + 1, sizeof *p->buckets);
     int rc = p->buckets && gemm ? 0 : diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
     if (!rc) p->nbuckets = total, p->nvariants = nv;
     lower_ctx c = {.g = g,
@@ -280,7 +273,8 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
                    .d = d,
                    .gemm = gemm};
     for (int v = 0; !rc && v < nv; v++) {
-        lower_gemm_chooser_init(gemm, o->sms, o->nsms, names[v][0] ? names[v] : o->tune, (double)p->weights_size);
+        lower_gemm_chooser_init(gemm, o->sms, o->nsms, o->tune, (double)p->weights_size);
+        if (v > 0) lower_gemm_chooser_keep_cc(gemm, cc[2 * v]);
         rc = lower_buckets(&c, plan_variant_buckets(p, v));
         for (int b = 0; b < total; b++) {
             plan_variant_buckets(p, v)[b].cc_min = (uint16_t)cc[2 * v];

@@ -108,6 +108,9 @@ typedef struct lower_gemm_chooser {
  * for a model of `weight_bytes` bytes of weights (0: taken as too large
  * for any L2). */
 void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, const char *tune, double weight_bytes);
+/* Keeps of c's GPUs those of compute capability cc (major * 10 + minor):
+ * --tune's step list for that capability (lower.c). */
+void lower_gemm_chooser_keep_cc(lower_gemm_chooser *c, int cc);
 /* --tune LIST: every name a GPU of the model's table, none twice, each
  * run by one of the architectures `sms` (any, when nsms is 0: a plan for
  * the emulated device only); 0, or -1 with d saying which name and why. */

@@ -118,6 +118,18 @@ void lower_gemm_chooser_init(lower_gemm_chooser *c, const int *sms, int nsms, co
     }
 }
 
+void lower_gemm_chooser_keep_cc(lower_gemm_chooser *c, int cc) {
+    int n = 0;
+    for (int g = 0; g < c->ngpus; g++) {
+        if (c->gpus[g]->major * 10 + c->gpus[g]->minor != cc) continue;
+        c->gpus[n] = c->gpus[g];
+        c->image_sm[n] = c->image_sm[g];
+        c->l2_share[n++] = c->l2_share[g];
+    }
+    c->ngpus = n;
+    c->nmemo = c->next = 0; /* the answers were for the GPUs before */
+}
+
 int lower_gemm_tune_check(const char *tune, const int *sms, int nsms, diag *d) {
     if (!tune || !strcmp(tune, "all")) return 0;
     const char *at = tune;
@@ -167,17 +179,6 @@ static void lower_gemm_work(const kernel_spec *s, double *flops, double *weights
     *min_bytes = *weights + es * (M * K + M * N + (s->has_residual ? M * N : 0));
 }
 
-/* Bytes of FP32 partial sums (and gemm_ln's pre-LayerNorm sums) a tiled
- * spec keeps in the arena while it runs (predict_kinds.c counts the same). */
-static double lower_gemm_partial_bytes(const kernel_spec *s) {
-    kernel_geometry g;
-    diag quiet;
-    diag_init(&quiet);
-    if (kernel_geometry_of(s, &g, &quiet)) return 0.0;
-    double tiles = (double)g.rowblocks * g.ntiles, ln = s->kind == KERNEL_KIND_GEMM_LN;
-    return tiles * g.bm * g.bn * 4.0 * ((g.splits > 1 ? g.splits : 0) + ln);
-}
-
 /* Modelled µs of a tiled spec on every GPU of the chooser; -1 if a CTA
  * does not fit one of them or the contract refuses the launch. */
 static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, double *us) {
@@ -186,7 +187,7 @@ static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, d
     diag_init(&quiet);
     if (kernel_launch_dims_of(s, s->bucket, &cand.dims, &quiet)) return -1;
     lower_gemm_work(s, &cand.flops, &cand.weight_bytes, &cand.min_bytes);
-    double partials = lower_gemm_partial_bytes(s);
+    double partials = c->charge_partials ? predict_partial_bytes(s) : 0.0;
     for (int g = 0; g < c->ngpus; g++) {
         predict_step st;
         cand.image_sm = c->image_sm[g];
@@ -200,7 +201,7 @@ static int lower_gemm_times(const lower_gemm_chooser *c, const kernel_spec *s, d
          * 42 MB of partials.  The default compromise does not: there the
          * T4's 4 MB would veto the splits that give the A100 and H100 a
          * full wave at s128 (the file's essay). */
-        if (c->charge_partials && partials > c->gpus[g]->l2_mb * 1e6 * LOWER_GEMM_L2_PARTIALS)
+        if (partials > c->gpus[g]->l2_mb * 1e6 * LOWER_GEMM_L2_PARTIALS)
             us[g] += 2.0 * partials / (c->gpus[g]->dram_gbs * 1e9) * 1e6;
     }
     return 0;

@@ -164,6 +164,11 @@ typedef struct predict_candidate {
  * request to the next while `arena` bytes of activations live there too. */
 double predict_l2_share(const predict_gpu *g, double weights, double arena);
 
+/* Bytes of FP32 partial sums (and gemm_ln's pre-LayerNorm sums) a tiled
+ * GEMM_SPLITK / GEMM_LN spec keeps in the arena while it runs (0 for any
+ * other kind): what the model counts, written and read, as activations. */
+double predict_partial_bytes(const kernel_spec *s);
+
 /* The modelled step; -1 with d set if a CTA does not fit the GPU. */
 int predict_candidate_step(const predict_gpu *g, const predict_constants *k, const predict_candidate *c,
                            predict_step *out, diag *d);

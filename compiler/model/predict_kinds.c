@@ -84,16 +84,30 @@ static predict_unit predict_unit_gsk(const kernel_spec *s, const kernel_geometry
  * read, the tile written) and gemm_ln's LayerNorm of one row block (tile_m
  * whole rows of float read, written in the storage type).
  */
-static void predict_adjust_gsk(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
-    double es = plan_dtype_size(s->dtype), tile = (double)g->bm * g->bn * 4.0;
+/* The FP32 partial tiles (and gemm_ln's pre-LayerNorm sums) of geometry g in the arena. */
+static double predict_gsk_partials(const kernel_spec *s, const kernel_geometry *g) {
     double tiles = (double)g->rowblocks * g->ntiles, ln = s->kind == KERNEL_KIND_GEMM_LN;
+    return tiles * g->bm * g->bn * 4.0 * ((g->splits > 1 ? g->splits : 0) + ln);
+}
+
+double predict_partial_bytes(const kernel_spec *s) {
+    kernel_geometry g;
+    diag quiet;
+    diag_init(&quiet);
+    if ((s->kind != KERNEL_KIND_GEMM_SPLITK && s->kind != KERNEL_KIND_GEMM_LN) || kernel_geometry_of(s, &g, &quiet))
+        return 0.0;
+    return predict_gsk_partials(s, &g);
+}
+
+static void predict_adjust_gsk(const kernel_spec *s, const kernel_geometry *g, predict_work *w) {
+    double es = plan_dtype_size(s->dtype), tile = (double)g->bm * g->bn * 4.0, ln = s->kind == KERNEL_KIND_GEMM_LN;
     w->cta_flops = 2.0 * g->bm * g->bn * (double)g->kts * (64.0 / es);
     w->l2_bytes = (double)w->ctas * (g->bm + g->bn) * (double)g->kts * 64.0;
     w->smem_flops_per_byte = predict_warp_feed((double)g->bm / g->wm, (double)g->bn / (4 / g->wm), es);
     w->tile_m = g->bm;
     w->tile_n = g->bn;
     w->split_k = g->splits;
-    w->act_bytes += 2.0 * tiles * tile * ((g->splits > 1 ? g->splits : 0) + ln);
+    w->act_bytes += 2.0 * predict_gsk_partials(s, g);
     w->serial_bytes = (g->splits > 1 ? g->splits * tile + g->bm * g->bn * es : 0.0) +
                       ln * g->bm * (double)s->n * (4.0 + es);
 }
