@@ -85,7 +85,8 @@ static int inspect_image_sm(const plan_image *im) {
 }
 
 static void inspect_text_kernels(FILE *f, const plan *p) {
-    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch; the path where the kind has a choice):\n");
+    fprintf(f, "\nkernels (registers/spill bytes/static smem per CUBIN arch; the path where the kind has a choice; "
+               "-: not in that image):\n");
     for (int kx = 0; kx < p->nkernels; kx++) {
         /* records of one text (split-K GEMMs of several buckets) share
          * an entry: compiled once, one function in each image */
@@ -96,17 +97,34 @@ static void inspect_text_kernels(FILE *f, const plan *p) {
         for (int i = 0; i < p->nimages; i++) {
             const plan_image *im = &p->images[i];
             const char *path = inspect_image_sm(im) > 0 ? kernel_path(&p->kernels[kx].spec, inspect_image_sm(im)) : NULL;
+            if (im->kind == PLAN_IMAGE_EMU) continue;
+            if (!plan_image_carries(p, i, kx)) {
+                fprintf(f, " %s -", im->arch); /* not in this image: no device that loads it runs the kernel */
+                continue;
+            }
             if (im->kind == PLAN_IMAGE_PTX) {
                 if (path) fprintf(f, " %s %s", im->arch, path);
                 continue;
             }
-            if (im->kind != PLAN_IMAGE_CUBIN) continue;
             const plan_kernel_stats *st = &im->stats[kx];
             fprintf(f, " %s %d/%d/%d%s%s", im->arch, st->registers, st->spill_stores + st->spill_loads,
                     st->shared_static, path ? " " : "", path ? path : "");
         }
         fprintf(f, "\n");
     }
+}
+
+/* After an image that lacks some kernels: which step lists it serves and
+ * how many of the plan's kernels it carries. */
+static void inspect_text_carried(FILE *f, const plan *p, int i) {
+    int n = 0;
+    for (int kx = 0; kx < p->nkernels; kx++) n += plan_image_carries(p, i, kx);
+    if (n == p->nkernels) return;
+    fprintf(f, ", %d of %d kernels", n, p->nkernels);
+    const char *sep = ": step list ";
+    for (int v = 0; v < plan_variant_count(p); v++)
+        if (plan_image_serves(p, i, v)) fprintf(f, "%s%d", sep, v + 1), sep = ", ";
+    if (*sep == ':') fprintf(f, ", no device loads it");
 }
 
 static void inspect_text_bucket(FILE *f, const plan *p, const sched_bucket *bk) {
@@ -175,7 +193,9 @@ void inspect_write_text(FILE *f, const plan *p, const char *path) {
     fprintf(f, "\nimages:\n");
     for (int i = 0; i < p->nimages; i++) {
         const plan_image *im = &p->images[i];
-        fprintf(f, "  %-11s %-5s %8zu bytes\n", im->arch, inspect_image_kind(im->kind), im->size);
+        fprintf(f, "  %-11s %-5s %8zu bytes", im->arch, inspect_image_kind(im->kind), im->size);
+        inspect_text_carried(f, p, i);
+        fprintf(f, "\n");
     }
     inspect_text_serves(f, p);
     inspect_text_kernels(f, p);
@@ -215,8 +235,9 @@ static void inspect_json_images(FILE *f, const plan *p) {
         fprintf(f, ", \"kind\": \"%s\", \"bytes\": %zu, \"kernels\": [", inspect_image_kind(im->kind), im->size);
         for (int kx = 0; kx < p->nkernels; kx++) {
             const char *path = inspect_image_sm(im) > 0 ? kernel_path(&p->kernels[kx].spec, inspect_image_sm(im)) : NULL;
-            fprintf(f, "%s{\"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, \"shared_static\": %d, \"path\": ",
-                    kx ? ", " : "", im->stats[kx].registers, im->stats[kx].spill_stores, im->stats[kx].spill_loads,
+            fprintf(f, "%s{\"carried\": %s, \"registers\": %d, \"spill_stores\": %d, \"spill_loads\": %d, "
+                    "\"shared_static\": %d, \"path\": ", kx ? ", " : "", plan_image_carries(p, i, kx) ? "true" : "false",
+                    im->stats[kx].registers, im->stats[kx].spill_stores, im->stats[kx].spill_loads,
                     im->stats[kx].shared_static);
             if (path) inspect_json_str(f, path);
             else fprintf(f, "null");

@@ -66,8 +66,7 @@ bertc_status bertc_debug_time_steps(bertc_context *c, const bertc_request *q, in
     if (!q || !out || reps < 1)
         return rt_error(BERTC_STATUS_INVALID_ARGUMENT, c->err, sizeof c->err,
                         "bertc_debug_time_steps: NULL request or output, or reps < 1");
-    c->last_bucket = -1;
-    c->timed = 0;
+    rt_results_forget(c); /* its steps overwrite the last request's outputs */
     int b = 0;
     bertc_status st = rt_request_check(c, q, &b);
     if (st) return st;

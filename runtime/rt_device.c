@@ -75,7 +75,24 @@ static bertc_status rt_device_load_module(rt_device *d, const plan *p, char *err
     return BERTC_STATUS_OK;
 }
 
-/* Functions by entry name, and the dynamic shared memory each launch needs. */
+/* Whether this device's step list launches kernel k, and the most dynamic
+ * shared memory a launch of it asks for. */
+static int rt_device_kernel_need(const rt_device *d, const plan *p, int k, unsigned *need) {
+    int used = 0;
+    *need = 0;
+    for (int b = 0; b < p->nbuckets; b++)
+        for (int s = 0; s < d->buckets[b].nsteps; s++) {
+            const sched_step *st = &d->buckets[b].steps[s];
+            if (st->kind != SCHED_STEP_KERNEL || st->launch.kernel != k) continue;
+            used = 1;
+            if (st->launch.dims.shared_bytes > *need) *need = st->launch.dims.shared_bytes;
+        }
+    return used;
+}
+
+/* Functions by entry name, and the dynamic shared memory each launch
+ * needs: the kernels of this device's step list only (a plan with several
+ * lists gives each image only its lists' kernels; plan.h). */
 static bertc_status rt_device_bind_kernels(rt_device *d, const plan *p, char *err, size_t cap) {
     d->functions = rt_calloc((size_t)p->nkernels, sizeof *d->functions);
     if (!d->functions) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, err, cap, "out of memory");
@@ -83,17 +100,12 @@ static bertc_status rt_device_bind_kernels(rt_device *d, const plan *p, char *er
     CUresult r = d->t.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d->dev);
     if (r != CUDA_SUCCESS) return rt_cu_error(&d->t, r, err, cap, "cuDeviceGetAttribute(shared memory opt-in)");
     for (int k = 0; k < p->nkernels; k++) {
+        unsigned need;
+        if (!rt_device_kernel_need(d, p, k, &need)) continue;
         r = d->t.cuModuleGetFunction(&d->functions[k], d->module, p->kernels[k].entry);
         if (r != CUDA_SUCCESS)
             return rt_cu_error(&d->t, r, err, cap, "cuModuleGetFunction(%s) in image %s", p->kernels[k].entry,
                                p->images[d->image].arch);
-        unsigned need = 0;
-        for (int b = 0; b < p->nbuckets; b++)
-            for (int s = 0; s < d->buckets[b].nsteps; s++) {
-                const sched_step *st = &d->buckets[b].steps[s];
-                if (st->kind == SCHED_STEP_KERNEL && st->launch.kernel == k && st->launch.dims.shared_bytes > need)
-                    need = st->launch.dims.shared_bytes;
-            }
         if (need <= RT_SMEM_NO_OPTIN) continue;
         if ((long)need > (long)optin)
             return rt_error(BERTC_STATUS_NO_DEVICE, err, cap,

@@ -45,20 +45,41 @@ static int images_take_gpu(plan *p, kbuild_result *kr, diag *d) {
             pi->stats[u].spill_loads = ki->stats[u].spill_loads;
             pi->stats[u].shared_static = ki->stats[u].shared_static;
         }
+        for (int u = 0; u < p->nkernels; u++)
+            if (ki->carries && !ki->carries[u])
+                pi->stats[u] = (plan_kernel_stats){.registers = PLAN_STATS_NOT_CARRIED};
     }
     return 0;
+}
+
+/* The step lists that launch each kernel (bit v: list v), and each list's
+ * capabilities, for kbuild: an image holds its devices' lists' kernels. */
+static int images_lists(const plan *p, kbuild_unit *units, int *cc_min, int *cc_max) {
+    int nv = plan_variant_count(p);
+    if (nv < 2 || nv > 64) return 0; /* one list: every image holds every kernel */
+    for (int v = 0; v < nv; v++) {
+        const sched_bucket *bs = plan_variant_buckets(p, v);
+        cc_min[v] = bs->cc_min;
+        cc_max[v] = bs->cc_max;
+        for (int b = 0; b < p->nbuckets; b++)
+            for (int j = 0; j < bs[b].nsteps; j++)
+                if (bs[b].steps[j].kind == SCHED_STEP_KERNEL) units[bs[b].steps[j].launch.kernel].lists |= (uint64_t)1 << v;
+    }
+    return nv;
 }
 
 static int images_build_gpu(plan *p, const arch_list *targets, const images_options *o, images_report *r,
                             diag *d) {
     kbuild_unit *units = calloc((size_t)p->nkernels + 1, sizeof *units);
     const char *archs[ARCH_MAX];
+    int cc_min[64], cc_max[64];
     if (!units) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    for (int i = 0; i < p->nkernels; i++) units[i] = (kbuild_unit){p->kernels[i].source, p->kernels[i].entry};
+    for (int i = 0; i < p->nkernels; i++) units[i] = (kbuild_unit){p->kernels[i].source, p->kernels[i].entry, 0};
+    int nlists = images_lists(p, units, cc_min, cc_max);
     int narchs = images_archs_to_build(targets, archs);
     kcache cache;
     kcache_open(&cache, !o->no_cache);
-    kbuild_options ko = {.jobs = o->jobs, .cache = &cache};
+    kbuild_options ko = {.jobs = o->jobs, .cache = &cache, .nlists = nlists, .list_cc_min = cc_min, .list_cc_max = cc_max};
     kbuild_result kr;
     int rc = kbuild_compile(units, p->nkernels, archs, narchs, &ko, &kr, d);
     free(units);

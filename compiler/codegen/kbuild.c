@@ -30,6 +30,7 @@
 
 #include "arch.h"
 #include "kbuild_internal.h"
+#include "plan.h"
 
 #ifndef BERTC_CUDA_HOME
 #define BERTC_CUDA_HOME "/usr/local/cuda"
@@ -50,19 +51,17 @@ static void kbuild_work_free(kbuild_work *w) {
         for (int i = 0; i < w->nunits; i++) free(w->labels[i]);
     free(w->labels);
     free(w->distinct_idx);
-    free(w->source);
     memset(w, 0, sizeof *w);
 }
 
-/* Dedupes the units by content and joins the distinct ones into one program. */
-static int kbuild_work_prepare(kbuild_work *w, const kbuild_unit *units, int nunits, int *distinct_of) {
+/* Dedupes the units by content (a unit's lists join its twin's). */
+static int kbuild_work_prepare(kbuild_work *w, kbuild_unit *units, int nunits, int *distinct_of) {
     w->units = units;
     w->nunits = nunits;
     w->distinct_idx = malloc(sizeof(int) * (size_t)nunits);
     w->labels = calloc((size_t)nunits, sizeof(char *));
     uint64_t *hashes = malloc(sizeof(uint64_t) * (size_t)nunits);
     int ok = w->distinct_idx && w->labels && hashes;
-    size_t total = 1;
     for (int i = 0; ok && i < nunits; i++) {
         hashes[i] = kbuild_hash(units[i].text);
         distinct_of[i] = i;
@@ -76,25 +75,35 @@ static int kbuild_work_prepare(kbuild_work *w, const kbuild_unit *units, int nun
         if (units[i].entry) w->labels[i] = strdup(units[i].entry);
         else if (asprintf(&w->labels[i], "unit%d", i) < 0) w->labels[i] = NULL;
         ok = w->labels[i] != NULL;
-        if (ok && distinct_of[i] == i) {
-            w->distinct_idx[w->ndistinct++] = i;
-            total += strlen(w->labels[i]) + strlen(units[i].text) + 32;
-        }
+        if (ok && distinct_of[i] == i) w->distinct_idx[w->ndistinct++] = i;
+        else if (ok && units[i].lists && units[distinct_of[i]].lists) units[distinct_of[i]].lists |= units[i].lists;
+        else if (ok) units[distinct_of[i]].lists = 0; /* one of them runs everywhere */
     }
     free(hashes);
-    if (ok) ok = (w->source = malloc(total)) != NULL;
-    if (!ok) return -1;
-    size_t len = 0;
+    return ok ? 0 : -1;
+}
+
+/* One program of the distinct units wanted by `lists`, each behind its
+ * #line directive (malloc'd; NULL out of memory). */
+static char *kbuild_program(const kbuild_work *w, uint64_t lists) {
+    size_t total = 1, len = 0;
     for (int k = 0; k < w->ndistinct; k++) {
         int u = w->distinct_idx[k];
-        size_t tl = strlen(units[u].text);
-        len += (size_t)sprintf(w->source + len, "#line 1 \"%s.cu\"\n", w->labels[u]);
-        memcpy(w->source + len, units[u].text, tl);
-        len += tl;
-        if (tl == 0 || units[u].text[tl - 1] != '\n') w->source[len++] = '\n';
+        if (kbuild_unit_wanted(w, u, lists)) total += strlen(w->labels[u]) + strlen(w->units[u].text) + 32;
     }
-    w->source[len] = '\0';
-    return 0;
+    char *src = malloc(total);
+    if (!src) return NULL;
+    for (int k = 0; k < w->ndistinct; k++) {
+        int u = w->distinct_idx[k];
+        if (!kbuild_unit_wanted(w, u, lists)) continue;
+        size_t tl = strlen(w->units[u].text);
+        len += (size_t)sprintf(src + len, "#line 1 \"%s.cu\"\n", w->labels[u]);
+        memcpy(src + len, w->units[u].text, tl);
+        len += tl;
+        if (tl == 0 || w->units[u].text[tl - 1] != '\n') src[len++] = '\n';
+    }
+    src[len] = '\0';
+    return src;
 }
 
 /* ------------------------------------------------------------ targets */
@@ -335,7 +344,100 @@ static void kbuild_graph_plan(kbuild_graph *g, const char *const *archs, int nar
     g->njobs = g->ntargets + narchs;
 }
 
+/* ------------------------------------------------------------ kernels per image */
+
+/*
+ * With several step lists (kbuild_options.nlists) an image holds only the
+ * kernels of the lists its devices run: the plan's own rule says which
+ * (plan_image_serves_range, over the images this build makes), and an
+ * image no device selects (compute_80 PTX beside CUBINs for every 8.x)
+ * takes the newest list's, the one for GPUs newer than any listed.  A
+ * front end compiles what its CUBINs, its PTX and the targets derived from
+ * it need; ptxas builds an architecture's entries only (-e) when its
+ * target's program holds more.
+ */
+static uint64_t kbuild_image_lists(const plan *images, int i, const kbuild_options *opt) {
+    uint64_t lists = 0;
+    for (int v = 0; v < opt->nlists; v++)
+        if (plan_image_serves_range(images, i, opt->list_cc_min[v], opt->list_cc_max[v])) lists |= (uint64_t)1 << v;
+    return lists ? lists : (uint64_t)1 << (opt->nlists - 1);
+}
+
+/* The step lists of every image: CUBINs in arch order, then the PTX the
+ * plan carries (kbuild_collect's order), into the jobs. */
+static void kbuild_graph_image_lists(kbuild_graph *g, const kbuild_options *opt) {
+    plan_image ims[ARCH_MAX + KBUILD_MAX_TARGETS];
+    int owner[ARCH_MAX + KBUILD_MAX_TARGETS], n = 0;
+    for (int a = 0; a < g->narchs; a++, n++) {
+        ims[n] = (plan_image){.kind = PLAN_IMAGE_CUBIN};
+        snprintf(ims[n].arch, sizeof ims[n].arch, "%s", g->sass[a].arch);
+        owner[n] = -1;
+    }
+    for (int t = 0; !opt->no_ptx && t < g->ntargets; t++) {
+        if (!kbuild_ptx_wanted(g, t, opt->all_ptx)) continue;
+        ims[n] = (plan_image){.kind = PLAN_IMAGE_PTX};
+        snprintf(ims[n].arch, sizeof ims[n].arch, "%s", g->targets[t].name);
+        owner[n++] = t;
+    }
+    plan view;
+    plan_init(&view);
+    view.nimages = n;
+    view.images = ims;
+    for (int i = 0; i < n; i++) {
+        uint64_t lists = opt->nlists > 1 ? kbuild_image_lists(&view, i, opt) : UINT64_MAX;
+        if (owner[i] < 0) g->sass[i].lists = lists;
+        else g->targets[owner[i]].lists |= lists;
+    }
+}
+
+/* s->entries: the comma-separated entries of s's lists when its target's
+ * program holds more, else NULL (the whole module).  -1 out of memory. */
+static int kbuild_sass_entries(const kbuild_work *w, kbuild_sass *s) {
+    size_t total = 1;
+    int extra = 0;
+    for (int k = 0; k < w->ndistinct; k++) {
+        int u = w->distinct_idx[k];
+        if (!kbuild_unit_wanted(w, u, s->target->lists)) continue;
+        if (!kbuild_unit_wanted(w, u, s->lists)) extra = 1;
+        else if (!w->units[u].entry) return 0; /* an unnamed unit: no -e */
+        else total += strlen(w->labels[u]) + 1;
+    }
+    if (!extra) return 0;
+    if (!(s->entries = malloc(total))) return -1;
+    size_t len = 0;
+    for (int k = 0; k < w->ndistinct; k++) {
+        int u = w->distinct_idx[k];
+        if (kbuild_unit_wanted(w, u, s->target->lists) && kbuild_unit_wanted(w, u, s->lists))
+            len += (size_t)sprintf(s->entries + len, "%s%s", len ? "," : "", w->labels[u]);
+    }
+    return 0;
+}
+
+/* Each target's lists (its images', its CUBINs', its derived targets'),
+ * each front end's program and each architecture's entries. */
+static int kbuild_graph_lists(kbuild_graph *g, const kbuild_options *opt) {
+    kbuild_graph_image_lists(g, opt);
+    for (int a = 0; a < g->narchs; a++) ((kbuild_target *)g->sass[a].target)->lists |= g->sass[a].lists;
+    for (int t = g->ntargets - 1; t >= 0; t--) /* a derived target is newer than its source */
+        if (g->targets[t].source >= 0) g->targets[g->targets[t].source].lists |= g->targets[t].lists;
+    for (int t = 0; t < g->ntargets; t++) {
+        kbuild_target *tg = &g->targets[t];
+        if (tg->source >= 0) tg->lists = g->targets[tg->source].lists; /* its PTX is its source's, raised */
+        else if (!(tg->program = kbuild_program(g->w, tg->lists))) return -1;
+    }
+    for (int a = 0; a < g->narchs; a++)
+        if (kbuild_sass_entries(g->w, &g->sass[a])) return -1;
+    return 0;
+}
+
 /* ------------------------------------------------------------ results */
+
+/* Which units an image built for `lists` holds (a unit as its twin). */
+static int kbuild_carries(const kbuild_work *w, const kbuild_result *r, uint64_t lists, kbuild_image *im) {
+    if (!(im->carries = malloc((size_t)w->nunits))) return -1;
+    for (int i = 0; i < w->nunits; i++) im->carries[i] = (unsigned char)kbuild_unit_wanted(w, r->distinct_of[i], lists);
+    return 0;
+}
 
 /* One CUBIN per arch in the order given, then the PTX the plan carries
  * (kbuild_ptx_wanted), ascending. */
@@ -358,6 +460,7 @@ static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx, int all
         for (int i = 0; i < w->nunits; i++) im->stats[i] = (kbuild_stats){-1, -1, -1, -1, -1};
         if (s->log) kbuild_sass_stats(s->log, w, im->stats);
         for (int i = 0; i < w->nunits; i++) im->stats[i] = im->stats[r->distinct_of[i]];
+        if (kbuild_carries(w, r, s->entries ? s->lists : s->target->lists, im)) return -1;
     }
     for (int t = 0, k = g->narchs; !no_ptx && t < g->ntargets; t++) {
         if (!kbuild_ptx_wanted(g, t, all_ptx)) continue;
@@ -368,15 +471,20 @@ static int kbuild_collect(kbuild_graph *g, kbuild_result *r, int no_ptx, int all
         im->size = g->targets[t].ptx_size;
         im->seconds = g->targets[t].seconds;
         g->targets[t].ptx = NULL;
+        if (kbuild_carries(w, r, g->targets[t].lists, im)) return -1;
     }
     return 0;
 }
 
 static void kbuild_graph_free(kbuild_graph *g) {
-    for (int t = 0; t < g->ntargets; t++) free(g->targets[t].ptx);
+    for (int t = 0; t < g->ntargets; t++) {
+        free(g->targets[t].ptx);
+        free(g->targets[t].program);
+    }
     for (int a = 0; a < g->narchs; a++) {
         free(g->sass[a].cubin);
         free(g->sass[a].log);
+        free(g->sass[a].entries);
     }
 }
 
@@ -397,6 +505,7 @@ void kbuild_result_free(kbuild_result *r) {
     for (int i = 0; i < r->nimages; i++) {
         free(r->images[i].data);
         free(r->images[i].stats);
+        free(r->images[i].carries);
     }
     free(r->images);
     free(r->distinct_of);
@@ -429,9 +538,13 @@ static int kbuild_tools_open(kbuild_tools *t, const kbuild_options *opt, diag *d
     return kbuild_sass_tools(t, home, d);
 }
 
-static int kbuild_check(const kbuild_unit *units, int nunits, const char *const *archs, int narchs, diag *d) {
+static int kbuild_check(const kbuild_unit *units, int nunits, const char *const *archs, int narchs,
+                        const kbuild_options *opt, diag *d) {
     if (arch_list_check(archs, narchs, d)) return -1;
     if (nunits < 1) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: no kernels to compile");
+    if (opt->nlists > 64 || (opt->nlists > 1 && (!opt->list_cc_min || !opt->list_cc_max)))
+        return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: %d step lists (at most 64, each with its capabilities)",
+                        opt->nlists);
     for (int i = 0; i < nunits; i++)
         if (!units[i].text) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: kernel %d has no source", i);
     return 0;
@@ -441,6 +554,7 @@ static int kbuild_check(const kbuild_unit *units, int nunits, const char *const 
 static int kbuild_build(kbuild_graph *g, const char *const *archs, int narchs, const kbuild_options *opt,
                         kbuild_result *r, diag *d) {
     kbuild_graph_plan(g, archs, narchs);
+    if (kbuild_graph_lists(g, opt)) return diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory");
     kbuild_graph_run(g, opt->jobs);
     if (kbuild_graph_error(g, d)) return -1;
     for (int t = 0; t < g->ntargets; t++) r->nderived += g->targets[t].source >= 0;
@@ -458,13 +572,16 @@ int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *arch
     memset(r, 0, sizeof *r);
     kbuild_options defaults = {0};
     if (!opt) opt = &defaults;
-    if (kbuild_check(units, nunits, archs, narchs, d)) return -1;
+    if (kbuild_check(units, nunits, archs, narchs, opt, d)) return -1;
     kbuild_work w;
     memset(&w, 0, sizeof w);
     kbuild_graph *g = calloc(1, sizeof *g);
+    kbuild_unit *own = malloc(sizeof *own * (size_t)nunits); /* the lists of twins are joined */
     r->nunits = nunits;
     r->distinct_of = malloc(sizeof(int) * (size_t)nunits);
-    int rc = !g || !r->distinct_of || kbuild_work_prepare(&w, units, nunits, r->distinct_of)
+    if (own) memcpy(own, units, sizeof *own * (size_t)nunits);
+    for (int i = 0; own && opt->nlists <= 1 && i < nunits; i++) own[i].lists = 0;
+    int rc = !g || !own || !r->distinct_of || kbuild_work_prepare(&w, own, nunits, r->distinct_of)
                  ? diag_set(d, DIAG_CODE_INTERNAL, "kbuild: out of memory")
                  : 0;
     r->ndistinct = w.ndistinct;
@@ -477,6 +594,7 @@ int kbuild_compile(const kbuild_unit *units, int nunits, const char *const *arch
     if (g) kbuild_graph_free(g);
     free(g);
     kbuild_work_free(&w);
+    free(own);
     if (rc) kbuild_result_free(r);
     else r->seconds = kbuild_clock() - t0;
     return rc;

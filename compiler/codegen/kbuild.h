@@ -40,6 +40,17 @@
  *  - ptxas compiles each architecture's CUBIN from its target's PTX as a
  *    whole program — the code NVRTC's own ptxas run gives (kbuild_sass.c
  *    says why nothing finer-grained is used);
+ *  - an image holds the kernels its devices run.  A plan with several
+ *    step lists (`--tune`) says which lists launch each unit
+ *    (kbuild_unit.lists) and each list's compute capabilities; the
+ *    plan's own rule (plan_image_serves_range) says which lists each
+ *    image serves, so a front end compiles only the units of its CUBINs,
+ *    its PTX and the targets derived from it, and ptxas builds only an
+ *    architecture's entries (-e) when its target's program holds more.
+ *    An image no device selects takes the newest list.  Each image says
+ *    what it carries (kbuild_image.carries), which the plan records.
+ *    With one list (or none given) every image holds every unit, and the
+ *    programs and cache keys are those of before;
  *  - all of it is one job graph run on up to `jobs` threads: a job starts
  *    when its input exists, so the cores stay busy across targets and
  *    architectures (BERT-base on two cores: compute_75 and compute_80
@@ -71,14 +82,17 @@
 #define BERTC_KBUILD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "diag.h"
 #include "kcache.h"
 
-/* One kernel to compile: its complete source and its extern "C" entry. */
+/* One kernel to compile: its complete source, its extern "C" entry, and
+ * the step lists that launch it (kbuild_options.nlists). */
 typedef struct kbuild_unit {
     const char *text;
     const char *entry;         /* names the unit in messages and stats; may be NULL */
+    uint64_t lists;            /* bit v: step list v launches it; 0: every list */
 } kbuild_unit;
 
 /* ptxas's report for one entry point on one architecture (-1: not reported). */
@@ -96,6 +110,7 @@ typedef struct kbuild_image {
     size_t size;
     kbuild_stats *stats;       /* [nunits] in the caller's order (duplicates repeat their
                                   twin's numbers); NULL for PTX */
+    unsigned char *carries;    /* [nunits]: 1 where the image holds the unit's entry */
     double seconds;            /* thread time of the jobs that made it (0 from the cache) */
 } kbuild_image;
 
@@ -120,6 +135,9 @@ typedef struct kbuild_options {
     const char *const *extra_options;   /* more NVRTC options (e.g. "-lineinfo") */
     int nextra;
     kcache *cache;             /* NULL: no cache */
+    int nlists;                /* step lists (0 or 1: one, every image carries every unit) */
+    const int *list_cc_min;    /* [nlists]: list v runs on capabilities list_cc_min[v] .. */
+    const int *list_cc_max;    /* .. list_cc_max[v] (plan.h, variants) */
 } kbuild_options;
 
 /*

@@ -172,7 +172,7 @@ static int kbuild_front_options(const kbuild_tools *tools, const kbuild_target *
     return n;
 }
 
-static void kbuild_front_key(const kbuild_work *w, const kbuild_tools *tools, const char *const *opts, int nopts,
+static void kbuild_front_key(const kbuild_target *t, const kbuild_tools *tools, const char *const *opts, int nopts,
                              kcache_key *k) {
     kcache_hash h;
     kcache_hash_begin(&h, "ptx");
@@ -180,7 +180,7 @@ static void kbuild_front_key(const kbuild_work *w, const kbuild_tools *tools, co
     kcache_hash_int(&h, tools->nvrtc_major * 1000 + tools->nvrtc_minor);
     kcache_hash_str(&h, tools->headers);
     for (int i = 0; i < nopts; i++) kcache_hash_str(&h, opts[i]);
-    kcache_hash_str(&h, w->source);
+    kcache_hash_str(&h, t->program);
     kcache_hash_end(&h, k);
 }
 
@@ -189,7 +189,7 @@ static void kbuild_front_compile(const kbuild_work *w, const char *const *opts, 
     nvrtcProgram prog = NULL;
     char *log = NULL;
     const char *call = "nvrtcCreateProgram";
-    nvrtcResult st = nvrtcCreateProgram(&prog, w->source, "bertc_kernels.cu", 0, NULL, NULL);
+    nvrtcResult st = nvrtcCreateProgram(&prog, t->program, "bertc_kernels.cu", 0, NULL, NULL);
     if (st == NVRTC_SUCCESS) {
         call = "nvrtcCompileProgram";
         st = nvrtcCompileProgram(prog, nopts, opts);
@@ -284,7 +284,7 @@ void kbuild_front_run(const kbuild_work *w, const kbuild_tools *tools, kbuild_ta
     int nopts = kbuild_front_options(tools, t, archopt, sizeof archopt, opts);
     kcache_key key;
     kcache_part part;
-    kbuild_front_key(w, tools, opts, nopts, &key);
+    kbuild_front_key(t, tools, opts, nopts, &key);
     if (kcache_get(tools->cache, &key, &part, 1) == 0) {
         t->ptx = (char *)part.data;
         t->ptx_size = part.size;

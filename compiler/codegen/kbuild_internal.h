@@ -33,8 +33,12 @@ typedef struct kbuild_work {
     int ndistinct;
     int *distinct_idx;           /* [ndistinct] unit index of each distinct text */
     char **labels;               /* [nunits] entry names, or "unit<i>" */
-    char *source;                /* every distinct unit behind a #line directive */
 } kbuild_work;
+
+/* Whether unit u belongs to an image serving the step lists of `lists`. */
+static inline int kbuild_unit_wanted(const kbuild_work *w, int u, uint64_t lists) {
+    return w->units[u].lists == 0 || (w->units[u].lists & lists) != 0;
+}
 
 /* Where the tools are and what they are: part of every cache key. */
 typedef struct kbuild_tools {
@@ -66,6 +70,8 @@ typedef struct kbuild_target {
     int number;                  /* 80 for compute_80 */
     int source;                  /* the target whose PTX this one is derived from; -1: a front end */
     char name[16];               /* "compute_80" */
+    uint64_t lists;              /* the step lists its program holds the kernels of (kbuild_unit.lists) */
+    char *program;               /* a front end's program: the wanted distinct units behind #line directives */
     char *ptx;                   /* NUL-terminated */
     size_t ptx_size;
     kcache_key ptx_key;          /* digest of the PTX */
@@ -79,6 +85,8 @@ typedef struct kbuild_target {
 typedef struct kbuild_sass {
     const kbuild_target *target;
     const char *arch;            /* "sm_80" */
+    uint64_t lists;              /* the step lists its devices run */
+    char *entries;               /* ptxas -e: the entries to build, comma-separated; NULL: every one */
     unsigned char *cubin;
     size_t cubin_size;
     char *log;                   /* ptxas -v output */
@@ -98,7 +106,7 @@ static inline double kbuild_clock(void) {
 
 /* The toolkit's include option, NVRTC's version and the headers' stamp. */
 int kbuild_front_tools(kbuild_tools *t, const char *cuda_home, diag *d);
-/* NVRTC on w->source for t->number (or the cache entry): t->ptx, raised to
+/* NVRTC on t->program for t->number (or the cache entry): t->ptx, raised to
  * t->number (its markers up to it removed), and its digest. */
 void kbuild_front_run(const kbuild_work *w, const kbuild_tools *tools, kbuild_target *t);
 /* t->ptx from src's PTX raised to t->number: `.target` and the markers

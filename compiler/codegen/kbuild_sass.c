@@ -12,6 +12,11 @@
  * bytes.  So an architecture is one job; the graph runs architectures and
  * targets side by side.)
  *
+ * A CUBIN for the devices of only some of a plan's step lists holds only
+ * their kernels: ptxas -e names the entries to build, and the rest of the
+ * module is skipped.  An entry's machine code is the same as in the whole
+ * module's CUBIN (compared byte for byte on BERT-base's sm_80 kernels).
+ *
  * ptxas runs as a child (subproc.h) in kbuild's private folder, on
  * relative names; its input, output and log are removed afterwards.
  */
@@ -70,6 +75,7 @@ static void kbuild_sass_key(const kbuild_tools *tools, const kbuild_sass *s, kca
     kcache_hash_str(&h, tools->ptxas_version);
     kcache_hash_str(&h, s->arch);
     kcache_hash_bytes(&h, s->target->ptx_key.digest, SHA256_DIGEST_SIZE);
+    if (s->entries) kcache_hash_str(&h, s->entries); /* absent for a whole module: the keys of before */
     kcache_hash_end(&h, k);
 }
 
@@ -103,7 +109,8 @@ static void kbuild_sass_compile(const kbuild_tools *tools, kbuild_sass *s) {
         kbuild_sass_fail(s, "could not be started: cannot write its input", NULL);
         return;
     }
-    char *argv[] = {(char *)tools->ptxas, archopt, "-v", "-o", out, in, NULL};
+    char *argv[] = {(char *)tools->ptxas, archopt, "-v", "-o", out, in, NULL, NULL, NULL};
+    if (s->entries) argv[6] = "-e", argv[7] = s->entries;
     int status = -1, rc = subproc_run(argv, tools->tmpdir, log, &status);
     s->log = kbuild_sass_read(tools->tmpdir, log, NULL);
     if (rc) kbuild_sass_fail(s, "could not be started", strerror(rc));

@@ -24,8 +24,9 @@
 #include "tokdesc.h"
 
 #define PLAN_MAGIC "BERTCPLN"       /* 8 bytes */
-#define PLAN_FORMAT_VERSION 8   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family and token buckets;
-                                   8: step lists per compute capability (plan_format.h) */
+#define PLAN_FORMAT_VERSION 9   /* 6: the families (pad_id, bias_ld, LABELS); 7: the GEMM family and token buckets;
+                                   8: step lists per compute capability (plan_format.h); 9: an image carries
+                                   the kernels of the step lists it serves (PLAN_STATS_NOT_CARRIED) */
 #define PLAN_SECTION_ALIGN 256
 #define PLAN_MAX_ARCHS 16
 
@@ -39,7 +40,7 @@ typedef struct plan_kernel {
 } plan_kernel;
 
 typedef struct plan_kernel_stats {
-    int registers;
+    int registers;                   /* PLAN_STATS_NOT_CARRIED: the image lacks the kernel */
     int spill_stores, spill_loads;   /* bytes */
     int shared_static;               /* bytes */
 } plan_kernel_stats;
@@ -166,5 +167,23 @@ int plan_image_select(const plan *p, const char *arch, int major, int minor, cha
 int plan_arch_number(const char *arch, const char *prefix);
 /* Whether a CUBIN for sm runs on a major.minor device (same major, minor not newer). */
 int plan_cubin_runs_on(int sm, int major, int minor);
+
+/*
+ * Which kernels an image carries.  A plan with several step lists gives an
+ * image only the kernels of the lists its devices run: a stats record
+ * whose registers are PLAN_STATS_NOT_CARRIED says the image lacks that
+ * kernel (the reader checks that no list an image serves launches one).
+ */
+#define PLAN_STATS_NOT_CARRIED (-1)
+static inline int plan_image_carries(const plan *p, int image, int kernel) {
+    const plan_image *im = &p->images[image];
+    return !im->stats || im->stats[kernel].registers != PLAN_STATS_NOT_CARRIED;
+}
+/* Whether image i runs on some device of capability cc_min..cc_max (major *
+ * 10 + minor, 0 for the emulated device, named as the runtime names it:
+ * "emu", "sm_86"), by plan_image_select.  Only p's images are read. */
+int plan_image_serves_range(const plan *p, int i, int cc_min, int cc_max);
+/* Whether image i runs on some device of variant v's capabilities. */
+int plan_image_serves(const plan *p, int i, int v);
 
 #endif

@@ -15,6 +15,15 @@
  * with `--tune` may carry one per range of compute capabilities, and the
  * device's capability picks one, as it picks the image.
  *
+ * Which lists an image serves follows from the same rule: a device of
+ * capability cc runs image i and step list v when both rules pick them,
+ * so image i must carry every kernel of every list whose capability range
+ * holds a cc that selects it (plan_image_serves; a plan built with
+ * `--tune` gives each image only those, format 9).  The selection changes
+ * only at an image's own capability, the one after it and the next major
+ * version, so those points and the range's start decide the question
+ * without walking every capability up to PLAN_CC_MAX.
+ *
  * The rule lives beside the plan's vocabulary, not in the runtime, because
  * two sides need the same answer: the runtime choosing what to load, and
  * the compiler (which CUBINs a plan needs at all, and what `bertc inspect
@@ -79,4 +88,32 @@ int plan_variant_for(const plan *p, int major, int minor) {
     for (int v = 1; v < plan_variant_count(p); v++)
         if (cc < plan_variant_buckets(p, v)->cc_min) return v - 1;
     return plan_variant_count(p) - 1;
+}
+
+/* The image a device of capability cc picks, named as the runtime names it. */
+static int plan_image_at(const plan *p, int cc) {
+    char arch[24];
+    if (cc == 0) snprintf(arch, sizeof arch, "emu");
+    else snprintf(arch, sizeof arch, "sm_%d%d", cc / 10, cc % 10);
+    return plan_image_select(p, arch, cc / 10, cc % 10, NULL, 0);
+}
+
+int plan_image_serves_range(const plan *p, int i, int cc_min, int cc_max) {
+    if (cc_min > cc_max) return 0;
+    if (plan_image_at(p, cc_min) == i) return 1;
+    for (int j = 0; j < p->nimages; j++) {
+        const plan_image *im = &p->images[j];
+        int n = plan_arch_number(im->arch, im->kind == PLAN_IMAGE_PTX ? "compute_" : "sm_");
+        if (n < 0) continue;
+        int points[3] = {n, n + 1, (n / 10 + 1) * 10};
+        for (int k = 0; k < 3; k++)
+            if (points[k] > cc_min && points[k] <= cc_max && plan_image_at(p, points[k]) == i) return 1;
+    }
+    return 0;
+}
+
+int plan_image_serves(const plan *p, int i, int v) {
+    const sched_bucket *b = plan_variant_buckets(p, v);
+    if (plan_variant_count(p) == 1) return plan_image_serves_range(p, i, 0, PLAN_CC_MAX); /* the writer's one list */
+    return plan_image_serves_range(p, i, b->cc_min, b->cc_max);
 }

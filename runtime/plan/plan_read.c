@@ -81,7 +81,7 @@
  * change, so it must fail to compile here until PLAN_FORMAT_VERSION and the
  * specification are updated with it.
  */
-_Static_assert(PLAN_FORMAT_VERSION == 8, "update the enum pins below with the format");
+_Static_assert(PLAN_FORMAT_VERSION == 9, "update the enum pins below with the format");
 _Static_assert(TOKDESC_MODEL_WORDPIECE == 0 && TOKDESC_MODEL_BPE == 1 && TOKDESC_MODEL_UNIGRAM == 2 &&
                    TOKDESC_MODEL_COUNT == 3,
                "tokdesc_model values are part of the plan format");
@@ -802,6 +802,26 @@ static int prd_image_cmp(const void *a, const void *b) {
     return c ? c : (int)x->kind - (int)y->kind;
 }
 
+/* One stats record: counts >= 0, or registers PLAN_STATS_NOT_CARRIED and
+ * zeros (format 9: the image lacks the kernel; an EMU image has them all). */
+static int prd_stats(prd_cur *c, const plan_image *im, plan_kernel_stats *st) {
+    int32_t reg = (int32_t)prd_ld32(c->r->base + c->pos);
+    if (reg == PLAN_STATS_NOT_CARRIED && im->kind != PLAN_IMAGE_EMU) {
+        st->registers = reg;
+        cur_take(c, 4);
+        for (int f = 0; f < 3; f++)
+            if (cur_i32(c) != 0)
+                return CUR_FAIL(c, "field %s: not 0 in the record of a kernel the image does not carry (registers %d)",
+                                f == 0 ? "spill_stores" : f == 1 ? "spill_loads" : "shared_static", reg);
+        return 0;
+    }
+    return cur_i32_min(c, "registers", 0, &st->registers) || cur_i32_min(c, "spill_stores", 0, &st->spill_stores) ||
+                   cur_i32_min(c, "spill_loads", 0, &st->spill_loads) ||
+                   cur_i32_min(c, "shared_static", 0, &st->shared_static)
+               ? -1
+               : 0;
+}
+
 static int prd_images(prd *r) {
     plan *p = r->p;
     const prd_section *s = &r->sec[PLAN_SECTION_IMAGES], *data = &r->sec[PLAN_SECTION_IMAGE_DATA];
@@ -861,10 +881,7 @@ static int prd_images(prd *r) {
             prd_ctx(r, "image %u (%s) stats of kernel %u", i, im->arch, k);
             uint64_t at = s->off + (uint64_t)r->nimages * PLAN_IMAGE_RECORD_SIZE +
                           ((uint64_t)i * r->nkernels + k) * PLAN_STATS_RECORD_SIZE;
-            if (prd_record(r, &c, at, PLAN_STATS_RECORD_SIZE) || cur_i32_min(&c, "registers", 0, &st->registers) ||
-                cur_i32_min(&c, "spill_stores", 0, &st->spill_stores) ||
-                cur_i32_min(&c, "spill_loads", 0, &st->spill_loads) ||
-                cur_i32_min(&c, "shared_static", 0, &st->shared_static) || prd_record_done(&c))
+            if (prd_record(r, &c, at, PLAN_STATS_RECORD_SIZE) || prd_stats(&c, im, st) || prd_record_done(&c))
                 return -1;
         }
     }
@@ -1619,6 +1636,33 @@ static int prd_tokenizer(prd *r) {
     return 0;
 }
 
+/* Every kernel a step list launches is in every image whose devices run
+ * that list (plan_image_serves): a device never binds a kernel its image
+ * lacks.  Reported at the image's stats record of the kernel. */
+static int prd_carried(prd *r) {
+    const plan *p = r->p;
+    prd_where_section(r, PLAN_SECTION_IMAGES);
+    for (int i = 0; i < p->nimages; i++)
+        for (int v = 0; v < plan_variant_count(p); v++) {
+            if (!plan_image_serves(p, i, v)) continue;
+            const sched_bucket *bs = plan_variant_buckets(p, v);
+            for (int b = 0; b < p->nbuckets; b++)
+                for (int j = 0; j < bs[b].nsteps; j++) {
+                    const sched_step *st = &bs[b].steps[j];
+                    int k = st->launch.kernel;
+                    if (st->kind != SCHED_STEP_KERNEL || plan_image_carries(p, i, k)) continue;
+                    uint64_t at = r->sec[PLAN_SECTION_IMAGES].off + (uint64_t)p->nimages * PLAN_IMAGE_RECORD_SIZE +
+                                  ((uint64_t)i * (uint64_t)p->nkernels + (uint64_t)k) * PLAN_STATS_RECORD_SIZE;
+                    return PRD_FAIL(r, at,
+                                    "image %d (%s) does not carry kernel %d (%s), which step list %d (capabilities "
+                                    "%u..%u) launches in bucket %d step %d, and devices that run that list load this "
+                                    "image", i, p->images[i].arch, k, p->kernels[k].entry, v, bs[b].cc_min, bs[b].cc_max,
+                                    (int)(v * p->nbuckets + b), j);
+                }
+        }
+    return 0;
+}
+
 static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *name, diag *d) {
     prd r;
     memset(&r, 0, sizeof r);
@@ -1629,7 +1673,7 @@ static int prd_parse(plan *p, const uint8_t *base, uint64_t len, const char *nam
     r.p = p;
     r.where = "header";
     if (prd_header(&r) || prd_table(&r) || prd_strings(&r) || prd_signature(&r) || prd_kernels(&r) ||
-        prd_images(&r) || prd_schedules(&r) || prd_tokenizer(&r) || prd_labels(&r))
+        prd_images(&r) || prd_schedules(&r) || prd_carried(&r) || prd_tokenizer(&r) || prd_labels(&r))
         return -1;
     return 0;
 }

@@ -153,6 +153,20 @@ assert len(v) >= 2 and v[0]["cc_min"] == 0 and v[-1]["cc_max"] == 65535, v
 assert all(a["cc_max"] + 1 == b["cc_min"] for a, b in zip(v, v[1:]))
 assert v[0]["buckets"] == j["buckets"]
 ' "$T/out"; then pass tune-all-json-variants; else fail tune-all-json-variants "$(head -c 300 "$T/out")"; fi
+# each CUBIN carries exactly the kernels of the lists of its capabilities (8.0-8.9: sm_80; 9.0 on:
+# sm_90), the emulated device's image every kernel (plan format 9)
+if python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+ent = [k["entry"] for k in j["kernels"]]
+def used(lo, hi):
+    return {s["kernel"] for v in j["variants"] if lo <= v["cc_min"] <= hi for b in v["buckets"] for s in b["steps"]
+            if s.get("kernel")}
+img = {i["arch"]: {ent[k] for k, x in enumerate(i["kernels"]) if x["carried"]} for i in j["images"]}
+assert img["sm_80"] == used(80, 89), (sorted(img["sm_80"] ^ used(80, 89)))
+assert img["sm_90"] == used(90, 65535), (sorted(img["sm_90"] ^ used(90, 65535)))
+assert img["emu"] == set(ent) and img["sm_80"] != set(ent)
+' "$T/out"; then pass tune-all-carried; else fail tune-all-carried "$(python3 -c 'import json,sys; print([(i["arch"], sum(k["carried"] for k in i["kernels"])) for i in json.load(open(sys.argv[1]))["images"]])' "$T/out")"; fi
 expect tune-all-contracts 0 "$B" bench "$T/m-tall.plan" --device emu --check-steps --seq-len 77
 contains tune-all-contracts-out "$T/out" "step list 1)"
 expect tune-unserved 1 "$B" compile "$M" -o "$T/bad-tune.plan" --arch sm_80 --tune h100

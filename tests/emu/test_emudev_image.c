@@ -865,7 +865,7 @@ static void test_empty_and_free(void) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
 
-    kbuild_unit units[3] = {{unit_add, "img_add"}, {unit_square, "img_square"}, {unit_fill, "img_fill"}};
+    kbuild_unit units[3] = {{unit_add, "img_add", 0}, {unit_square, "img_square", 0}, {unit_fill, "img_fill", 0}};
     kbuild_options opt = {0};
     opt.jobs = 4;
     /* these kernels test no __CUDA_ARCH__, so every arch compiles from

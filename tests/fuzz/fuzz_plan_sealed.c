@@ -61,6 +61,30 @@ static void fuzz_check_variants(const plan *p) {
     }
 }
 
+/* A device binds every kernel its step list launches from the image it
+ * loads: checked at the capabilities where either choice can change. */
+static void fuzz_check_carried(const plan *p) {
+    int ccs[3 * 64 + 1], n = 0;
+    ccs[n++] = 0;
+    for (int i = 0; i < p->nimages && n + 3 <= (int)(sizeof ccs / sizeof ccs[0]); i++) {
+        int sm = plan_arch_number(p->images[i].arch, p->images[i].kind == PLAN_IMAGE_PTX ? "compute_" : "sm_");
+        if (sm < 0 || sm > 6000) continue;
+        ccs[n++] = sm, ccs[n++] = sm + 1, ccs[n++] = (sm / 10 + 1) * 10;
+    }
+    for (int c = 0; c < n; c++) {
+        char arch[24];
+        if (ccs[c]) snprintf(arch, sizeof arch, "sm_%d%d", ccs[c] / 10, ccs[c] % 10);
+        else snprintf(arch, sizeof arch, "emu");
+        int i = plan_image_select(p, arch, ccs[c] / 10, ccs[c] % 10, NULL, 0), v = plan_variant_for(p, ccs[c] / 10, ccs[c] % 10);
+        if (i < 0) continue;
+        const sched_bucket *bs = plan_variant_buckets(p, v);
+        for (int b = 0; b < p->nbuckets; b++)
+            for (int s = 0; s < bs[b].nsteps; s++)
+                fuzz_require(bs[b].steps[s].kind != SCHED_STEP_KERNEL || plan_image_carries(p, i, bs[b].steps[s].launch.kernel),
+                             "a device's image lacks a kernel of its step list in a plan that read");
+    }
+}
+
 static void fuzz_check_launches(const plan *p) {
     for (int bi = 0; bi < plan_variant_count(p) * p->nbuckets; bi++) { /* every variant's */
         const sched_bucket *b = &p->buckets[bi];
@@ -92,6 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (plan_read_memory(&p, b, size, "fuzz.plan", &d) == 0) {
         fuzz_check_launches(&p);
         fuzz_check_variants(&p);
+        fuzz_check_carried(&p);
         plan_free(&p);
     }
     free(b);

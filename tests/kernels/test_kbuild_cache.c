@@ -108,7 +108,7 @@ static int t_same(const kbuild_result *a, const kbuild_result *b, const char *wh
     return ok;
 }
 
-static const kbuild_unit t_units[2] = {{k_plain, "kc_plain"}, {k_arch80, "kc_arch80"}};
+static const kbuild_unit t_units[2] = {{k_plain, "kc_plain", 0}, {k_arch80, "kc_arch80", 0}};
 static const char *const t_archs[3] = {"sm_75", "sm_80", "sm_86"};
 
 /* Miss, hit, no cache, 1 and 4 threads: the same bytes. */
@@ -337,7 +337,7 @@ static void test_cache_keys_and_entries(void) {
  * a lower one only when it is the only target. */
 static void test_targets_from_texts(void) {
     const char *archs[3] = {"sm_75", "sm_80", "sm_90"};
-    kbuild_unit u3[3] = {{k_plain, "kc_plain"}, {k_arch80, "kc_arch80"}, {k_arch90, "kc_arch90"}};
+    kbuild_unit u3[3] = {{k_plain, "kc_plain", 0}, {k_arch80, "kc_arch80", 0}, {k_arch90, "kc_arch90", 0}};
     kbuild_result r;
     if (!t_compile(u3, 3, archs, 3, 2, NULL, &r)) {
         CHECK(r.ntargets == 3 && r.nimages == 5 && !strcmp(r.images[3].arch, "compute_80") &&
@@ -350,7 +350,7 @@ static void test_targets_from_texts(void) {
               "%d targets for a >= 800 test", r.ntargets);
         kbuild_result_free(&r);
     }
-    kbuild_unit ul[2] = {{k_plain, "kc_plain"}, {k_unreadable, "kc_list"}};
+    kbuild_unit ul[2] = {{k_plain, "kc_plain", 0}, {k_unreadable, "kc_list", 0}};
     const char *two[2] = {"sm_80", "sm_86"};
     if (!t_compile(ul, 2, two, 2, 2, NULL, &r)) {
         CHECK(r.ntargets == 2 && !strcmp(r.images[3].arch, "compute_86"), "%d targets for an unreadable test",
@@ -370,13 +370,66 @@ static const kbuild_image *t_image(const kbuild_result *r, const char *arch) {
     return NULL;
 }
 
+/* Whether an image's bytes name `entry` (a CUBIN's symbol table, a PTX .entry). */
+static int t_names(const kbuild_image *im, const char *entry) {
+    return im && memmem(im->data, im->size, entry, strlen(entry)) != NULL;
+}
+
+/* Kernels per image (kbuild_options.nlists): each CUBIN and PTX holds the
+ * kernels of the step lists its devices run (plan_image_serves_range), no
+ * other; a twin's lists join its text's; the machine code of an entry is
+ * the whole module's (registers alike); without lists every image holds
+ * every unit. */
+static void test_lists_per_image(void) {
+    const char *archs[3] = {"sm_75", "sm_80", "sm_90"};
+    static const int lo[3] = {0, 80, 90}, hi[3] = {79, 89, 65535};
+    kbuild_unit u[4] = {{k_plain, "kc_plain", 1}, {k_arch80, "kc_arch80", 2}, {k_arch90, "kc_arch90", 4},
+                        {k_plain, "kc_plain", 4}};
+    kbuild_options o = {.jobs = 2, .nlists = 3, .list_cc_min = lo, .list_cc_max = hi};
+    kbuild_result r, whole;
+    diag d;
+    diag_init(&d);
+    CHECK_REQUIRE(kbuild_compile(u, 4, archs, 3, &o, &r, &d) == 0, "compile: %s", d.text);
+    static const struct {
+        const char *arch;
+        int carries[4];
+    } want[5] = {{"sm_75", {1, 0, 0, 1}},      {"sm_80", {0, 1, 0, 0}},      {"sm_90", {1, 0, 1, 1}},
+                 {"compute_80", {1, 1, 1, 1}}, {"compute_90", {1, 0, 1, 1}}};
+    CHECK(r.nimages == 5, "%d images", r.nimages);
+    for (int i = 0; i < 5 && i < r.nimages; i++) {
+        const kbuild_image *im = t_image(&r, want[i].arch);
+        CHECK_REQUIRE(im && im->carries, "no %s image, or no carries", want[i].arch);
+        for (int k = 0; k < 4; k++) {
+            CHECK(im->carries[k] == want[i].carries[k], "%s carries %s: %d", want[i].arch, u[k].entry, im->carries[k]);
+            CHECK(t_names(im, u[k].entry) == want[i].carries[k], "%s names %s: %d", want[i].arch, u[k].entry,
+                  t_names(im, u[k].entry));
+            if (!im->is_ptx)
+                CHECK((im->stats[k].registers >= 0) == want[i].carries[k], "%s: %s registers %d", want[i].arch,
+                      u[k].entry, im->stats[k].registers);
+        }
+    }
+    kbuild_unit all[3] = {{k_plain, "kc_plain", 0}, {k_arch80, "kc_arch80", 0}, {k_arch90, "kc_arch90", 0}};
+    if (!t_compile(all, 3, archs, 3, 2, NULL, &whole)) {
+        for (int i = 0; i < whole.nimages; i++)
+            for (int k = 0; k < 3; k++) CHECK(whole.images[i].carries[k], "%s: %s", whole.images[i].arch, all[k].entry);
+        const kbuild_image *a = t_image(&r, "sm_80"), *b = t_image(&whole, "sm_80");
+        CHECK(a && b && a->stats[1].registers == b->stats[1].registers && a->size < b->size,
+              "sm_80: kc_arch80 alone has %d registers, in the whole module %d; %zu bytes against %zu",
+              a ? a->stats[1].registers : -1, b ? b->stats[1].registers : -1, a ? a->size : 0, b ? b->size : 0);
+        kbuild_result_free(&whole);
+    }
+    kbuild_result_free(&r);
+    o.nlists = 65;
+    CHECK(kbuild_compile(u, 4, archs, 3, &o, &r, &d) != 0 && strstr(d.text, "65 step lists"), "%s", d.text);
+}
+
 /* Derived targets (kbuild.h): compute_90's PTX made from compute_80's is
  * NVRTC's own compute_90 output, byte for byte, and so is sm_90's CUBIN; the
  * front end runs once; compute_80 keeps the instructions as comments; a
  * front end at the marked level (a plan for sm_90 alone) gets them too. */
 static void test_derived_targets(void) {
     const char *archs[2] = {"sm_80", "sm_90"}, *only90[1] = {"sm_90"};
-    kbuild_unit marked = {k_pdl_marked, "kc_pdl"}, native = {k_pdl_native, "kc_pdl"};
+    kbuild_unit marked = {k_pdl_marked, "kc_pdl", 0}, native = {k_pdl_native, "kc_pdl", 0};
     kbuild_result d, n, f;
     if (t_compile(&marked, 1, archs, 2, 2, NULL, &d)) return;
     if (t_compile(&native, 1, archs, 2, 2, NULL, &n)) {
@@ -425,6 +478,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_cache_folder);
     CHECK_CASE(test_targets_from_texts);
     CHECK_CASE(test_derived_targets);
+    CHECK_CASE(test_lists_per_image);
     CHECK_CASE(test_cache_hit_miss_identical);
     CHECK_CASE(test_cache_damaged_entries);
     CHECK_CASE(test_cache_concurrent);

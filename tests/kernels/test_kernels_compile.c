@@ -669,7 +669,7 @@ static void test_broken_kernel(void) {
         "    o[threadIdx.x] = a + undeclared_thing;\n"
         "}\n";
     static const char fine[] = "extern \"C\" __global__ void fine_kernel(float *o) { o[threadIdx.x] = 2.0f; }\n";
-    kbuild_unit units[2] = {{fine, "fine_kernel"}, {broken, "broken_kernel"}};
+    kbuild_unit units[2] = {{fine, "fine_kernel", 0}, {broken, "broken_kernel", 0}};
     const char *arch[1] = {"sm_80"};
     kbuild_result r;
     diag d;
@@ -701,7 +701,7 @@ static void test_broken_kernel(void) {
         memcpy(call + 4, "bertc_add_lX", 12);
         int line = 1;
         for (const char *p = text; p < call; p++) line += *p == '\n';
-        kbuild_unit u = {text, entry};
+        kbuild_unit u = {text, entry, 0};
         diag_init(&d);
         CHECK(kbuild_compile(&u, 1, arch, 1, NULL, &r, &d) != 0, "a broken generated kernel compiled");
         char want[64];
@@ -718,7 +718,7 @@ static void test_dedupe_and_args(void) {
     static const char k2[] = "extern \"C\" __global__ void dd_two(float *o) { o[threadIdx.x] = 2.0f; }\n";
     char k1copy[sizeof k1];
     memcpy(k1copy, k1, sizeof k1); /* equal content, different pointer */
-    kbuild_unit units[4] = {{k1, "dd_one"}, {k2, "dd_two"}, {k1copy, "dd_one"}, {k2, "dd_two"}};
+    kbuild_unit units[4] = {{k1, "dd_one", 0}, {k2, "dd_two", 0}, {k1copy, "dd_one", 0}, {k2, "dd_two", 0}};
     const char *arch[2] = {"sm_86", "sm_120"};
     kbuild_options opt = {0};
     opt.jobs = 2;
@@ -810,7 +810,7 @@ static void test_tensor_core_path(void) {
     for (int i = 0; i < 4; i++) {
         char *text, *entry;
         if (kimage_source(&s[i], i, &text, &entry) != 0) continue;
-        kbuild_unit u = {text, entry};
+        kbuild_unit u = {text, entry, 0};
         diag d;
         const char *archs[2][1] = {{"sm_80"}, {"sm_75"}};
         static const char *const ptx[2] = {"compute_80", "compute_75"};
@@ -849,7 +849,7 @@ static void t_ptx_insns(const kernel_spec *s, const char *arch, int *mma16816, i
     char *text, *entry;
     *mma16816 = *mma1688 = *ldm = *cp = -1;
     if (kimage_source(s, 0, &text, &entry) != 0) return;
-    kbuild_unit u = {text, entry};
+    kbuild_unit u = {text, entry, 0};
     const char *archs[1] = {arch};
     char target[16];
     snprintf(target, sizeof target, "compute_%s", arch + 3);

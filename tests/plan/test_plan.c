@@ -1195,8 +1195,8 @@ static void test_counters_contract(void) {
 }
 
 static const uint8_t example_head[128 + 8 * 32] = {
-    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x08, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
-    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0x53, 0x29, 0x6c, 0xd4,
+    0x42, 0x45, 0x52, 0x54, 0x43, 0x50, 0x4c, 0x4e, 0x09, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01,
+    0x40, 0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00, 0xf1, 0xd8, 0x1c, 0x06,
     0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x4d, 0x00, 0x00, 0x00,
     0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x00, 0x00, 0x80, 0x00, 0x20, 0x00, 0x50, 0x00, 0xc0, 0x00,
     0x28, 0x00, 0x10, 0x00, 0x20, 0x00, 0x00, 0x01, 0x30, 0x00, 0x10, 0x00, 0x50, 0x00, 0x00, 0x00,
@@ -1392,11 +1392,11 @@ static void test_header_fields(void) {
 
     st32(c + 0x08, PLAN_FORMAT_VERSION + 1);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 9 is not supported", "newer bertc",
+    EXPECT_FAIL(c, len, "a newer version", "offset 0x8: header: field format_version: 10 is not supported", "newer bertc",
                 "recompile the model with this bertc");
-    st32(c + 0x08, 7);
+    st32(c + 0x08, 8);
     fix_checksums(c, len);
-    EXPECT_FAIL(c, len, "version 7", "field format_version: 7 is not supported (this reader reads version 8;",
+    EXPECT_FAIL(c, len, "version 8", "field format_version: 8 is not supported (this reader reads version 9;",
                 "an older bertc wrote the plan: recompile the model with this bertc");
     st32(c + 0x08, 0);
     fix_checksums(c, len);
@@ -1959,6 +1959,21 @@ static void gen_variants(plan *p) {
     p->nvariants = 3;
 }
 
+/* p written and read back into q (compared); the bytes, or NULL (checked)
+ * when either fails. */
+static uint8_t *round_trip(const plan *p, const char *name, plan *q, size_t *len) {
+    uint8_t *b = plan_bytes(p, name, len);
+    diag d;
+    diag_init(&d);
+    if (!b || plan_read_memory(q, b, *len, name, &d) != 0) {
+        CHECK(0, "%s: %s", name, b ? d.text : "not written");
+        free(b);
+        return NULL;
+    }
+    if (plan_diff(p, q)) CHECK(0, "%s: %s differs", name, diff_why);
+    return b;
+}
+
 /* Step lists per compute capability: written, read back, chosen by the
  * device's capability; every rule of the ranges and the buckets refused. */
 static void test_variants(void) {
@@ -1969,11 +1984,8 @@ static void test_variants(void) {
         gen_variants(&p);
         int n = p.nbuckets;
         size_t len = 0;
-        uint8_t *b = plan_bytes(&p, "variants.plan", &len);
-        diag d;
-        diag_init(&d);
-        CHECK_REQUIRE(b && plan_read_memory(&q, b, len, "variants.plan", &d) == 0, "variants: %s", d.text);
-        if (plan_diff(&p, &q)) CHECK(0, "variants: %s differs", diff_why);
+        uint8_t *b = round_trip(&p, "variants.plan", &q, &len);
+        CHECK_REQUIRE(b, "variants: no round trip");
         CHECK(q.nvariants == 3 && q.nbuckets == n && plan_variant_for(&q, 0, 0) == 0 && plan_variant_for(&q, 7, 5) == 0 &&
                   plan_variant_for(&q, 8, 0) == 1 && plan_variant_for(&q, 8, 9) == 1 && plan_variant_for(&q, 9, 0) == 2 &&
                   plan_variant_for(&q, 12, 1) == 2 && plan_variant_for(&q, 6553, 9) == 2,
@@ -2015,6 +2027,111 @@ static void test_variants(void) {
             V_FAIL("other lengths", "of variant 2 is not variant 0's bucket", "every variant has the same buckets");
         }
 #undef V_FAIL
+        free(c);
+        free(b);
+        plan_free(&p);
+    }
+}
+
+/* The first kernel variant v's steps launch, or -1. */
+static int variant_kernel(const plan *p, int v) {
+    const sched_bucket *bs = plan_variant_buckets(p, v);
+    for (int b = 0; b < p->nbuckets; b++)
+        for (int j = 0; j < bs[b].nsteps; j++)
+            if (bs[b].steps[j].kind == SCHED_STEP_KERNEL) return bs[b].steps[j].launch.kernel;
+    return -1;
+}
+
+/* Three step lists (gen_variants) whose last launches a twin record of
+ * kernel k instead of k, and three images: sm_80 (list 1, lacking the
+ * twin), sm_90 (list 2, lacking k) and emu (list 0, everything).  Returns
+ * k, or -1 when the plan has no kernel step. */
+static int gen_carried(plan *p) {
+    gen_variants(p);
+    int k = variant_kernel(p, 2), t = p->nkernels;
+    if (k < 0) return -1;
+    plan_kernel *ks = realloc(p->kernels, sizeof *ks * (size_t)(t + 1));
+    if (!ks) abort();
+    p->kernels = ks;
+    ks[t] = ks[k];
+    ks[t].entry = xstrdup(ks[k].entry);
+    ks[t].source = xstrdup(ks[k].source);
+    p->nkernels = t + 1;
+    sched_bucket *bs = plan_variant_buckets(p, 2);
+    for (int b = 0; b < p->nbuckets; b++)
+        for (int j = 0; j < bs[b].nsteps; j++)
+            if (bs[b].steps[j].kind == SCHED_STEP_KERNEL && bs[b].steps[j].launch.kernel == k) bs[b].steps[j].launch.kernel = t;
+    for (int i = 0; i < p->nimages; i++) {
+        free((void *)p->images[i].data);
+        free(p->images[i].stats);
+    }
+    free(p->images);
+    static const char *const archs[3] = {"sm_80", "sm_90", "emu"};
+    static const plan_image_kind kinds[3] = {PLAN_IMAGE_CUBIN, PLAN_IMAGE_CUBIN, PLAN_IMAGE_EMU};
+    p->nimages = 3;
+    p->images = calloc(3, sizeof p->images[0]);
+    for (int i = 0; i < 3; i++) {
+        plan_image *im = &p->images[i];
+        snprintf(im->arch, sizeof im->arch, "%s", archs[i]);
+        im->kind = kinds[i];
+        im->size = (size_t)check_rng_range(1, 500);
+        im->data = rnd_bytes(im->size);
+        im->stats = calloc((size_t)p->nkernels, sizeof im->stats[0]);
+        for (int j = 0; j < p->nkernels; j++) im->stats[j].registers = (int)check_rng_range(1, 255);
+    }
+    p->images[0].stats[t] = (plan_kernel_stats){.registers = PLAN_STATS_NOT_CARRIED};
+    p->images[1].stats[k] = (plan_kernel_stats){.registers = PLAN_STATS_NOT_CARRIED};
+    return k;
+}
+
+/* Format 9: an image carries the kernels of the step lists its devices run
+ * (records of the others say PLAN_STATS_NOT_CARRIED); the reader refuses
+ * an image lacking a kernel of a list it serves, and odd records. */
+static void test_carried(void) {
+    for (int iter = 0, done = 0; iter < 12 && done < 3; iter++) {
+        plan p, q;
+        gen_plan(&p, iter % 2 ? GEN_RICH : GEN_MEDIUM, 0);
+        int k = gen_carried(&p), t = p.nkernels - 1;
+        if (k < 0) {
+            plan_free(&p);
+            continue;
+        }
+        done++;
+        size_t len = 0;
+        uint8_t *b = round_trip(&p, "carried.plan", &q, &len);
+        CHECK_REQUIRE(b, "carried: no round trip");
+        CHECK(!plan_image_carries(&q, 0, t) && plan_image_carries(&q, 0, k) && !plan_image_carries(&q, 1, k) &&
+                  plan_image_carries(&q, 1, t) && plan_image_carries(&q, 2, k) && plan_image_carries(&q, 2, t),
+              "carried: which image holds kernels %d and %d", k, t);
+        CHECK(plan_image_serves(&q, 0, 1) && !plan_image_serves(&q, 0, 0) && !plan_image_serves(&q, 0, 2) &&
+                  plan_image_serves(&q, 1, 2) && !plan_image_serves(&q, 1, 1) && plan_image_serves(&q, 2, 0) &&
+                  !plan_image_serves(&q, 2, 1),
+              "carried: the lists each image serves");
+        plan_free(&q);
+        tsec im;
+        CHECK_REQUIRE(find_section(b, PLAN_SECTION_IMAGES, &im), "no IMAGES");
+        uint8_t *c = dup_bytes(b, len);
+        const uint64_t at0 = im.off + 3 * (uint64_t)PLAN_IMAGE_RECORD_SIZE;
+#define STATS(i, kx) (c + at0 + ((uint64_t)(i) * (uint64_t)p.nkernels + (uint64_t)(kx)) * PLAN_STATS_RECORD_SIZE)
+#define C_FAIL(label, ...)                       \
+    do {                                         \
+        fix_checksums(c, len);                   \
+        EXPECT_FAIL(c, len, label, __VA_ARGS__); \
+        memcpy(c, b, len);                       \
+    } while (0)
+        memset(STATS(0, k), 0, 16), st32(STATS(0, k), 0xFFFFFFFFu);
+        C_FAIL("a list's kernel missing", "image 0 (sm_80) does not carry kernel", "step list 1 (capabilities 80..89)");
+        memset(STATS(1, t), 0, 16), st32(STATS(1, t), 0xFFFFFFFFu);
+        C_FAIL("the twin missing", "image 1 (sm_90) does not carry kernel", "step list 2 (capabilities 90..65535)");
+        st32(STATS(1, k) + 8, 4);
+        C_FAIL("spills of a kernel not carried", "field spill_loads: not 0 in the record of a kernel the image does "
+                                                 "not carry");
+        st32(STATS(2, t), 0xFFFFFFFFu);
+        C_FAIL("the emulated image", "field registers: -1 is below the minimum 0");
+        st32(STATS(0, k), 0xFFFFFFFEu);
+        C_FAIL("registers -2", "field registers: -2 is below the minimum 0");
+#undef C_FAIL
+#undef STATS
         free(c);
         free(b);
         plan_free(&p);
@@ -2211,6 +2328,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_counters_contract);
     CHECK_CASE(test_token_buckets);
     CHECK_CASE(test_variants);
+    CHECK_CASE(test_carried);
     CHECK_CASE(test_huge_counts);
     CHECK_CASE(test_fuzz);
     CHECK_CASE(test_write_failures);
