@@ -739,11 +739,16 @@ BERTC_INLINE void bertc_ldmatrix_x4_trans(unsigned *r, const void *row) {
 /*
  * Asynchronous 16-byte global -> shared copy (cp.async.cg, sm_80+): when
  * `valid` is false the destination is zero-filled and nothing is read.
- * Elsewhere it is an ordinary load and store.  Pair with
- * bertc_cp_async_commit / bertc_cp_async_wait<N> (no-ops there).
+ * Below sm_80 it is an ordinary load and store, and the group calls are
+ * no-ops.  On the emulated device the copy lands only when the thread
+ * waits for its group, and the destination reads as 0xff bytes (NaN)
+ * until then (runtime/emu/core/emu_async.h): a pipeline whose wait counts
+ * are wrong fails there as it may on a GPU.
  */
 BERTC_INLINE void bertc_cp_async16(void *smem, const void *gmem, bool valid) {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(BERTC_EMU)
+    bertc_emu_cp_async(smem, valid ? gmem : nullptr, 16u);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     const int n = valid ? 16 : 0;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
@@ -753,16 +758,34 @@ BERTC_INLINE void bertc_cp_async16(void *smem, const void *gmem, bool valid) {
 }
 
 BERTC_INLINE void bertc_cp_async_commit() {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(BERTC_EMU)
+    bertc_emu_cp_async_commit();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
 
 /* Waits until at most N committed groups are still in flight. */
 template <int N> BERTC_INLINE void bertc_cp_async_wait() {
-#if !defined(BERTC_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(BERTC_EMU)
+    bertc_emu_cp_async_wait((unsigned)N);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
+}
+
+/* bertc_cp_async_wait<n> for a count known at run time, 0 <= n < MAX
+ * (the instruction takes an immediate: one branch per possible count). */
+template <int MAX> BERTC_INLINE void bertc_cp_async_wait_upto(int n) {
+    if constexpr (MAX > 1) {
+        if (n >= MAX - 1) {
+            bertc_cp_async_wait<MAX - 1>();
+            return;
+        }
+        bertc_cp_async_wait_upto<MAX - 1>(n);
+    } else {
+        bertc_cp_async_wait<0>();
+    }
 }
 
 /* ------------------------------------------------------------ LayerNorm of a row in registers */

@@ -131,11 +131,15 @@ template <int BM, int BN, int WM, bool MMA> struct bertc_gemm_shape {
 /*
  * The main loop: acc (zeroed here) += x[m0.., k] . w[n0.., k] over the
  * k-tiles [kt0, kt1), rows of x at or past mvalid and rows of w at or past
- * nvalid read as zeros.  As / Bs are the STAGES-deep rings in shared memory.
+ * nvalid read as zeros.  As / Bs are the rings in shared memory, `stages`
+ * deep (2 <= stages <= STAGES: a launch may give a split of few k-tiles a
+ * shallower ring than the text's largest, so one text serves every split
+ * count; the loops are unrolled for STAGES and the wait for the ring's
+ * depth is one branch).
  */
 template <typename T, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool MMA>
 BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restrict__ x, const T *__restrict__ w,
-                                      int m0, int mvalid, int n0, int nvalid, int kt0, int kt1, int tid) {
+                                      int m0, int mvalid, int n0, int nvalid, int kt0, int kt1, int stages, int tid) {
     typedef bertc_gemm_shape<BM, BN, WM, MMA> S;
     constexpr int BK = 64 / (int)sizeof(T);
     constexpr int BKP = BK + 16 / (int)sizeof(T);
@@ -146,30 +150,34 @@ BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restr
 #pragma unroll
     for (int i = 0; i < S::ACC; ++i) acc[i] = 0.0f;
 
-    /* prologue: tiles kt0 .. kt0+STAGES-2 in flight (one commit group each,
+    /* prologue: tiles kt0 .. kt0+stages-2 in flight (one commit group each,
      * empty ones included, so the wait below counts the same in every
      * iteration) */
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (kt0 + s < kt1) {
-            bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + s * BM * BKP, x, m0, mvalid, (kt0 + s) * BK, tid);
-            bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + s * BN * BKP, w, n0, nvalid, (kt0 + s) * BK, tid);
+        if (s < stages - 1) {
+            if (kt0 + s < kt1) {
+                bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + s * BM * BKP, x, m0, mvalid, (kt0 + s) * BK,
+                                                                   tid);
+                bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + s * BN * BKP, w, n0, nvalid, (kt0 + s) * BK,
+                                                                  tid);
+            }
+            bertc_cp_async_commit();
         }
-        bertc_cp_async_commit();
     }
 
     int st = 0;              /* stage holding tile kt */
-    int pf = STAGES - 1;     /* stage receiving tile kt + STAGES - 1 */
+    int pf = stages - 1;     /* stage receiving tile kt + stages - 1 */
     for (int kt = kt0; kt < kt1; ++kt) {
-        bertc_cp_async_wait<STAGES - 2>(); /* this thread's copies of tile kt landed */
-        __syncthreads();                   /* everyone's did; everyone finished tile kt - 1 */
-        if (kt + STAGES - 1 < kt1) {
-            const int k0 = (kt + STAGES - 1) * BK;
+        bertc_cp_async_wait_upto<STAGES - 1>(stages - 2); /* this thread's copies of tile kt landed */
+        __syncthreads();                                  /* everyone's did; everyone finished tile kt - 1 */
+        if (kt + stages - 1 < kt1) {
+            const int k0 = (kt + stages - 1) * BK;
             bertc_gemm_fill<T, BM, BK, BKP, K, XLD, VEC, ASYNC>(As + pf * BM * BKP, x, m0, mvalid, k0, tid);
             bertc_gemm_fill<T, BN, BK, BKP, K, K, VEC, ASYNC>(Bs + pf * BN * BKP, w, n0, nvalid, k0, tid);
         }
         bertc_cp_async_commit();
-        pf = pf + 1 == STAGES ? 0 : pf + 1;
+        pf = pf + 1 == stages ? 0 : pf + 1;
         const T *A = As + st * BM * BKP;
         const T *B = Bs + st * BN * BKP;
         if constexpr (MMA) {
@@ -221,7 +229,7 @@ BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restr
                 }
             }
         }
-        st = st + 1 == STAGES ? 0 : st + 1;
+        st = st + 1 == stages ? 0 : st + 1;
     }
 }
 
@@ -257,7 +265,8 @@ BERTC_INLINE void bertc_gemm(T *__restrict__ out, const int *__restrict__ req, c
     const int tr = tid / S::TC, tc = tid - (tid / S::TC) * S::TC;
 
     float acc[S::ACC];
-    bertc_gemm_mainloop<T, K, XLD, BM, BN, 2, VEC, STAGES, MMA>(acc, As, Bs, x, w, m0, len, n0, N, 0, KTILES, tid);
+    bertc_gemm_mainloop<T, K, XLD, BM, BN, 2, VEC, STAGES, MMA>(acc, As, Bs, x, w, m0, len, n0, N, 0, KTILES, STAGES,
+                                                               tid);
     if constexpr (!RES) bertc_trigger_dependents(); /* x is read; a residual is read by the stores */
 
     if constexpr (MMA) {

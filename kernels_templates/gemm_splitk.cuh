@@ -217,10 +217,14 @@ BERTC_INLINE void bertc_gsk_bias_res(float *v, const T *__restrict__ bias, const
  * 16-row tile, a 32-row bucket under a 64-row tile) the text carries them
  * as ROWS, since the request's length counts the sequence, not the GEMM's
  * rows.
- * SPLIT says whether there is more than one split: the one-split kernels
- * need no workspace for partials and no arrival counter.  Each split takes
- * ceil(KTILES / splits) k-tiles, the last one what is left (the contract
- * refuses a split count that would leave a split empty).
+ * Whether there is more than one split is the launch's too (splits > 1:
+ * partials in the workspace and an arrival counter; one split needs
+ * neither), and so is the depth of the load ring: as many stages as the
+ * text's STAGES allow and a split's k-tiles can fill, at least two
+ * (kernel_gsk_geometry computes the same for the launch's shared memory).
+ * Each split takes ceil(KTILES / splits) k-tiles, the last one what is
+ * left (the contract refuses a split count that would leave a split
+ * empty).
  */
 template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_grid {
     static constexpr int BK = 64 / (int)sizeof(T);
@@ -228,7 +232,7 @@ template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_g
     static constexpr int NTILES = (N + BN - 1) / BN;
     static constexpr int EV = 16 / (int)sizeof(T); /* chunk: 16 bytes of output */
     static_assert(BN % EV == 0, "chunks");
-    int nt, rb, split, n0, m0, kt0, kt1, rowblocks, splits;
+    int nt, rb, split, n0, m0, kt0, kt1, kts, rowblocks, splits;
     BERTC_INLINE bertc_gsk_grid() {
         nt = (int)blockIdx.x;
         rb = (int)blockIdx.y;
@@ -237,9 +241,14 @@ template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_g
         splits = (int)gridDim.z;
         n0 = nt * BN;
         m0 = rb * BM;
-        const int kts = (KTILES + splits - 1) / splits;
+        kts = (KTILES + splits - 1) / splits;
         kt0 = split * kts;
         kt1 = kt0 + kts < KTILES ? kt0 + kts : KTILES;
+    }
+    /* the load ring's depth for a text whose deepest is STAGES */
+    template <int STAGES> BERTC_INLINE int stages() const {
+        const int s = kts + 1 < STAGES ? kts + 1 : STAGES;
+        return s > 2 ? s : 2;
     }
     /* the partial tile of split p in the workspace */
     BERTC_INLINE float *part(float *ws, int p) const {
@@ -257,29 +266,30 @@ template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_g
  * stride BN + 4), and, with several splits, also written to the workspace as
  * its partial.  Returns the tile.
  */
-template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool SPLIT, int ROWS>
+template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, int ROWS>
 BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN, ROWS> &G,
                                       const T *__restrict__ x, const T *__restrict__ w, float *ws, int len,
                                       bool trigger) {
     constexpr bool MMA = bertc_gsk_path<T>::MMA;
     constexpr int BKP = 64 / (int)sizeof(T) + 16 / (int)sizeof(T), LD = BN + 4;
     BERTC_DYNAMIC_SMEM(unsigned char, smem);
-    T *As = reinterpret_cast<T *>(smem); /* [STAGES][BM][BKP] */
-    T *Bs = As + STAGES * BM * BKP;      /* [STAGES][BN][BKP] */
+    const int stages = G.template stages<STAGES>();
+    T *As = reinterpret_cast<T *>(smem); /* [stages][BM][BKP] */
+    T *Bs = As + stages * BM * BKP;      /* [stages][BN][BKP] */
     const int tid = (int)threadIdx.x;
 
     bertc_gsk_prefetch<T, K, BN>(w, G.n0, N, G.kt0, G.kt1, tid);
     bertc_grid_dependency_wait();
     float acc[bertc_gemm_shape<BM, BN, WM, MMA>::ACC];
     bertc_gemm_mainloop<T, K, XLD, BM, BN, WM, VEC, STAGES, MMA>(acc, As, Bs, x, w, G.m0, len, G.n0, N, G.kt0, G.kt1,
-                                                                 tid);
+                                                                 stages, tid);
     if (trigger) bertc_trigger_dependents(); /* x was the last activation this block reads */
     bertc_cp_async_wait<0>();
     __syncthreads(); /* the ring is drained and every warp is done with it */
     float *tile = reinterpret_cast<float *>(smem);
     bertc_gsk_stage<BM, BN, WM, MMA>(tile, acc, tid);
     __syncthreads();
-    if constexpr (SPLIT) {
+    if (G.splits > 1) {
         float *mine = G.part(ws, G.split);
         constexpr int EV = bertc_gsk_grid<T, N, K, BM, BN, ROWS>::EV;
         bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
@@ -294,9 +304,9 @@ BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN, ROWS
 
 /* The chunk (r, c) of the finished product: the staged tile, or the sum of
  * every split's partial in split order. */
-template <int BN, int EV, bool SPLIT, typename G_>
+template <int BN, int EV, typename G_>
 BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float *ws, int r, int c) {
-    if constexpr (!SPLIT) {
+    if (G.splits == 1) {
 #pragma unroll
         for (int e = 0; e < EV; ++e) v[e] = tile[r * (BN + 4) + c + e];
     } else {
@@ -312,7 +322,7 @@ BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float 
 }
 
 template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM, int BN, int WM,
-          int VEC, int STAGES, bool SPLIT, int ROWS>
+          int VEC, int STAGES, int ROWS>
 BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                     const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                     float *ws, int *counters) {
@@ -322,8 +332,8 @@ BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT, ROWS>(G, x, w, ws, len, !RES);
-    if constexpr (SPLIT) {
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
+    if (G.splits > 1) {
         const bool last = bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits);
         if (!last) {
             if (RES) bertc_trigger_dependents();
@@ -333,7 +343,7 @@ BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__
     bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
         const int row = G.m0 + r, col = G.n0 + c;
         float v[EV];
-        bertc_gsk_sum<BN, EV, SPLIT>(v, G, tile, ws, r, c);
+        bertc_gsk_sum<BN, EV>(v, G, tile, ws, r, c);
         bertc_gsk_bias_res<T, N, RLD, EV, BIAS, RES, ALIGNED>(v, bias, res, row, col);
 #pragma unroll
         for (int e = 0; e < EV; ++e) v[e] = bertc_activate<ACT>(v[e]);
@@ -380,7 +390,7 @@ BERTC_INLINE void bertc_gsk_layer_norm(T *__restrict__ out, const float *pre_rb,
 }
 
 template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM, int VEC,
-          int STAGES, bool SPLIT, int ROWS, int LNVEC>
+          int STAGES, int ROWS, int LNVEC>
 BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                 const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                 const T *__restrict__ gamma, const T *__restrict__ beta, float eps, float *ws,
@@ -392,9 +402,9 @@ BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, SPLIT, ROWS>(G, x, w, ws, len, !RES);
-    int *row_counters = counters + (SPLIT ? G.rowblocks * Grid::NTILES : 0);
-    if constexpr (SPLIT) {
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
+    int *row_counters = counters + (G.splits > 1 ? G.rowblocks * Grid::NTILES : 0);
+    if (G.splits > 1) {
         if (!bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits)) {
             if (RES) bertc_trigger_dependents();
             return;
@@ -404,7 +414,7 @@ BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req
     float *pre = G.part(ws, 0);
     bertc_gsk_chunks<BM, BN, EV>(tid, len - G.m0, N - G.n0, [&](int r, int c) {
         float v[EV];
-        bertc_gsk_sum<BN, EV, SPLIT>(v, G, tile, ws, r, c);
+        bertc_gsk_sum<BN, EV>(v, G, tile, ws, r, c);
         bertc_gsk_bias_res<T, N, RLD, EV, BIAS, RES, ALIGNED>(v, bias, res, G.m0 + r, G.n0 + c);
         bertc_gsk_store_f<EV>(pre + r * BN + c, v);
     });

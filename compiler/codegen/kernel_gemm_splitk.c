@@ -8,15 +8,17 @@
  * layout, the stages and the load widths from them); this file writes
  * them into the instantiation and names the entry after every parameter
  * that changes the text.  The bucket and the split count do not: the
- * kernel reads its row blocks and splits off the grid, so the text says
- * only whether there is more than one split (and the rows, when they do
- * not fill the last row block: a pooler's one row).  The plan keeps one kernel
- * record per spec (its bucket and splits are what the launch contract
- * checks), and records of one tiling in several buckets carry the same
- * text, which kbuild compiles once: BERT-base's 20 GEMM records are 12
- * kernels to compile.  The stages of the ring depend on the k-tiles per
- * split only when a split has fewer than the ring holds; they are in the
- * name and the text.
+ * kernel reads its row blocks and splits off the grid — whether there is
+ * more than one split, and how deep its load ring is (a split of few
+ * k-tiles fills fewer stages than the tile's deepest ring) — so the text
+ * says only the tile and its deepest ring (and the rows, when they do not
+ * fill the last row block: a pooler's one row).  The plan keeps one
+ * kernel record per spec (its bucket and splits are what the launch
+ * contract checks, and its dynamic shared memory the launch's ring), and
+ * records of one tiling carry the same text, which kbuild compiles once:
+ * in BERT-base, 20 GEMM records are 12 kernels to compile, and a plan
+ * with a step list per compute capability no longer compiles a tiling
+ * once per split count and ring depth its lists use.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,28 +45,31 @@ static int kernel_gsk_entry(const kernel_spec *s, char *buf, size_t cap, diag *d
     if (kernel_geometry_of(s, &g, d)) return -1;
     char rows[24] = "";
     if (kernel_gsk_rows(s)) snprintf(rows, sizeof rows, "_m%d", kernel_gsk_rows(s));
-    return kernel_entry_printf(buf, cap, kind, d, "bertc_%s_%s%s_n%d_k%d_x%d_o%d_r%d_b%d_t%dx%d_g%d_%s_%s", kind,
+    return kernel_entry_printf(buf, cap, kind, d, "bertc_%s_%s%s_n%d_k%d_x%d_o%d_r%d_b%d_t%dx%d_g%d_%s", kind,
                                kernel_dtype_tag(s->dtype), rows, s->n, s->k, s->x_ld, s->out_ld,
-                               s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->tile_m, s->tile_n, g.stages,
-                               s->splits > 1 ? "split" : "whole", tail);
+                               s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->tile_m, s->tile_n,
+                               g.max_stages, tail);
 }
 
-/* The first two lines: the template, every parameter, the geometry. */
+/* The first two lines: the template, every parameter, the geometry (only
+ * what every launch of the text shares: the records of one tiling at
+ * other buckets and split counts carry these very bytes). */
 static void kernel_gsk_header(const kernel_spec *s, const kernel_geometry *g, kernel_text *t) {
     kernel_text_printf(t,
                        "// bertc template=%s dtype=%s bucket=any rows=%d n=%d k=%d x_ld=%d out_ld=%d res_ld=%d "
-                       "has_bias=%d has_residual=%d tile_m=%d tile_n=%d splits=%s",
+                       "has_bias=%d has_residual=%d tile_m=%d tile_n=%d splits=any",
                        plan_kernel_kind_name(s->kind), plan_dtype_name(s->dtype), kernel_gsk_rows(s), s->n, s->k,
                        s->x_ld, s->out_ld,
                        s->has_residual ? s->res_ld : 0, s->has_bias ? 1 : 0, s->has_residual ? 1 : 0, s->tile_m,
-                       s->tile_n, s->splits > 1 ? "several" : "one");
+                       s->tile_n);
     if (kernel_gsk_is_ln(s)) kernel_text_printf(t, " eps=%.9g\n", (double)s->eps);
     else kernel_text_printf(t, " has_act=%d act=%s\n", s->has_act ? 1 : 0, s->has_act ? plan_act_name(s->act) : "none");
     kernel_text_printf(t,
                        "// geometry: grid %d x row blocks x splits (n tiles; the bucket's row blocks and the "
-                       "splits are the launch's), 128 threads as %dx%d warps, %d stages, %u bytes of dynamic "
-                       "shared memory, %d-element loads\n",
-                       g->ntiles, g->wm, 4 / g->wm, g->stages, g->smem, g->vec);
+                       "splits are the launch's), 128 threads as %dx%d warps, a ring of up to %d stages (as "
+                       "many as a split's k-tiles fill, at least 2: the launch's shared memory), %d-element "
+                       "loads\n",
+                       g->ntiles, g->wm, 4 / g->wm, g->max_stages, g->vec);
 }
 
 static const char *kernel_gsk_act_cxx(const kernel_spec *s) {
@@ -83,7 +88,6 @@ static int kernel_gsk_source(const kernel_spec *s, const char *name, kernel_text
     const char *ty = kernel_dtype_cxx(s->dtype);
     int res_ld = s->has_residual ? s->res_ld : 0;
     const char *bias = s->has_bias ? "true" : "false", *res = s->has_residual ? "true" : "false";
-    const char *split = s->splits > 1 ? "true" : "false";
     kernel_gsk_header(s, &g, t);
     if (kernel_text_template(t, "bertc_device.cuh", d) || kernel_text_template(t, "gemm.cuh", d) ||
         kernel_text_template(t, "gemm_splitk.cuh", d))
@@ -95,18 +99,18 @@ static int kernel_gsk_source(const kernel_spec *s, const char *name, kernel_text
         kernel_text_printf(t,
                            "const %s *gamma, const %s *beta, float *workspace, int *counters" KERNEL_PREFETCH_PARAMS
                            ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %s, %d, %d>(out, "
+                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %d, %d>(out, "
                            "req, x, w, bias, residual, gamma, beta, __int_as_float((int)0x%08xu), workspace, "
                            "counters);\n",
                            ty, ty, ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, g.bm, g.bn, g.wm, g.vec,
-                           g.stages, split, kernel_gsk_rows(s), g.lnvec, kernel_float_bits(s->eps));
+                           g.max_stages, kernel_gsk_rows(s), g.lnvec, kernel_float_bits(s->eps));
     else
         kernel_text_printf(t,
                            "float *workspace, int *counters" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %s, %d>("
+                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %d>("
                            "out, req, x, w, bias, residual, workspace, counters);\n",
                            ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, kernel_gsk_act_cxx(s), g.bm, g.bn,
-                           g.wm, g.vec, g.stages, split, kernel_gsk_rows(s));
+                           g.wm, g.vec, g.max_stages, kernel_gsk_rows(s));
     kernel_text_printf(t, "}\nBERTC_KERNEL_EXPORT(%s)\n", name);
     return 0;
 }

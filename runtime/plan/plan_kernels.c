@@ -448,10 +448,16 @@ static int kernel_gsk_geometry(const kernel_spec *s, kernel_geometry *g) {
     int vals[2] = {s->k, s->x_ld};
     g->vec = kernel_vec_elems(plan_dtype_size(s->dtype), vals, 2);
     g->lnvec = s->kind == KERNEL_KIND_GEMM_LN ? kernel_gsk_lnvec(s) : 0;
+    /* the tile's deepest ring (what fits the no-opt-in shared memory, at
+     * most KERNEL_GEMM_MAX_STAGES) is the text's; a launch uses as many
+     * of its stages as a split's k-tiles can fill, at least two — the
+     * kernel computes the same from its grid (gemm_splitk.cuh,
+     * bertc_gsk_grid::stages), so one text serves every split count */
     int stage_bytes = (g->bm + g->bn) * 80;
-    g->stages = (int)(KERNEL_SMEM_NO_OPTIN / (unsigned)stage_bytes);
-    if (g->stages > KERNEL_GEMM_MAX_STAGES) g->stages = KERNEL_GEMM_MAX_STAGES;
-    if (g->stages > g->kts + 1) g->stages = g->kts + 1;
+    g->max_stages = (int)(KERNEL_SMEM_NO_OPTIN / (unsigned)stage_bytes);
+    if (g->max_stages > KERNEL_GEMM_MAX_STAGES) g->max_stages = KERNEL_GEMM_MAX_STAGES;
+    if (g->max_stages < 2) g->max_stages = 2;
+    g->stages = g->kts + 1 < g->max_stages ? g->kts + 1 : g->max_stages;
     if (g->stages < 2) g->stages = 2;
     unsigned ring = (unsigned)(g->stages * stage_bytes), tile = (unsigned)(g->bm * (g->bn + 4) * 4);
     g->smem = ring > tile ? ring : tile;

@@ -53,6 +53,7 @@ typedef struct kernel_geometry {
     /* GEMM, GEMM_SPLITK, GEMM_LN */
     int bm, bn;                    /* block tile */
     int stages;                    /* shared-memory ring depth (GEMMs; attention's K/V tiles) */
+    int max_stages;                /* GEMM_SPLITK, GEMM_LN: the deepest ring of the tile (the text's) */
     int wm;                        /* GEMM_SPLITK, GEMM_LN: warps along M (of 4) */
     int splits, kts;               /* blocks over K, k-tiles per block */
     int ntiles, rowblocks;         /* tiles along N, along M (the bucket) */

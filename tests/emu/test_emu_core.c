@@ -12,8 +12,9 @@
  * reference under every schedule.  Then the rules: a kernel with a missing
  * __syncthreads must give a wrong answer under a warp-greedy schedule, a
  * deadlocking kernel, a divergent barrier, a shuffle naming an exited lane
- * and __trap must come back as errors (not hang or crash), and bad launch
- * configurations must be refused.  It ends by measuring the cost of a fiber
+ * and __trap must come back as errors (not hang or crash), bad launch
+ * configurations must be refused, and cp.async must land only when its
+ * thread waits for its group (a read before that sees 0xff bytes).  It ends by measuring the cost of a fiber
  * switch and of a launch (printed, not judged).
  *
  * All kernels go into three units compiled in parallel (g++ dominates the
@@ -292,6 +293,39 @@ static const char half_src[] =
  * in shared memory across its wait, the same consumer reading before its
  * wait (the bug the emulator must expose), one thread waiting for a block,
  * and L2 prefetches. */
+/* cp.async through CUDA's pipeline primitives: two groups of copies into
+ * shared memory, each thread reading other threads' copies after its own
+ * wait and a barrier.  `lag` is how many groups the first wait leaves in
+ * flight: 1 is right (the second group may still be on its way), 2 reads
+ * the first group before it has landed; `zero` zero-fills the second. */
+static const char async_src[] =
+    "extern \"C\" __global__ void k_async(float *out, const float *in, const int *lag, const int *zero) {\n"
+    "    __shared__ float4 a[64], b[64];\n"
+    "    const unsigned t = threadIdx.x, n = blockDim.x;\n"
+    "    const float4 *src = reinterpret_cast<const float4 *>(in) + blockIdx.x * 2 * n;\n"
+    "    __pipeline_memcpy_async(&a[t], &src[t], 16);\n"
+    "    __pipeline_commit();\n"
+    "    __pipeline_memcpy_async(&b[t], &src[n + t], 16, *zero ? 16 : 0);\n"
+    "    __pipeline_commit();\n"
+    "    __pipeline_wait_prior(*lag);\n"
+    "    __syncthreads();\n"
+    "    float4 x = a[(t + 1) % n];\n"
+    "    __pipeline_wait_prior(0);\n"
+    "    __syncthreads();\n"
+    "    float4 y = b[(t + 3) % n];\n"
+    "    float *o = out + (blockIdx.x * n + t) * 8;\n"
+    "    o[0] = x.x; o[1] = x.y; o[2] = x.z; o[3] = x.w; o[4] = y.x; o[5] = y.y; o[6] = y.z; o[7] = y.w;\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_async)\n"
+    "\n"
+    "extern \"C\" __global__ void k_async_misaligned(const float *in) {\n"
+    "    __shared__ float4 a[32];\n"
+    "    __pipeline_memcpy_async(&a[threadIdx.x], in + 1, 16);\n"
+    "    __pipeline_commit();\n"
+    "    __pipeline_wait_prior(0);\n"
+    "}\n"
+    "BERTC_KERNEL_EXPORT(k_async_misaligned)\n";
+
 static const char pdl_src[] =
     "extern \"C\" __global__ void k_pdl_producer(float *buf, const float *in) {\n"
     "    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -1354,6 +1388,56 @@ static void test_prefetch_range_checked(void) {
     free(buf);
 }
 
+/* cp.async lands when its thread waits for its group: a wait that leaves
+ * the first group in flight reads 0xff bytes (NaN) in every schedule (each
+ * value whose copying thread has not waited yet); the
+ * right wait reads the copies, zero-fills included; a misaligned source
+ * is a fault. */
+static void test_cp_async_groups(void) {
+    NEED_IMAGE();
+    enum { B = 3, T = 64 };
+    static float in[B * 2 * T * 4], out[B * T * 8];
+    for (int i = 0; i < B * 2 * T * 4; i++) in[i] = (float)rnd_nonzero(-1000, 1000) / 7.0f;
+    for (int si = 0; si < NSCHED; si++)
+        for (int c = 0; c < 3; c++) {
+            int lag = c == 2 ? 2 : 1, zero = c == 1;
+            float *po = out, *pin = in;
+            int *pl = &lag, *pz = &zero;
+            void *args[4] = {&po, &pin, &pl, &pz};
+            memset(out, 0, sizeof out);
+            diag d;
+            emu_status st = launch("k_async", B, T, 0, args, all_scheds[si], &d);
+            CHECK(st == EMU_STATUS_OK, "%s", d.text);
+            unsigned wrong_a = 0, wrong_b = 0, poison_a = 0;
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < T; t++)
+                    for (int e = 0; e < 4; e++) {
+                        const float *o = out + (b * T + t) * 8;
+                        float wa = in[(b * 2 * T + (t + 1) % T) * 4 + e];
+                        float wb = zero ? 0.0f : in[(b * 2 * T + T + (t + 3) % T) * 4 + e];
+                        uint32_t bits;
+                        memcpy(&bits, &o[e], 4);
+                        wrong_a += o[e] != wa;
+                        poison_a += bits == 0xffffffffu;
+                        wrong_b += o[4 + e] != wb;
+                    }
+            const char *sn = emu_schedule_name(all_scheds[si]);
+            CHECK(wrong_b == 0, "%s, case %d: %u values of the second group wrong", sn, c, wrong_b);
+            /* too early a read sees the poison wherever the copying
+             * thread has not reached its later wait yet: at least the
+             * first reader of every block */
+            if (lag == 1) CHECK(wrong_a == 0, "%s, case %d: %u values of the first group wrong", sn, c, wrong_a);
+            else CHECK(poison_a >= B && wrong_a == poison_a, "%s: an early read saw %u poisoned values, %u wrong",
+                       sn, poison_a, wrong_a);
+        }
+    float *pin = in;
+    void *margs[1] = {&pin};
+    diag d;
+    emu_status st = launch("k_async_misaligned", 1, 32, 0, margs, EMU_SCHEDULE_ROUND_ROBIN, &d);
+    CHECK(st == EMU_STATUS_FAULT && strstr(d.text, "cp.async") && strstr(d.text, "aligned"), "misaligned: %s (%s)",
+          emu_status_name(st), d.text);
+}
+
 static void test_costs(void) {
     NEED_IMAGE();
     enum { ROWS = 128, COLS = 384 };
@@ -1427,11 +1511,11 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     diag d;
     diag_init(&d);
-    const char *units[4] = {core_src, half_src, kimage_faulting_src, pdl_src};
+    const char *units[5] = {core_src, half_src, kimage_faulting_src, pdl_src, async_src};
     double t0 = now_s();
-    img = kimage_build("emu_core.so", units, 4, image_load, &d); /* a loaded mapping outlives its file */
+    img = kimage_build("emu_core.so", units, 5, image_load, &d); /* a loaded mapping outlives its file */
     if (!img) snprintf(img_error, sizeof img_error, "%s", d.text);
-    else printf("info: built 4 kernel units in %.2f s\n", now_s() - t0);
+    else printf("info: built 5 kernel units in %.2f s\n", now_s() - t0);
 
     CHECK_CASE(test_block_sum);
     CHECK_CASE(test_early_exit);
@@ -1463,6 +1547,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_pdl_early_read_caught);
     CHECK_CASE(test_pdl_plain_and_abandoned);
     CHECK_CASE(test_prefetch_range_checked);
+    CHECK_CASE(test_cp_async_groups);
     CHECK_CASE(test_costs);
     emu_image_free(img);
     return check_summary();

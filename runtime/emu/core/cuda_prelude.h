@@ -181,6 +181,38 @@ static inline void bertc_emu_prefetch_l2_at(const void *p, unsigned long long by
     bertc_emu_thread *t = bertc_emu_self();
     t->launch->ops->prefetch_l2(t, p, bytes, file, line);
 }
+/* cp.async (sm_80's asynchronous global -> shared copy) and its groups: the
+ * copy lands when the thread waits for its group, and its destination
+ * reads as 0xff bytes until then (runtime/emu/core/emu_async.h). */
+static inline void bertc_emu_cp_async_at(void *dst, const void *src, unsigned bytes, const char *file, int line) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->cp_async(t, dst, src, bytes, file, line);
+}
+static inline void bertc_emu_cp_async_commit(void) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->cp_async_commit(t);
+}
+static inline void bertc_emu_cp_async_wait(unsigned n) {
+    bertc_emu_thread *t = bertc_emu_self();
+    t->launch->ops->cp_async_wait(t, n);
+}
+#define bertc_emu_cp_async(dst, src, bytes) ::bertc_emu_cp_async_at((dst), (src), (bytes), __FILE__, __LINE__)
+/* CUDA's spelling (cuda_pipeline_primitives.h): size_and_align 4, 8 or 16
+ * bytes, zfill 0 (copy) or all of them (zeros). */
+static inline void bertc_emu_pipeline_memcpy_async_at(void *dst, const void *src, unsigned long size_and_align,
+                                                      unsigned long zfill, const char *file, int line) {
+    if (zfill != 0 && zfill != size_and_align)
+        ::bertc_emu_trap("__pipeline_memcpy_async: a partial zero-fill is not emulated", file, line);
+    ::bertc_emu_cp_async_at(dst, zfill ? nullptr : src, (unsigned)size_and_align, file, line);
+}
+#define __pipeline_memcpy_async(dst, src, ...) \
+    ::bertc_emu_pipeline_memcpy_async_helper(__FILE__, __LINE__, (dst), (src), __VA_ARGS__)
+static inline void bertc_emu_pipeline_memcpy_async_helper(const char *file, int line, void *dst, const void *src,
+                                                          unsigned long size_and_align, unsigned long zfill = 0) {
+    ::bertc_emu_pipeline_memcpy_async_at(dst, src, size_and_align, zfill, file, line);
+}
+static inline void __pipeline_commit(void) { ::bertc_emu_cp_async_commit(); }
+static inline void __pipeline_wait_prior(unsigned long prior) { ::bertc_emu_cp_async_wait((unsigned)prior); }
 #define bertc_emu_grid_dependency_wait() ::bertc_emu_grid_dependency_wait_at(__FILE__, __LINE__)
 #define bertc_emu_trigger_dependents() ::bertc_emu_trigger_dependents_at(__FILE__, __LINE__)
 #define bertc_emu_prefetch_l2(p, bytes) ::bertc_emu_prefetch_l2_at((p), (bytes), __FILE__, __LINE__)

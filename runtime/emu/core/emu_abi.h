@@ -35,7 +35,7 @@
 #ifndef BERTC_EMU_ABI_H
 #define BERTC_EMU_ABI_H
 
-#define BERTC_EMU_ABI_VERSION 3u
+#define BERTC_EMU_ABI_VERSION 4u
 #define BERTC_EMU_STACK_SPAN 65536u     /* power of two; window per fiber */
 #define BERTC_EMU_THREAD_SLOT 512u      /* near the top of the window: the thread record */
 #define BERTC_EMU_GUARD 4096u           /* bottom of the window: guard page */
@@ -109,6 +109,14 @@ typedef struct bertc_emu_ops {
      * device memory, nothing else happens (faults like __trap if outside). */
     void (*prefetch_l2)(bertc_emu_thread *self, const void *p, unsigned long long bytes, const char *file,
                         int line);
+    /* cp.async of `bytes` from src (NULL: zero-fill) into shared memory at
+     * dst; it lands when the thread waits for its group (emu_async.h). */
+    void (*cp_async)(bertc_emu_thread *self, void *dst, const void *src, unsigned bytes, const char *file,
+                     int line);
+    /* cp.async.commit_group */
+    void (*cp_async_commit)(bertc_emu_thread *self);
+    /* cp.async.wait_group n */
+    void (*cp_async_wait)(bertc_emu_thread *self, unsigned n);
 } bertc_emu_ops;
 
 /* Per launch and block; the host updates the block fields between blocks. */

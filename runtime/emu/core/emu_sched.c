@@ -80,6 +80,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "emu_async.h"
 #include "emu_internal.h"
 
 #ifdef EMU_ASAN
@@ -176,6 +177,7 @@ struct emu_run {
     int block_triggered;           /* the current block executed launch_dependents */
     uint64_t blocks_run;
     uint64_t waits, parked_total, triggers, prefetches;
+    emu_async_queue *async;        /* per thread: its cp.async copies in flight */
     emu_warp warps[EMU_MAX_WARPS];
 };
 
@@ -436,6 +438,7 @@ static void emu_release_barrier(emu_run *r) {
 
 __attribute__((noreturn)) static void emu_fiber_exit(emu_run *r, emu_fiber *f) {
     unsigned w = f->abi.warp, bit = 1u << f->abi.lane;
+    emu_async_drain(&r->async[f->index]); /* what a thread left in flight still lands */
     emu_warp *x = &r->warps[w];
     emu_clear_runnable(r, f->index);
     r->live--;
@@ -658,6 +661,33 @@ static void emu_op_prefetch(bertc_emu_thread *self, const void *p, unsigned long
                  bytes, p, file, line);
 }
 
+/* cp.async: 4, 8 or 16 bytes, both addresses aligned to it, a source in
+ * device memory; the copy waits in the thread's queue (emu_async.h). */
+static void emu_op_cp_async(bertc_emu_thread *self, void *dst, const void *src, unsigned bytes, const char *file,
+                            int line) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_run *r = f->run;
+    if ((bytes != 4u && bytes != 8u && bytes != 16u) || (((uintptr_t)dst | (uintptr_t)src) & (bytes - 1u)))
+        emu_fail(r, f, EMU_STATUS_FAULT, "cp.async of %u bytes from %p to %p: 4, 8 or 16 bytes, aligned to it, at %s:%d",
+                 bytes, src, dst, file, line);
+    emu_mem_check_fn check = __atomic_load_n(&emu_mem_check, __ATOMIC_ACQUIRE);
+    if (src && check && !check(src, bytes))
+        emu_fail(r, f, EMU_STATUS_FAULT, "cp.async of %u bytes from %p: the source lies outside device memory at %s:%d",
+                 bytes, src, file, line);
+    if (emu_async_issue(&r->async[f->index], dst, src, bytes))
+        emu_fail(r, f, EMU_STATUS_NO_MEMORY, "out of memory queueing a cp.async at %s:%d", file, line);
+}
+
+static void emu_op_cp_commit(bertc_emu_thread *self) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_async_commit(&f->run->async[f->index]);
+}
+
+static void emu_op_cp_wait(bertc_emu_thread *self, unsigned n) {
+    emu_fiber *f = (emu_fiber *)self;
+    emu_async_wait(&f->run->async[f->index], n);
+}
+
 static const bertc_emu_ops emu_ops = {
     .abi_version = BERTC_EMU_ABI_VERSION,
     .sync_threads = emu_op_sync_threads,
@@ -666,6 +696,9 @@ static const bertc_emu_ops emu_ops = {
     .grid_dependency_wait = emu_op_grid_wait,
     .trigger_dependents = emu_op_trigger,
     .prefetch_l2 = emu_op_prefetch,
+    .cp_async = emu_op_cp_async,
+    .cp_async_commit = emu_op_cp_commit,
+    .cp_async_wait = emu_op_cp_wait,
 };
 
 /* ------------------------------------------------------------ blocks */
@@ -699,7 +732,10 @@ static void emu_fiber_init(emu_run *r, unsigned i) {
 }
 
 static emu_status emu_run_block(emu_run *r) {
-    for (unsigned i = 0; i < r->nthreads; i++) emu_fiber_init(r, i);
+    for (unsigned i = 0; i < r->nthreads; i++) {
+        emu_fiber_init(r, i);
+        emu_async_reset(&r->async[i]);
+    }
     memset(r->runnable, 0, sizeof r->runnable);
     memset(r->at_barrier, 0, sizeof r->at_barrier);
     for (unsigned i = 0; i < r->nthreads; i++) emu_set_runnable(r, i);
@@ -816,9 +852,11 @@ static emu_run *emu_run_new(emu_kernel *k, const unsigned grid[3], const unsigne
     void *smem = NULL;
     if (posix_memalign(&smem, 64, shared_bytes ? shared_bytes : 1u) != 0) smem = NULL; /* exact size: ASan sees overruns */
     emu_stacks *stacks = emu_stacks_get(n);
-    if (!r || !smem || !stacks) {
+    emu_async_queue *async = calloc(n, sizeof *async);
+    if (!r || !smem || !stacks || !async) {
         free(r);
         free(smem);
+        free(async);
         if (stacks) emu_stacks_put(stacks);
         return NULL;
     }
@@ -835,6 +873,7 @@ static emu_run *emu_run_new(emu_kernel *k, const unsigned grid[3], const unsigne
     r->nthreads = n;
     r->nwarps = (n + 31u) / 32u;
     r->stacks = stacks;
+    r->async = async;
     for (unsigned w = 0; w < r->nwarps; w++) {
         unsigned lanes = n - w * 32u;
         r->warps[w].exists = lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
@@ -843,6 +882,8 @@ static emu_run *emu_run_new(emu_kernel *k, const unsigned grid[3], const unsigne
 }
 
 static void emu_run_free(emu_run *r) {
+    for (unsigned i = 0; i < r->nthreads; i++) emu_async_free(&r->async[i]);
+    free(r->async);
     emu_stacks_put(r->stacks);
     free(r->launch.dyn_smem);
     free(r->stage);
