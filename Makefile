@@ -263,9 +263,11 @@ fixtures: $(FIXTURE_STAMPS)
 # carry CUBINs and PTX, so image selection and the performance model (token
 # buckets too) run on real images.  The *-batch-* plans add token
 # buckets for packed batches (small ones, so a batch of short requests and
-# one of a full-length request both occur).  tiny-bert-tuned-fp16 is
-# tiny-bert-fp16 compiled with --tune all: a step list per compute
-# capability, each run on the emulated device claiming it.
+# one of a full-length request both occur).  tiny-bert-fp16 and
+# tiny-bert-batch-fp16 are compiled with --tune none (one step list, the
+# compromise over their GPUs); tiny-bert-tuned-fp16 is tiny-bert-fp16 with
+# the default flags: a step list per compute capability, each run on the
+# emulated device claiming it.
 # PLAN_ARCH adds a GPU's arch on a GPU machine (tools/gpu_validate.sh).
 # Their compile cache is $(BUILD)/cache, not the user's.
 PLAN_ARCH    ?= emu
@@ -292,13 +294,14 @@ $(PLAN_DIR)/%.plan: $(BUILD)/bertc $(FIXTURE_STAMPS) $(TINY_MODELS:%=$(PLAN_DIR)
 	@n=$*; f=default; case $$n in *-baseline) f=baseline; n=$${n%-baseline} ;; esac; \
 	m=$$(echo $$n | sed 's/-[a-z0-9]*$$//'); p=$$(echo $$n | sed 's/.*-//'); t=; \
 	case $$m in *-batch) m=$${m%-batch}; t="--batch-tokens 64,256 --max-batch 16" ;; esac; \
-	case $$m in *-tuned) m=$${m%-tuned}; t="--tune all" ;; esac; \
+	case $$m in *-tuned) m=$${m%-tuned} ;; esac; \
 	case $$m in \
 	  tiny-bert) b=8,16,64 ;; tiny-bert-prefixed) b=8,16,40 ;; tiny-bert-relu) b=8,16,48 ;; \
 	  tiny-bert-tanh) b=8,16,32 ;; tiny-roberta) b=8,16,40 ;; tiny-xlmr-tokcls) b=8,16,32 ;; \
 	  tiny-distilbert) b=8,16,48 ;; tiny-electra|tiny-cross-encoder) b=8,16,40 ;; tiny-mpnet) b=8,16,64 ;; \
 	  tiny-mpnet-seqcls) b=8,16,32 ;; *) b=32,128,256,512 ;; esac; \
 	a=$(PLAN_ARCH); case $$n in tiny-bert-fp16|tiny-bert-batch-fp16|tiny-bert-tuned-fp16) a=sm_75,sm_86,sm_90,emu ;; esac; \
+	case $$n in tiny-bert-fp16|tiny-bert-batch-fp16) t="$$t --tune none" ;; esac; \
 	echo "bertc compile $$m ($$p, buckets $$b, arch $$a, fusion $$f $$t)"; \
 	BERTC_CACHE_DIR=$(BUILD)/cache $(BUILD)/bertc compile $(PLAN_DIR)/$$m.yaml -o $@ --precision $$p --buckets $$b \
 	  --arch $$a --fusion $$f $$t -j 1 2>$@.log || { cat $@.log; exit 1; }

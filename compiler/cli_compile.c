@@ -15,7 +15,7 @@ static const char USAGE_COMPILE[] =
     "usage: bertc compile MODEL.yaml -o PLAN [--arch LIST] [--buckets LIST]\n"
     "                     [--batch-tokens LIST|default] [--max-batch N]\n"
     "                     [--precision fp16|bf16|fp32] [--fusion baseline|default]\n"
-    "                     [--tune GPU,...]\n"
+    "                     [--tune all|none|GPU,...]\n"
     "                     [-j N] [--no-cache] [-v]\n"
     "\n"
     "Fuses the graph, lowers it per sequence-length bucket to generated\n"
@@ -44,13 +44,15 @@ static const char USAGE_COMPILE[] =
     "                    7-launch structure (cuBLASLt GEMMs, separate add + LayerNorm)\n"
     "  -j N              compile threads (default: the number of cores)\n"
     "  --no-cache        neither read nor write the compile cache\n"
-    "  --tune LIST       choose bertc's GEMM tilings for these GPUs of the performance\n"
-    "                    model (t4, a10, l4, l40s, a100, h100, h200, b200), each run\n"
-    "                    by a listed --arch, or 'all' of those the archs serve: a\n"
-    "                    step list per compute capability where their best choices\n"
-    "                    differ, picked at run time by the device's capability.\n"
-    "                    Default: one step list, the best compromise over every GPU\n"
-    "                    the archs serve. The plan runs on every listed arch either way.\n"
+    "  --tune LIST       the GPUs of the performance model bertc's GEMM tilings are\n"
+    "                    chosen for: 'all' (default) of those the archs serve, or a\n"
+    "                    list of t4, a10, l4, l40s, a100, h100, h200, b200, each run by\n"
+    "                    a listed --arch: a step list per compute capability where\n"
+    "                    their best choices differ, picked at run time by the device's\n"
+    "                    capability (the emulated device and older GPUs take the best\n"
+    "                    compromise over all of them); 'none': one step list, that\n"
+    "                    compromise, for every GPU.  The plan runs on every listed arch\n"
+    "                    either way.\n"
     "  -v                print what each fusion pass did\n";
 
 static int cli_parse_precision(const char *s, plan_dtype *out) {
@@ -226,7 +228,7 @@ int cmd_compile(int argc, char **argv) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.jobs = a.jobs ? a.jobs : ncpu > 0 ? (int)ncpu : 1;
     o.no_cache = a.no_cache;
-    o.tune = a.tune;
+    if (a.tune) o.tune = strcmp(a.tune, "none") ? a.tune : NULL;
     cli_compile_ctx ctx = {&o, a.verbose};
     o.stage = cli_compile_stage;
     o.user = &ctx;

@@ -31,6 +31,7 @@ void compile_options_init(compile_options *o) {
     arch_list_default(&o->targets);
     o->jobs = 1;
     o->max_batch = COMPILE_DEFAULT_MAX_BATCH;
+    o->tune = "all";
 }
 
 static double compile_now(void) {

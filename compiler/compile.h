@@ -64,8 +64,10 @@ typedef struct compile_options {
     arch_list targets;               /* GPU architectures and/or the emulated device */
     int jobs;                        /* compile threads (>= 1) */
     int no_cache;                    /* bypass the compile cache (kcache.h) */
-    const char *tune;                /* --tune: the GPUs the GEMM tilings are chosen for (NULL: every GPU
-                                        the architectures serve; lower_gemm.c) */
+    const char *tune;                /* --tune: the GPUs the GEMM tilings are chosen for, a step list per
+                                        compute capability among them; "all" (the default): every GPU
+                                        the architectures serve; NULL: one step list, the compromise
+                                        over them (--tune none); lower_gemm.c, lower.c */
     /* Called after each stage with the report so far (may be NULL). */
     void (*stage)(void *user, compile_stage stage, const compile_report *r);
     void *user;

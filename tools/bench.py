@@ -14,15 +14,14 @@ and prints, per model and bucket (128 and 384):
     streams, its inputs and outputs);
   * the performance model's microseconds on A100 and H100 for the default
     plan and the baseline plan, and their ratio;
-  * the same for a plan tuned for each of those GPUs alone (the default
-    flags plus `--tune GPU`: bertc's GEMM tilings chosen for that GPU, not
-    for every GPU the architectures serve), on that GPU;
-  * one plan with a step list per compute capability (`--tune all`) on
-    each GPU of the model's table, beside the default plan;
+  * every GPU of the model's table: the default plan (a step list per
+    compute capability, each GPU running its own), the same flags plus
+    `--tune none` (one step list, the compromise over every GPU the
+    architectures serve) and the baseline;
   * the calibration table (the baseline plans against TensorRT's published
     figures, tools/fit_perf_model.py);
-  * compile time of BERT-base, cold and warm, wall and CPU
-    (tools/bench_compile.sh).
+  * compile time of BERT-base, cold and warm, wall and CPU, with the
+    default flags and cold with `--tune none` (tools/bench_compile.sh).
 
 The baseline's compile flags are one variable: BASELINE_FLAGS in the
 environment (default below).  Everything goes to stdout and to
@@ -105,47 +104,33 @@ def tables(results, layers):
     return lines
 
 
-def tuned_table(results, tuned):
-    lines = ["## Tuned for one GPU (`--tune GPU`): modelled µs on that GPU", "",
-             "| model | seq | " + " | ".join("%s µs tuned / default / baseline (tuned ÷ baseline)" % g.upper()
-                                           for g in GPUS) + " |",
-             "|---|---|" + "---|" * len(GPUS)]
-    for model in ("base", "large"):
-        for s in BUCKETS:
-            cells = ["BERT-%s" % model, str(s)]
-            for g in GPUS:
-                t, d, b = tuned[model][g][s]["us"][g], results[model]["default"][s]["us"][g], \
-                    results[model]["baseline"][s]["us"][g]
-                cells.append("%.0f / %.0f / %.0f (%.2f)" % (t, d, b, t / b))
-            lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
 ALL_GPUS = ("t4", "a10", "l4", "l40s", "a100", "h100", "h200", "b200")
 
 
-def tune_all_table(results, every):
-    lines = ["## One plan, a step list per compute capability (`--tune all`): modelled µs, --tune all / default", "",
+def every_gpu_table(results):
+    lines = ["## Every GPU: default (a step list per compute capability) / `--tune none` (one compromise list) / "
+             "baseline, modelled µs", "",
              "| model | seq | " + " | ".join(g.upper() for g in ALL_GPUS) + " |",
              "|---|---|" + "---|" * len(ALL_GPUS)]
     for model in ("base", "large"):
         for s in BUCKETS:
             cells = ["BERT-%s" % model, str(s)]
             for g in ALL_GPUS:
-                t, d = every[model][s]["us"].get(g), results[model]["default"][s]["us"].get(g)
-                cells.append("%.0f / %.0f" % (t, d) if t and d else "—")
+                t = [results[model][v][s]["us"].get(g) for v in ("default", "none", "baseline")]
+                cells.append("%.0f / %.0f / %.0f" % tuple(t) if all(t) else "—")
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def compile_times(build):
-    out = run(["sh", "tools/bench_compile.sh", build, "bench-bert-base"])
+def compile_times(build, extra=()):
+    out = run(["sh", "tools/bench_compile.sh", build, "bench-bert-base"] + (["--"] + list(extra) if extra else []))
     got = {}
     for kind in ("cold", "warm"):
         m = re.search(r"^%s: wall ([\d.]+) s, cpu ([\d.]+) s" % kind, out, re.M)
         got[kind] = (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
     load = re.search(r"load ([\d. ]+)", out)
-    return got, load.group(1).strip() if load else "?"
+    texts = re.search(r"\((\d+) texts\)", out)
+    return got, load.group(1).strip() if load else "?", texts.group(1) if texts else "?"
 
 
 def main():
@@ -157,34 +142,30 @@ def main():
     bench = os.path.join(a.build, "bench")
     os.makedirs(bench, exist_ok=True)
     cache = os.path.join(bench, "cache")
-    results, plans, layers, tuned, every = {}, {}, {}, {}, {}
+    results, plans, layers = {}, {}, {}
     for model, (name, shape, nlayers) in MODELS.items():
         yaml = prepare(a.build, bertc, name, shape)
         layers[model] = nlayers
         results[model] = {}
-        for variant, flags in (("default", DEFAULT_FLAGS), ("baseline", BASELINE_FLAGS)):
+        for variant, flags in (("default", DEFAULT_FLAGS), ("none", DEFAULT_FLAGS + " --tune none"),
+                               ("baseline", BASELINE_FLAGS)):
             plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-%s.plan" % (name, variant)), flags, cache)
             plans[(model, variant)] = plan
             results[model][variant] = describe(bertc, plan)
-        tuned.setdefault(model, {})
-        for g in GPUS:
-            plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-tuned-%s.plan" % (name, g)),
-                                DEFAULT_FLAGS + " --tune " + g, cache)
-            tuned[model][g] = describe(bertc, plan)
-        plan = compile_plan(bertc, yaml, os.path.join(bench, "%s-tuned-all.plan" % name),
-                            DEFAULT_FLAGS + " --tune all", cache)
-        every[model] = describe(bertc, plan)
     lines = ["# bertc bench (`make bench`)", "",
              "Default flags: `%s`; baseline flags: `%s`." % (DEFAULT_FLAGS or "(none)", BASELINE_FLAGS or "(none)"),
-             ""] + tables(results, layers) + [""] + tuned_table(results, tuned) + [""] + tune_all_table(results, every)
+             ""] + tables(results, layers) + [""] + every_gpu_table(results)
     cal = run([sys.executable, "tools/fit_perf_model.py", "--bertc", bertc, "--markdown",
                "--base", plans[("base", "baseline")], "--large", plans[("large", "baseline")]])
     lines += ["", "## Calibration: the baseline plans against TensorRT's published figures", ""] + cal.strip().split("\n")
     if not a.skip_compile_time:
-        t, load = compile_times(a.build)
+        t, load, texts = compile_times(a.build, shlex.split(DEFAULT_FLAGS))
+        n, _, ntexts = compile_times(a.build, shlex.split(DEFAULT_FLAGS) + ["--tune", "none"])
         lines += ["", "## Compile time, BERT-base, default archs and buckets (%d cores, load %s)" % (os.cpu_count(), load),
-                  "", "| | wall s | CPU s |", "|---|---|---|",
-                  "| cold (empty cache) | %.2f | %.2f |" % t["cold"], "| warm (unchanged recompile) | %.2f | %.2f |" % t["warm"]]
+                  "", "| | kernel texts | wall s | CPU s |", "|---|---|---|---|",
+                  "| cold (empty cache) | %s | %.2f | %.2f |" % ((texts,) + t["cold"]),
+                  "| warm (unchanged recompile) | %s | %.2f | %.2f |" % ((texts,) + t["warm"]),
+                  "| cold, `--tune none` | %s | %.2f | %.2f |" % ((ntexts,) + n["cold"])]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(bench, "tables.md"), "w") as f:
         f.write(text)

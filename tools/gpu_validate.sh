@@ -16,9 +16,11 @@
 #      for MiniLM and a BERT-base-sized model at 128 tokens, with the
 #      performance model's prediction for this GPU beside each step
 #      (--predict, when the model's table has the GPU);
-#   6. BERT-base tuned for this GPU (compile --tune) against the default
-#      plan, when the performance model's table has the GPU, and the plan
-#      with a step list per capability (--tune all, default archs);
+#   6. BERT-base with the default flags (a step list per compute
+#      capability: this GPU runs the one chosen for it, when the
+#      performance model's table has it) against --tune none (one list,
+#      the compromise over the GPUs the archs serve), and the plan for
+#      the default archs, whose step list for this GPU should time alike;
 #   7. on compute capability 9.0 and newer, the graph with and without
 #      programmatic dependent launch (--no-pdl).
 set -eu
@@ -55,18 +57,16 @@ build/bertc bench build/gpu-minilm-fp16.plan --device cuda --per-step --json --i
 build/bertc import build/hf/bench-bert-base -o build/bench-bert-base.yaml
 build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base.plan --arch "$arch" --buckets 128
 build/bertc bench build/gpu-bert-base.plan --device cuda --check-steps
-# the same model tuned for this GPU alone (compile --tune), when the model's table has it
-if [ -n "$model" ]; then
-    build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-tuned.plan --arch "$arch" --buckets 128 --tune "$model"
-    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --check-steps
-    build/bertc bench build/gpu-bert-base.plan --device cuda --iters 500
-    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --iters 500
-    # shellcheck disable=SC2086
-    build/bertc bench build/gpu-bert-base-tuned.plan --device cuda --per-step --iters 50 $predict
-fi
-# one plan with a step list per capability (compile --tune all): the device picks its own,
-# which the check names; on this GPU it should time like the tuned plan
-build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-all.plan --buckets 128 --tune all
+# the same model with one step list, the compromise over the GPUs sm_XY serves (--tune none)
+build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-none.plan --arch "$arch" --buckets 128 --tune none
+build/bertc bench build/gpu-bert-base-none.plan --device cuda --check-steps
+build/bertc bench build/gpu-bert-base.plan --device cuda --iters 500
+build/bertc bench build/gpu-bert-base-none.plan --device cuda --iters 500
+# shellcheck disable=SC2086
+build/bertc bench build/gpu-bert-base-none.plan --device cuda --per-step --iters 50 $predict
+# the default archs' plan (a step list per capability): the device picks its own, which the
+# check names; on this GPU it should time like build/gpu-bert-base.plan
+build/bertc compile build/bench-bert-base.yaml -o build/gpu-bert-base-all.plan --buckets 128
 build/bertc bench build/gpu-bert-base-all.plan --device cuda --check-steps
 build/bertc bench build/gpu-bert-base-all.plan --device cuda --iters 500
 # shellcheck disable=SC2086

@@ -216,14 +216,16 @@ static int lower_buckets(lower_ctx *c, sched_bucket *out) {
  * the first (the emulated device's 0 among them) with the compromise over
  * all of them; each capability then gets its GPUs' own choice
  * (lower_gemm_chooser_keep_cc), up to the next one, the last up to
- * PLAN_CC_MAX.  One variant (the range all capabilities) without --tune.
+ * PLAN_CC_MAX.  One variant (the range all capabilities) with --tune none,
+ * and in a plan without a GPU architecture (the emulated device's image,
+ * PTX): no device it serves has a capability of the model's table.
  * `c` is the chooser over all of them; returns the count, the ranges in
  * cc[2 * v], cc[2 * v + 1].
  */
 static int lower_variant_ranges(const lower_options *o, const lower_gemm_chooser *c, int *cc) {
     int n = 1;
     cc[0] = 0;
-    for (int have = 0; o->tune;) {
+    for (int have = 0; o->tune && o->nsms > 0;) {
         int next = PLAN_CC_MAX + 1; /* the lowest capability above `have` */
         for (int g = 0; g < c->ngpus; g++) {
             int x = c->gpus[g]->major * 10 + c->gpus[g]->minor;

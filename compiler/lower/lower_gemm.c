@@ -17,22 +17,28 @@
  * modelled µs over the best candidate's µs on the same GPU — 1.0 per GPU
  * where it is the best there — so no GPU's time dominates because it is
  * slow, and the winner is the candidate that loses least across them.
- * Ties (1e-9): the fewer splits, then the larger tile.  `bertc compile
- * --tune GPU,...` narrows the set to the GPUs named (each must run one of
- * the plan's architectures: lower_gemm_tune_check), or `all` of them, and
- * lower.c lowers once per compute capability among them with a chooser
- * for that capability's GPUs alone (plus a compromise for the
- * capabilities below): a step list per capability, the device picking
- * its own at run time.  A plan built for one fleet gets that fleet's best
- * tiling instead of the compromise, and still runs everywhere its images
- * do.  A tuned chooser also charges a candidate's FP32 partial sums their
+ * Ties (1e-9): the fewer splits, then the larger tile.  By default
+ * (`bertc compile --tune all`) lower.c lowers once per compute capability
+ * among those GPUs with a chooser for that capability's GPUs alone (plus
+ * the compromise for the capabilities below the first, the emulated
+ * device's among them): a step list per capability, the device picking
+ * its own at run time, so no GPU pays for another's tiling.  `--tune
+ * GPU,...` narrows the set to the GPUs named (each must run one of the
+ * plan's architectures: lower_gemm_tune_check); `--tune none` keeps one
+ * step list, the compromise, for every GPU.  Each list's tilings are
+ * kernels of their own only where they differ in tile: the split count
+ * and the load ring's depth are the launch's (kernel_gemm_splitk.c), so
+ * the lists cost the cold compile a few texts, not one per choice.  A
+ * plan runs everywhere its images do whatever it was tuned for.  A tuned
+ * chooser also charges a candidate's FP32 partial sums their
  * DRAM round trip on a GPU where they would fill more than
  * LOWER_GEMM_L2_PARTIALS of its L2: the model takes a step's activations
  * to live in the L2, and without the charge L4 + L40S (one capability,
  * 48 and 96 MB of L2) got an s384 QKV split 12 ways, 42 MB of partials,
  * that the finished plan's model put at 4.6x the L4's own choice.  The
- * default compromise keeps to the model as it is: there the T4's 4 MB
- * would veto the splits that give the A100 and H100 their full wave.  Each GPU's L2 is
+ * untuned compromise (--tune none) keeps to the model as it is: there
+ * the T4's 4 MB would veto the splits that give the A100 and H100 their
+ * full wave.  Each GPU's L2 is
  * taken to keep the share of the model's weights it would keep of a
  * request's (performance model, predict_l2_share): a small model's weights
  * stay in a large L2, and then a serial tail costs more than a short grid.
