@@ -35,8 +35,12 @@
  *
  * The main loop (bertc_gemm_mainloop) is shared with gemm_splitk.cuh, the
  * GEMM family with an explicit tile, split-K and fused epilogues: there the
- * warp grid is WM x (4 / WM) (1 x 4 for 16-row tiles, 4 x 1 for 128), the
- * loop runs over one split's range of k-tiles, and the tensor-core k-step
+ * warps are WK k-groups of WM x WN (WM x WK x WN = 4; kernel_gsk_kgroups:
+ * two k-groups of 1 x 2 warps for 16-row tiles, of 2 x 1 for 32 x 32, 32 x
+ * 64 and 64 x 32, else one of 2 x 2 or 4 x 1), a k-group taking every
+ * WK-th 16-deep step of each k-tile so that its warps' tiles are wide
+ * enough to feed the tensor cores, the loop runs over one split's range
+ * of k-tiles, and the tensor-core k-step
  * (bertc_mma_k16) is also available on sm_75 for fp16, as two m16n8k8.
  * The `gemm` kind here keeps its 2 x 2 warps, whole K and sm_80+ tensor
  * cores: it is what the baseline fusion level generates.
@@ -119,11 +123,14 @@ BERTC_INLINE void bertc_gemm_store1(T *__restrict__ out, const T *__restrict__ b
     }
 }
 
-/* The thread and warp layout of a BM x BN tile over the four warps: WM x WN
- * warps of mma tiles, or TR x TC threads of TM x TN SIMT outputs; ACC is
- * each thread's accumulator count. */
-template <int BM, int BN, int WM, bool MMA> struct bertc_gemm_shape {
-    static constexpr int WN = 4 / WM, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+/* The thread and warp layout of a BM x BN tile over the four warps: WK
+ * k-groups of WM x WN warps of mma tiles (a k-group takes every WK-th
+ * 16-deep step of each k-tile: two groups give each warp a tile twice as
+ * wide, which reads fewer shared-memory bytes per FLOP — the narrow tiles
+ * of small-M GEMMs are what the tensor cores wait for), or TR x TC threads
+ * of TM x TN SIMT outputs; ACC is each thread's accumulator count. */
+template <int BM, int BN, int WM, bool MMA, int WK = 1> struct bertc_gemm_shape {
+    static constexpr int WN = 4 / (WM * WK), WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
     static constexpr int TN = BN >= 128 ? 8 : 4, TC = BN / TN, TR = BERTC_GEMM_THREADS / TC, TM = BM / TR;
     static constexpr int ACC = MMA ? MI * NI * 4 : TM * TN;
 };
@@ -135,16 +142,18 @@ template <int BM, int BN, int WM, bool MMA> struct bertc_gemm_shape {
  * deep (2 <= stages <= STAGES: a launch may give a split of few k-tiles a
  * shallower ring than the text's largest, so one text serves every split
  * count; the loops are unrolled for STAGES and the wait for the ring's
- * depth is one branch).
+ * depth is one branch).  With WK k-groups (tensor cores only) each warp's
+ * acc holds its group's share of the k-steps: the caller adds the groups.
  */
-template <typename T, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool MMA>
+template <typename T, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, bool MMA, int WK = 1>
 BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restrict__ x, const T *__restrict__ w,
                                       int m0, int mvalid, int n0, int nvalid, int kt0, int kt1, int stages, int tid) {
-    typedef bertc_gemm_shape<BM, BN, WM, MMA> S;
+    typedef bertc_gemm_shape<BM, BN, WM, MMA, WK> S;
     constexpr int BK = 64 / (int)sizeof(T);
     constexpr int BKP = BK + 16 / (int)sizeof(T);
     constexpr bool ASYNC = BERTC_HAS_MMA16816 && VEC * sizeof(T) == 16;
     static_assert(BM % 16 == 0 && BN % 32 == 0 && K % VEC == 0 && BK % VEC == 0 && STAGES >= 2, "gemm geometry");
+    static_assert(WK == 1 || (MMA ? (BK / 16) % WK == 0 : true), "k-groups share a k-tile's 16-deep steps");
     static_assert(!MMA || (S::MI >= 1 && S::NI % 2 == 0), "B fragments load two n8 tiles at a time");
     static_assert(MMA || S::TM >= 1, "SIMT layout");
 #pragma unroll
@@ -182,10 +191,11 @@ BERTC_INLINE void bertc_gemm_mainloop(float *acc, T *As, T *Bs, const T *__restr
         const T *B = Bs + st * BN * BKP;
         if constexpr (MMA) {
             constexpr int MI = S::MI, NI = S::NI, WTM = S::WTM, WTN = S::WTN;
-            const int lane = tid & 31, warp = tid >> 5;
-            const int wm = warp / S::WN, wn = warp - (warp / S::WN) * S::WN;
+            const int lane = tid & 31, warp = tid >> 5, wk = warp / (WM * S::WN), wmn = warp - wk * (WM * S::WN);
+            const int wm = wmn / S::WN, wn = wmn - (wmn / S::WN) * S::WN;
 #pragma unroll
-            for (int ks = 0; ks < BK / 16; ++ks) {
+            for (int kq = 0; kq < BK / 16 / WK; ++kq) {
+                const int ks = kq * WK + wk; /* this k-group's steps of the tile */
                 /* A fragment: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), in
                  * a[0..3] order; B: two n8 tiles x (k 0-7 | 8-15) per load */
                 unsigned a[MI][4], b[NI][2];

@@ -15,6 +15,17 @@
  * two m16n8k8 per k16 on sm_75 for fp16, SIMT for float and bf16-on-sm_75)
  * over its slice of the k-tiles, so the launch fills the GPU.
  *
+ * Why k-groups of warps.  The small-M tiles that split K uses (16 or 32
+ * rows) leave four warps side by side 16 x 16 or 16 x 32 each, and a warp
+ * tile that narrow reads more operand bytes from shared memory per FLOP
+ * than the SM delivers to feed its tensor cores (16 x 16: half of an
+ * A100's).  Those tiles take two k-groups of warps instead (WK = 2,
+ * kernel_gsk_kgroups): group g does every other 16-deep step of each
+ * k-tile, so each warp's tile is twice as wide; the groups' sums meet in
+ * the staged tile, the last group's first, in one fixed order.  The order
+ * in which a dot product is summed thus depends on the tile's k-groups,
+ * which is why a plan with token buckets keeps to one-group tiles.
+ *
  * Deterministic reduction by the last block to arrive.  With several splits
  * every block writes its float partial tile to a workspace (the plan's
  * arena provides it, laid out tile by tile: [split][row block][n tile]
@@ -80,22 +91,34 @@ BERTC_INLINE void bertc_gsk_prefetch(const T *__restrict__ w, int n0, int nvalid
         bertc_prefetch_l2(w + (size_t)(n0 + tid) * K + k0, (unsigned)((k1 - k0) * (int)sizeof(T)));
 }
 
-/* The accumulators into a float tile of BM x (BN + 4) in shared memory. */
-template <int BM, int BN, int WM, bool MMA> BERTC_INLINE void bertc_gsk_stage(float *tile, const float *acc, int tid) {
-    typedef bertc_gemm_shape<BM, BN, WM, MMA> S;
+/* The accumulators into a float tile of BM x (BN + 4) in shared memory.
+ * With WK k-groups (tensor cores) the last group stores its sums, then the
+ * others add theirs in turn, down to group 0: every element is summed in
+ * one fixed order.  Every thread of the block calls it (it synchronises). */
+template <int BM, int BN, int WM, bool MMA, int WK = 1>
+BERTC_INLINE void bertc_gsk_stage(float *tile, const float *acc, int tid) {
+    typedef bertc_gemm_shape<BM, BN, WM, MMA, WK> S;
     constexpr int LD = BN + 4;
     if constexpr (MMA) {
         const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-        const int wm = warp / S::WN, wn = warp - (warp / S::WN) * S::WN;
+        const int wk = warp / (WM * S::WN), wmn = warp - wk * (WM * S::WN);
+        const int wm = wmn / S::WN, wn = wmn - (wmn / S::WN) * S::WN;
+#pragma unroll 1
+        for (int q = WK - 1; q >= 0; --q) {
+            if (q < WK - 1) __syncthreads(); /* group q + 1's sums are in the tile */
+            if (wk != q) continue;
 #pragma unroll
-        for (int mi = 0; mi < S::MI; ++mi) {
+            for (int mi = 0; mi < S::MI; ++mi) {
 #pragma unroll
-            for (int ni = 0; ni < S::NI; ++ni) {
+                for (int ni = 0; ni < S::NI; ++ni) {
 #pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    const int r = wm * S::WTM + mi * 16 + g + 8 * hf, c = wn * S::WTN + ni * 8 + 2 * t;
-                    tile[r * LD + c] = acc[(mi * S::NI + ni) * 4 + 2 * hf];
-                    tile[r * LD + c + 1] = acc[(mi * S::NI + ni) * 4 + 2 * hf + 1];
+                    for (int hf = 0; hf < 2; ++hf) {
+                        const int r = wm * S::WTM + mi * 16 + g + 8 * hf, c = wn * S::WTN + ni * 8 + 2 * t;
+                        const float *a = acc + (mi * S::NI + ni) * 4 + 2 * hf;
+                        float *d = tile + r * LD + c;
+                        d[0] = q == WK - 1 ? a[0] : a[0] + d[0];
+                        d[1] = q == WK - 1 ? a[1] : a[1] + d[1];
+                    }
                 }
             }
         }
@@ -266,7 +289,7 @@ template <typename T, int N, int K, int BM, int BN, int ROWS> struct bertc_gsk_g
  * stride BN + 4), and, with several splits, also written to the workspace as
  * its partial.  Returns the tile.
  */
-template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int VEC, int STAGES, int ROWS>
+template <typename T, int N, int K, int XLD, int BM, int BN, int WM, int WK, int VEC, int STAGES, int ROWS>
 BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN, ROWS> &G,
                                       const T *__restrict__ x, const T *__restrict__ w, float *ws, int len,
                                       bool trigger) {
@@ -280,14 +303,14 @@ BERTC_INLINE float *bertc_gsk_product(const bertc_gsk_grid<T, N, K, BM, BN, ROWS
 
     bertc_gsk_prefetch<T, K, BN>(w, G.n0, N, G.kt0, G.kt1, tid);
     bertc_grid_dependency_wait();
-    float acc[bertc_gemm_shape<BM, BN, WM, MMA>::ACC];
-    bertc_gemm_mainloop<T, K, XLD, BM, BN, WM, VEC, STAGES, MMA>(acc, As, Bs, x, w, G.m0, len, G.n0, N, G.kt0, G.kt1,
-                                                                 stages, tid);
+    float acc[bertc_gemm_shape<BM, BN, WM, MMA, WK>::ACC];
+    bertc_gemm_mainloop<T, K, XLD, BM, BN, WM, VEC, STAGES, MMA, WK>(acc, As, Bs, x, w, G.m0, len, G.n0, N, G.kt0,
+                                                                     G.kt1, stages, tid);
     if (trigger) bertc_trigger_dependents(); /* x was the last activation this block reads */
     bertc_cp_async_wait<0>();
     __syncthreads(); /* the ring is drained and every warp is done with it */
     float *tile = reinterpret_cast<float *>(smem);
-    bertc_gsk_stage<BM, BN, WM, MMA>(tile, acc, tid);
+    bertc_gsk_stage<BM, BN, WM, MMA, WK>(tile, acc, tid);
     __syncthreads();
     if (G.splits > 1) {
         float *mine = G.part(ws, G.split);
@@ -322,7 +345,7 @@ BERTC_INLINE void bertc_gsk_sum(float *v, const G_ &G, const float *tile, float 
 }
 
 template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int ACT, int BM, int BN, int WM,
-          int VEC, int STAGES, int ROWS>
+          int WK, int VEC, int STAGES, int ROWS>
 BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                     const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                     float *ws, int *counters) {
@@ -332,7 +355,7 @@ BERTC_INLINE void bertc_gemm_splitk(T *__restrict__ out, const int *__restrict__
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, WK, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
     if (G.splits > 1) {
         const bool last = bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits);
         if (!last) {
@@ -389,8 +412,8 @@ BERTC_INLINE void bertc_gsk_layer_norm(T *__restrict__ out, const float *pre_rb,
     }
 }
 
-template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM, int VEC,
-          int STAGES, int ROWS, int LNVEC>
+template <typename T, int N, int K, int XLD, int OLD, int RLD, bool BIAS, bool RES, int BM, int BN, int WM, int WK,
+          int VEC, int STAGES, int ROWS, int LNVEC>
 BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req, const T *__restrict__ x,
                                 const T *__restrict__ w, const T *__restrict__ bias, const T *__restrict__ res,
                                 const T *__restrict__ gamma, const T *__restrict__ beta, float eps, float *ws,
@@ -402,7 +425,7 @@ BERTC_INLINE void bertc_gemm_ln(T *__restrict__ out, const int *__restrict__ req
     const Grid G;
     const int len = G.rows(req), tid = (int)threadIdx.x;
     if (G.m0 >= len) return;
-    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
+    const float *tile = bertc_gsk_product<T, N, K, XLD, BM, BN, WM, WK, VEC, STAGES, ROWS>(G, x, w, ws, len, !RES);
     int *row_counters = counters + (G.splits > 1 ? G.rowblocks * Grid::NTILES : 0);
     if (G.splits > 1) {
         if (!bertc_gsk_arrive(counters + G.rb * Grid::NTILES + G.nt, G.splits)) {

@@ -68,23 +68,29 @@ def compile_plan(bertc, yaml, out, flags, cache):
 
 
 def describe(bertc, plan):
-    """Per bucket: launches, min HBM bytes, floor bytes, modelled µs per GPU."""
+    """Per bucket: modelled µs, launches and min HBM bytes per GPU (of the
+    step list that GPU runs: a plan may carry one per compute capability),
+    floor bytes."""
     insp = json.loads(run([bertc, "inspect", plan, "--json"]))
     pred = json.loads(run([bertc, "inspect", plan, "--predict", "all", "--json"]))["predictions"]
     hidden = insp["hidden"]
+    lists = insp.get("variants") or [{"buckets": insp["buckets"]}]
     out = {}
     for b in insp["buckets"]:
         s = b["seq_len"]
         per_gpu = {p["gpu"]: [x for x in p["buckets"] if x["seq_len"] == s][0] for p in pred}
+        runs = {p["gpu"]: [x for x in lists[p.get("variant", 0)]["buckets"] if x["seq_len"] == s][0] for p in pred}
         weights = sum(st["weight_bytes"] for st in per_gpu["a100"]["steps"])
         io = 12 * s + 2 * (s * hidden + hidden)  # ids, types, mask in; hidden states and pooled row out (fp16)
-        out[s] = {"launches": b["launches"], "hbm": b["min_hbm_bytes"], "floor": weights + io,
-                  "us": {g: per_gpu[g]["predicted_us"] for g in per_gpu}}
+        out[s] = {"launches": {g: runs[g]["launches"] for g in runs}, "hbm": {g: runs[g]["min_hbm_bytes"] for g in runs},
+                  "floor": weights + io, "us": {g: per_gpu[g]["predicted_us"] for g in per_gpu}}
     return out
 
 
 def tables(results, layers):
     lines = ["## Launches, bytes and the modelled latency (default plan vs baseline)", "",
+             "Launches and bytes are those of the step list each GPU runs: " + " / ".join(g.upper() for g in GPUS)
+             + " default, then the baseline's (one list).", "",
              "| model | seq | launches (per layer) default / baseline | min HBM MB (x floor) default / baseline | "
              + " | ".join("%s µs default / baseline (ratio)" % g.upper() for g in GPUS) + " |",
              "|---|---|---|---|" + "---|" * len(GPUS)]
@@ -93,11 +99,12 @@ def tables(results, layers):
         L = layers[model]
         for s in BUCKETS:
             x, y = d[s], bl[s]
+            yl, yh = y["launches"][GPUS[0]], y["hbm"][GPUS[0]]
             cells = ["BERT-%s" % model, str(s),
-                     "%d (%.1f) / %d (%.1f)" % (x["launches"], (x["launches"] - 2) / L, y["launches"],
-                                                (y["launches"] - 2) / L),
-                     "%.1f (%.2fx) / %.1f (%.2fx)" % (x["hbm"] / 1e6, x["hbm"] / x["floor"], y["hbm"] / 1e6,
-                                                      y["hbm"] / y["floor"])]
+                     " / ".join("%d (%.1f)" % (x["launches"][g], (x["launches"][g] - 2) / L) for g in GPUS)
+                     + " / %d (%.1f)" % (yl, (yl - 2) / L),
+                     " / ".join("%.1f (%.2fx)" % (x["hbm"][g] / 1e6, x["hbm"][g] / x["floor"]) for g in GPUS)
+                     + " / %.1f (%.2fx)" % (yh / 1e6, yh / y["floor"])]
             for g in GPUS:
                 cells.append("%.0f / %.0f (%.2f)" % (x["us"][g], y["us"][g], x["us"][g] / y["us"][g]))
             lines.append("| " + " | ".join(cells) + " |")

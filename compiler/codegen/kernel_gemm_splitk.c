@@ -66,10 +66,11 @@ static void kernel_gsk_header(const kernel_spec *s, const kernel_geometry *g, ke
     else kernel_text_printf(t, " has_act=%d act=%s\n", s->has_act ? 1 : 0, s->has_act ? plan_act_name(s->act) : "none");
     kernel_text_printf(t,
                        "// geometry: grid %d x row blocks x splits (n tiles; the bucket's row blocks and the "
-                       "splits are the launch's), 128 threads as %dx%d warps, a ring of up to %d stages (as "
-                       "many as a split's k-tiles fill, at least 2: the launch's shared memory), %d-element "
-                       "loads\n",
-                       g->ntiles, g->wm, 4 / g->wm, g->max_stages, g->vec);
+                       "splits are the launch's), 128 threads as %d k-group%s of %dx%d warps, a ring of up to %d "
+                       "stages (as many as a split's k-tiles fill, at least 2: the launch's shared memory), "
+                       "%d-element loads\n",
+                       g->ntiles, g->kgroups, g->kgroups > 1 ? "s" : "", g->wm, 4 / (g->wm * g->kgroups),
+                       g->max_stages, g->vec);
 }
 
 static const char *kernel_gsk_act_cxx(const kernel_spec *s) {
@@ -99,18 +100,18 @@ static int kernel_gsk_source(const kernel_spec *s, const char *name, kernel_text
         kernel_text_printf(t,
                            "const %s *gamma, const %s *beta, float *workspace, int *counters" KERNEL_PREFETCH_PARAMS
                            ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %d, %d>(out, "
+                           "    bertc_gemm_ln<%s, %d, %d, %d, %d, %d, %s, %s, %d, %d, %d, %d, %d, %d, %d, %d>(out, "
                            "req, x, w, bias, residual, gamma, beta, __int_as_float((int)0x%08xu), workspace, "
                            "counters);\n",
-                           ty, ty, ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, g.bm, g.bn, g.wm, g.vec,
-                           g.max_stages, kernel_gsk_rows(s), g.lnvec, kernel_float_bits(s->eps));
+                           ty, ty, ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, g.bm, g.bn, g.wm,
+                           g.kgroups, g.vec, g.max_stages, kernel_gsk_rows(s), g.lnvec, kernel_float_bits(s->eps));
     else
         kernel_text_printf(t,
                            "float *workspace, int *counters" KERNEL_PREFETCH_PARAMS ") {\n" KERNEL_PREFETCH_CALL
-                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %d>("
+                           "    bertc_gemm_splitk<%s, %d, %d, %d, %d, %d, %s, %s, %s, %d, %d, %d, %d, %d, %d, %d>("
                            "out, req, x, w, bias, residual, workspace, counters);\n",
                            ty, s->n, s->k, s->x_ld, s->out_ld, res_ld, bias, res, kernel_gsk_act_cxx(s), g.bm, g.bn,
-                           g.wm, g.vec, g.max_stages, kernel_gsk_rows(s));
+                           g.wm, g.kgroups, g.vec, g.max_stages, kernel_gsk_rows(s));
     kernel_text_printf(t, "}\nBERTC_KERNEL_EXPORT(%s)\n", name);
     return 0;
 }

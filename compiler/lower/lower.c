@@ -277,6 +277,9 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     for (int v = 0; !rc && v < nv; v++) {
         lower_gemm_chooser_init(gemm, o->sms, o->nsms, o->tune, (double)p->weights_size);
         if (v > 0) lower_gemm_chooser_keep_cc(gemm, cc[2 * v]);
+        gemm->known = lower_kernel_text_known; /* LOWER_GEMM_SHARE */
+        gemm->known_ctx = &c;
+        c.front = v == 0 && nv > 1 ? 0u : cc[2 * v] < 80 && nv > 1 ? LOWER_FRONT_75 : LOWER_FRONT_80;
         rc = lower_buckets(&c, plan_variant_buckets(p, v));
         for (int b = 0; b < total; b++) {
             plan_variant_buckets(p, v)[b].cc_min = (uint16_t)cc[2 * v];
@@ -285,6 +288,7 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
     }
     if (!rc) lower_variants_merge(p);
     lower_weights_free(&lw);
+    free(c.kernel_fronts);
     free(gemm);
     return rc;
 }

@@ -84,6 +84,10 @@ int lower_model(const ir_graph *g, const weights *w, const lower_options *o, pla
 /* The share of a GPU's L2 a candidate's FP32 partial sums may fill before
  * a tuned chooser (--tune) charges them their DRAM round trip on that GPU. */
 #define LOWER_GEMM_L2_PARTIALS 0.5
+/* A tiling whose kernel text the plan has already (another bucket's,
+ * another step list's) wins over a new text unless the new one scores
+ * more than this much better: a new text is a new kernel to compile. */
+#define LOWER_GEMM_SHARE 0.03
 #define LOWER_GEMM_MEMO 32
 
 typedef struct lower_gemm_memo {
@@ -98,6 +102,10 @@ typedef struct lower_gemm_chooser {
     int image_sm[LOWER_GEMM_MAX_GPUS];   /* the architecture of the image each runs (75, 80, 86, 90, ...) */
     double l2_share[LOWER_GEMM_MAX_GPUS];   /* share of the model's weights each one's L2 keeps */
     int charge_partials;         /* --tune: partials past LOWER_GEMM_L2_PARTIALS of a GPU's L2 pay DRAM there */
+    /* Whether a tiled spec's kernel text is in the plan already (lower.c;
+     * NULL: none is): see LOWER_GEMM_SHARE. */
+    int (*known)(void *ctx, const kernel_spec *s);
+    void *known_ctx;
     lower_gemm_memo memo[LOWER_GEMM_MEMO];
     int nmemo, next;
 } lower_gemm_chooser;

@@ -65,7 +65,7 @@
  *
  * Registers.  ptxas has not run when the lowering chooses, so a kernel's
  * registers are estimated from its tile: the FP32 accumulators per thread
- * (tile_m x tile_n over 128 threads) twice over — fragments and addresses
+ * (tile_m x tile_n x its k-groups over 128 threads) twice over — fragments and addresses
  * grow with the tile — plus 32; gemm_ln keeps at least 88 for its
  * LayerNorm tail.  Against ptxas on sm_80 (docs/performance.md's table)
  * the estimate is within 8 of every kernel bertc builds today;
@@ -170,7 +170,7 @@ static int lower_gemm_registers(const kernel_spec *s) {
     diag quiet;
     diag_init(&quiet);
     if (kernel_geometry_of(s, &g, &quiet)) return -1;
-    int r = 32 + 2 * (g.bm * g.bn / 128);
+    int r = 32 + 2 * (g.bm * g.bn * g.kgroups / 128);
     if (s->kind == KERNEL_KIND_GEMM_LN && r < 88) r = 88;
     return r > 255 ? 255 : r;
 }
@@ -220,13 +220,19 @@ static int lower_gemm_candidates(const lower_gemm_chooser *c, const kernel_spec 
     static const int tms[] = {16, 32, 64, 128}, tns[] = {32, 64, 128};
     int ktiles = (s->k + 64 / plan_dtype_size(s->dtype) - 1) / (64 / plan_dtype_size(s->dtype)), n = 0;
     /* a caller may cap the splits (s->splits > 0 on entry): a plan with
-     * token buckets asks for 1 (lower_steps.c, gemm_spec_of) */
+     * token buckets asks for 1 (lower_steps.c, gemm_spec_of), and there
+     * every tile must also sum a dot product in the same order — one
+     * k-group of warps (kernel_gsk_kgroups) — or a sequence would round
+     * differently alone and in a batch */
     int max_splits = s->splits > 0 && s->splits < GEMM_MAX_SPLITS ? s->splits : GEMM_MAX_SPLITS;
+    int one_order = s->splits == 1;
     for (int a = 0; a < 4; a++) {
-        /* a tile far taller than the rows only adds idle warps */
-        if (a > 0 && tms[a - 1] >= s->bucket) break;
+        /* a tile far taller than the rows only adds idle warps — unless
+         * no shorter one is allowed (one summation order: no 16-row tile) */
+        if (a > 0 && tms[a - 1] >= s->bucket && n > 0) break;
         for (int b = 0; b < 3; b++)
             for (int sp = 1; sp <= max_splits && sp <= ktiles && n < cap; sp++) {
+                if (one_order && kernel_gsk_kgroups(tms[a], tns[b]) > 1) continue;
                 kernel_spec t = *s;
                 t.tile_m = tms[a];
                 t.tile_n = tns[b];
@@ -247,17 +253,15 @@ static double lower_gemm_score(const lower_gemm_chooser *c, const double *us, co
     return score;
 }
 
-/* The winner among n candidates (the essay's rule); its index. */
-static int lower_gemm_pick(const lower_gemm_chooser *c, const kernel_spec *cands, double (*us)[LOWER_GEMM_MAX_GPUS],
-                           int n) {
-    double best[LOWER_GEMM_MAX_GPUS];
+/* The winner among the candidates i with known(i) == only (all of them
+ * when only < 0) by the essay's rule, its score in *score; -1 if none. */
+static int lower_gemm_best(const lower_gemm_chooser *c, const kernel_spec *cands,
+                           double (*us)[LOWER_GEMM_MAX_GPUS], const double *best, const char *known, int n, int only,
+                           double *score_out) {
     int pick = -1;
-    for (int g = 0; g < c->ngpus; g++) {
-        best[g] = us[0][g];
-        for (int i = 1; i < n; i++) best[g] = fmin(best[g], us[i][g]);
-    }
     double pick_score = 0;
     for (int i = 0; i < n; i++) {
+        if (only >= 0 && known[i] != only) continue;
         double score = lower_gemm_score(c, us[i], best);
         const kernel_spec *t = &cands[i], *b = pick >= 0 ? &cands[pick] : NULL;
         int better = !b || score < pick_score - GEMM_TIE ||
@@ -266,6 +270,28 @@ static int lower_gemm_pick(const lower_gemm_chooser *c, const kernel_spec *cands
                        (t->splits == b->splits && t->tile_m * t->tile_n > b->tile_m * b->tile_n)));
         if (better) pick = i, pick_score = score;
     }
+    *score_out = pick_score;
+    return pick;
+}
+
+/* The winner among n candidates (the essay's rule, then LOWER_GEMM_SHARE:
+ * the best of the texts the plan has, unless a new one is clearly
+ * better); its index. */
+static int lower_gemm_pick(const lower_gemm_chooser *c, const kernel_spec *cands, double (*us)[LOWER_GEMM_MAX_GPUS],
+                           int n) {
+    double best[LOWER_GEMM_MAX_GPUS], any_score, known_score;
+    for (int g = 0; g < c->ngpus; g++) {
+        best[g] = us[0][g];
+        for (int i = 1; i < n; i++) best[g] = fmin(best[g], us[i][g]);
+    }
+    char *known = calloc((size_t)n, 1);
+    int pick = lower_gemm_best(c, cands, us, best, known, n, -1, &any_score);
+    if (known && c->known) {
+        for (int i = 0; i < n; i++) known[i] = (char)(c->known(c->known_ctx, &cands[i]) != 0);
+        int k = lower_gemm_best(c, cands, us, best, known, n, 1, &known_score);
+        if (k >= 0 && known_score <= any_score * (1.0 + LOWER_GEMM_SHARE)) pick = k;
+    }
+    free(known);
     return pick;
 }
 

@@ -76,7 +76,16 @@ typedef struct lower_ctx {
     int cap_steps;
     lower_arena arena;
     lower_gemm_chooser *gemm;    /* the GEMM choices (lower_gemm.c), shared by every bucket */
+    /* The NVRTC front end the step list being lowered is compiled by (a
+     * bit: LOWER_FRONT_*; 0 for the emulated device's list), and per
+     * kernel of the plan the front ends whose lists use it: a text another
+     * list of the same front end has is no new compile (LOWER_GEMM_SHARE). */
+    unsigned front;
+    unsigned char *kernel_fronts; /* [kernel_cap] */
 } lower_ctx;
+
+#define LOWER_FRONT_75 1u        /* compute_75: sm_75 */
+#define LOWER_FRONT_80 2u        /* compute_80: sm_80 ... sm_89, and compute_90 (derived) for 9.0 on */
 
 /* Whether node i lowers to a view of its source's buffer (a reshape or a
  * slice; in a token bucket a slice of the sequence axis is a kernel: the
@@ -90,6 +99,10 @@ static inline int lower_is_view(const ir_graph *g, int i, int packed) {
 
 /* Lowers node i (an op that runs, or a view); 0 for nodes that need no step. */
 int lower_node(lower_ctx *c, int i);
+
+/* Whether the plan of `ctx` (a lower_ctx) has a kernel of s's text already
+ * (lower_gemm_chooser.known). */
+int lower_kernel_text_known(void *ctx, const kernel_spec *s);
 /* Once a bucket's steps are all there: each kernel step's prefetch pair
  * (plan_types.h) set to the next step's largest weight operand. */
 void lower_prefetch(lower_ctx *c);

@@ -144,6 +144,19 @@ static int lower_kernel_serves(const plan_kernel *k, const kernel_spec *s, const
     return k->spec.bucket == s->bucket && k->spec.splits == s->splits;
 }
 
+int lower_kernel_text_known(void *ctx, const kernel_spec *s) {
+    const lower_ctx *c = ctx;
+    char *entry;
+    diag quiet;
+    diag_init(&quiet);
+    if (!c->front || kernel_entry(s, &entry, &quiet)) return 0;
+    int found = 0;
+    for (int i = 0; i < c->p->nkernels && !found; i++)
+        found = (c->kernel_fronts[i] & c->front) && !strcmp(c->p->kernels[i].entry, entry);
+    free(entry);
+    return found;
+}
+
 /* The index of the kernel of `s` in the plan's table, adding it if no
  * kernel serves it yet. */
 static int lower_kernel_intern(lower_ctx *c, const kernel_spec *s) {
@@ -153,16 +166,19 @@ static int lower_kernel_intern(lower_ctx *c, const kernel_spec *s) {
     for (int i = 0; i < p->nkernels; i++)
         if (lower_kernel_serves(&p->kernels[i], s, entry)) {
             free(entry);
+            c->kernel_fronts[i] |= (unsigned char)c->front;
             return i;
         }
     if (p->nkernels == c->kernel_cap) {
         int cap = c->kernel_cap ? c->kernel_cap * 2 : 16;
         plan_kernel *k = realloc(p->kernels, (size_t)cap * sizeof *k);
-        if (!k) {
+        unsigned char *f = k ? realloc(c->kernel_fronts, (size_t)cap) : NULL;
+        if (k) p->kernels = k;
+        if (!f) {
             free(entry);
             return diag_set(c->d, DIAG_CODE_INTERNAL, "out of memory");
         }
-        p->kernels = k;
+        c->kernel_fronts = f;
         c->kernel_cap = cap;
     }
     plan_kernel *k = &p->kernels[p->nkernels];
@@ -170,6 +186,7 @@ static int lower_kernel_intern(lower_ctx *c, const kernel_spec *s) {
     k->entry = entry;
     k->spec = *s;
     k->nargs = kernel_arg_count(s->kind);
+    c->kernel_fronts[p->nkernels] = (unsigned char)c->front;
     return p->nkernels++;
 }
 

@@ -103,7 +103,7 @@ static void predict_adjust_gsk(const kernel_spec *s, const kernel_geometry *g, p
     double es = plan_dtype_size(s->dtype), tile = (double)g->bm * g->bn * 4.0, ln = s->kind == KERNEL_KIND_GEMM_LN;
     w->cta_flops = 2.0 * g->bm * g->bn * (double)g->kts * (64.0 / es);
     w->l2_bytes = (double)w->ctas * (g->bm + g->bn) * (double)g->kts * 64.0;
-    w->smem_flops_per_byte = predict_warp_feed((double)g->bm / g->wm, (double)g->bn / (4 / g->wm), es);
+    w->smem_flops_per_byte = predict_warp_feed((double)g->bm / g->wm, (double)g->bn / (4 / (g->wm * g->kgroups)), es);
     w->tile_m = g->bm;
     w->tile_n = g->bn;
     w->split_k = g->splits;

@@ -397,6 +397,16 @@ static void kernel_gemm_dims(const kernel_spec *s, const kernel_geometry *g, ker
 /* k-tiles of a GEMM's K: 64 bytes of K per tile. */
 static int kernel_gemm_ktiles(const kernel_spec *s) { return kernel_ceil_div(s->k, 64 / plan_dtype_size(s->dtype)); }
 
+/* Two k-groups of warps (each a 16-deep step of every k-tile, summed at
+ * the end) where one would leave a warp a tile narrower than 32 columns or
+ * than 16 x 64: a warp of a w_m x w_n tile reads (w_m + w_n) operand
+ * elements from shared memory for 2 w_m w_n FLOPs, so the narrow tiles
+ * the small-M GEMMs pick starve the tensor cores (16 x 16 feeds half an
+ * A100's); the pair doubles the warp's width, and its accumulators. */
+int kernel_gsk_kgroups(int bm, int bn) {
+    return bm == 16 || (bm == 32 && bn <= 64) || (bm == 64 && bn == 32) ? 2 : 1;
+}
+
 static int kernel_gsk_tile_ok(int bm, int bn) {
     int m_ok = bm == 16 || bm == 32 || bm == 64 || bm == 128, n_ok = bn == 32 || bn == 64 || bn == 128;
     return m_ok && n_ok && bm * bn <= 8192 && (bm != 16 || bn >= 64);
@@ -441,6 +451,7 @@ static int kernel_gsk_geometry(const kernel_spec *s, kernel_geometry *g) {
     g->bm = s->tile_m;
     g->bn = s->tile_n;
     g->wm = g->bm == 16 ? 1 : g->bm == 128 ? 4 : 2;
+    g->kgroups = kernel_gsk_kgroups(g->bm, g->bn);
     g->splits = s->splits;
     g->kts = kernel_ceil_div(kernel_gemm_ktiles(s), s->splits);
     g->ntiles = kernel_ceil_div(s->n, g->bn);

@@ -55,6 +55,8 @@ typedef struct kernel_geometry {
     int stages;                    /* shared-memory ring depth (GEMMs; attention's K/V tiles) */
     int max_stages;                /* GEMM_SPLITK, GEMM_LN: the deepest ring of the tile (the text's) */
     int wm;                        /* GEMM_SPLITK, GEMM_LN: warps along M (of 4) */
+    int kgroups;                   /* GEMM_SPLITK, GEMM_LN: warp groups taking turns at a k-tile's 16-deep
+                                      steps (1 or 2); 4 / (wm * kgroups) warps along N */
     int splits, kts;               /* blocks over K, k-tiles per block */
     int ntiles, rowblocks;         /* tiles along N, along M (the bucket) */
     int lnvec;                     /* GEMM_LN: elements per LayerNorm piece */
@@ -83,6 +85,11 @@ typedef struct kernel_arg {
 /* Every field of the spec its kind reads, in range: what the other
  * functions assume.  Messages name the kind and the field. */
 int kernel_spec_check(const kernel_spec *s, diag *d);
+
+/* GEMM_SPLITK, GEMM_LN: the k-groups of warps a bm x bn tile takes (1 or
+ * 2; kernel_geometry.kgroups): what lower_gemm.c must know to keep one
+ * summation order in a plan with token buckets. */
+int kernel_gsk_kgroups(int bm, int bn);
 /* The geometry of a checked spec; fails where the kind cannot serve it
  * (a row too long for the registers, shared memory exceeded).  It never
  * depends on the rows of a launch. */

@@ -109,6 +109,10 @@ static void make_cases(void) {
     s = gspec(KERNEL_KIND_GEMM_SPLITK, F16, 64, 200, 96, 16, 128, 1);   /* split 1: the direct epilogue */
     s->has_bias = 0;
     gspec(KERNEL_KIND_GEMM_SPLITK, F16, 128, 288, 96, 64, 64, 3);      /* a QKV projection: bias, no activation */
+    /* two k-groups of warps (kernel_gsk_kgroups): 64 x 32 and 32 x 32 in
+     * 16-bit (the 16-row and 32 x 64 tiles above have them too) */
+    act(gspec(KERNEL_KIND_GEMM_SPLITK, F16, 96, 160, 192, 64, 32, 2), PLAN_ACT_GELU_ERF);
+    gspec(KERNEL_KIND_GEMM_LN, BF16, 64, 96, 128, 32, 32, 1);
     /* one text, several launches: the bucket and the split count are the
      * grid's (a plan's buckets share these kernels), so each group below is
      * one kernel run at other row-block counts and k-splits — the first
