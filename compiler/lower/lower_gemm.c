@@ -8,12 +8,13 @@
  * other.
  *
  * Which GPUs.  A plan serves every GPU of the architectures it is built
- * for, and of a newer minor of one (the runtime's rule), and one tiling
- * serves them all.  The chooser models each such GPU of the model's table
- * (the default architectures:
- * T4, A10, L4, L40S, A100, H100, H200); a plan with no CUBIN (the emulated
- * device only, PTX only) is modelled on the A100 and H100, the issue's two
- * reference GPUs.  A candidate's score is the sum over those GPUs of its
+ * for, of a newer minor of one (the runtime's rule), and — on its
+ * compute_90 PTX — of a newer major than all of them.  The chooser models
+ * each such GPU of the model's table (the default architectures: T4, A10,
+ * L4, L40S, A100, H100, H200, and the B200 on the PTX); a plan with no
+ * CUBIN (the emulated device only, PTX only) is modelled on the A100 and
+ * H100, the issue's two reference GPUs.  Where one choice serves several
+ * of them, a candidate's score is the sum over those GPUs of its
  * modelled µs over the best candidate's µs on the same GPU — 1.0 per GPU
  * where it is the best there — so no GPU's time dominates because it is
  * slow, and the winner is the candidate that loses least across them.
@@ -90,11 +91,18 @@
 #define GEMM_TIE 1e-9
 
 /* The architecture of the image g runs among `sms` (the newest of its
- * major, no newer minor), or -1 when none serves it. */
+ * major, no newer minor), or -1 when none serves it.  A GPU of a newer
+ * major than every architecture listed, sm_90 or newer among them, runs
+ * the plan's compute_90 PTX (arch_plan_ptx, the runtime's image rule):
+ * Blackwell on a plan for the default architectures, modelled on the
+ * newest listed (predict.c: the numbers of the newest CUBIN below it). */
 static int lower_gemm_served(const predict_gpu *g, const int *sms, int nsms) {
-    int best = -1;
-    for (int a = 0; a < nsms; a++)
+    int best = -1, newest = -1;
+    for (int a = 0; a < nsms; a++) {
         if (sms[a] / 10 == g->major && sms[a] % 10 <= g->minor && sms[a] > best) best = sms[a];
+        if (sms[a] > newest) newest = sms[a];
+    }
+    if (best < 0 && newest >= 90 && g->major > newest / 10) best = newest;
     return best;
 }
 

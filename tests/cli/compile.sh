@@ -146,7 +146,8 @@ if cmp -s "$T/m-tall.plan" "$T/m-tdef.plan"; then pass tune-all-is-default; else
 expect tune-all-inspect 0 "$B" inspect "$T/m-tall.plan"
 contains tune-all-lists "$T/out" "step list 2 of"
 contains tune-all-a100-list "$T/out" "for compute capability 8.0 to 8.5: sm_80"
-contains tune-all-h100-list "$T/out" "for compute capability 9.0 and newer: sm_90, sm_100, sm_120"
+contains tune-all-h100-list "$T/out" "for compute capability 9.0 to 9.9: sm_90"
+contains tune-all-b200-list "$T/out" "for compute capability 10.0 and newer: sm_100, sm_120"
 ta=$("$B" inspect "$T/m-tall.plan" --predict a100 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["buckets"][0]["predicted_us"])')
 if [ "$ta" = "$t" ]; then pass tune-all-a100-same; else fail tune-all-a100-same "--tune all $ta us on the A100, --tune a100 $t us"; fi
 expect tune-all-json 0 "$B" inspect "$T/m-tall.plan" --json
@@ -158,8 +159,9 @@ assert len(v) >= 2 and v[0]["cc_min"] == 0 and v[-1]["cc_max"] == 65535, v
 assert all(a["cc_max"] + 1 == b["cc_min"] for a, b in zip(v, v[1:]))
 assert v[0]["buckets"] == j["buckets"]
 ' "$T/out"; then pass tune-all-json-variants; else fail tune-all-json-variants "$(head -c 300 "$T/out")"; fi
-# each CUBIN carries exactly the kernels of the lists of its capabilities (8.0-8.9: sm_80; 9.0 on:
-# sm_90), the emulated device's image every kernel (plan format 9)
+# each CUBIN carries exactly the kernels of the lists of its capabilities (8.0-8.9: sm_80; 9.x:
+# sm_90; 10.0 on, the B200's, runs the compute_90 PTX), the emulated device's image every kernel
+# (plan format 9)
 if python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -169,7 +171,8 @@ def used(lo, hi):
             if s.get("kernel")}
 img = {i["arch"]: {ent[k] for k, x in enumerate(i["kernels"]) if x["carried"]} for i in j["images"]}
 assert img["sm_80"] == used(80, 89), (sorted(img["sm_80"] ^ used(80, 89)))
-assert img["sm_90"] == used(90, 65535), (sorted(img["sm_90"] ^ used(90, 65535)))
+assert img["sm_90"] == used(90, 99), (sorted(img["sm_90"] ^ used(90, 99)))
+assert used(100, 65535) <= img["compute_90"]
 assert img["emu"] == set(ent) and img["sm_90"] != set(ent)
 ' "$T/out"; then pass tune-all-carried; else fail tune-all-carried "$(python3 -c 'import json,sys; print([(i["arch"], sum(k["carried"] for k in i["kernels"])) for i in json.load(open(sys.argv[1]))["images"]])' "$T/out")"; fi
 expect tune-all-contracts 0 "$B" bench "$T/m-tall.plan" --device emu --check-steps --seq-len 77

@@ -54,12 +54,13 @@ static lower_gemm_chooser *tl_chooser(int g) {
 /* Which GPUs a plan's choices are modelled on: those of its architectures,
  * and of a newer minor of one (the runtime's rule), each with its own. */
 static void test_chooser_gpus(void) {
-    static const char *want[] = {"t4", "a10", "l4", "l40s", "a100", "h100", "h200"};
-    static const int want_sm[] = {75, 86, 89, 89, 80, 90, 90};
+    static const char *want[] = {"t4", "a10", "l4", "l40s", "a100", "h100", "h200", "b200"};
+    static const int want_sm[] = {75, 86, 89, 89, 80, 90, 90, 90};
     lower_gemm_chooser *c = tl_chooser(-1);
     if (!c) return;
-    CHECK(c->ngpus == 7, "%d GPUs for the default architectures", c->ngpus);
-    for (int i = 0; i < c->ngpus && i < 7; i++)
+    /* the B200 (10.0) runs the default archs' compute_90 PTX */
+    CHECK(c->ngpus == 8, "%d GPUs for the default architectures", c->ngpus);
+    for (int i = 0; i < c->ngpus && i < 8; i++)
         CHECK(!strcmp(c->gpus[i]->name, want[i]) && c->image_sm[i] == want_sm[i], "GPU %d: %s runs sm_%d", i,
               c->gpus[i]->name, c->image_sm[i]);
     static const int sm100[] = {100};
@@ -125,16 +126,18 @@ static void test_chooser_tuned(void) {
         {",a100", "is not a comma-separated list"},
         {"b200", "b200 (compute capability 10.0) runs none of the plan's architectures (--arch): add sm_100"},
     };
+    static const int sm7580[] = {75, 80}; /* no sm_90: no compute_90 PTX for a newer GPU to JIT */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         diag dg;
         diag_init(&dg);
-        CHECK(lower_gemm_tune_check(bad[i].list, tl_sms, 5, &dg) != 0 && strstr(dg.text, bad[i].msg),
+        CHECK(lower_gemm_tune_check(bad[i].list, sm7580, 2, &dg) != 0 && strstr(dg.text, bad[i].msg),
               "--tune %s: \"%s\", want \"%s\"", bad[i].list, dg.text, bad[i].msg);
     }
     diag dg;
     diag_init(&dg);
     CHECK(lower_gemm_tune_check("a100,h200,t4", tl_sms, 5, &dg) == 0 && lower_gemm_tune_check(NULL, tl_sms, 5, &dg) == 0 &&
-              lower_gemm_tune_check("b200", NULL, 0, &dg) == 0 && lower_gemm_tune_check("all", tl_sms, 5, &dg) == 0,
+              lower_gemm_tune_check("b200", NULL, 0, &dg) == 0 && lower_gemm_tune_check("all", tl_sms, 5, &dg) == 0 &&
+              lower_gemm_tune_check("b200", tl_sms, 5, &dg) == 0,
           "a good list refused: %s", dg.text);
     lower_gemm_chooser_init(c, tl_sms, 5, "all", 0);
     CHECK(c->ngpus == all->ngpus, "--tune all: %d GPUs, the default %d", c->ngpus, all->ngpus);
@@ -157,9 +160,11 @@ static void test_chooser_tuned(void) {
  * The tiling of BERT-base's and BERT-large's own GEMMs at s128 and s384:
  * accepted by the launch contract; at s128 a full wave on an H100 (132
  * SMs; an A100 has 108), as the issue asks of every step; on each GPU
- * within 35% of what a chooser for that GPU alone picks (the compromise
- * loses little anywhere); the same answer asked twice (remembered); and a
- * cap of one split obeyed.
+ * within 45% of what a chooser for that GPU alone picks (the compromise
+ * over eight GPUs, `--tune none`'s only list, loses up to 42% on one of
+ * them, the B200's FC1 at s384: why a list per capability is the
+ * default); the same answer asked twice (remembered); and a cap of one
+ * split obeyed.
  */
 static void test_tiling_model(void) {
     static const int shapes[][3] = {{768, 768, 0}, {3072, 768, 1}, {768, 3072, 0},
@@ -190,7 +195,7 @@ static void test_tiling_model(void) {
                     lower_gemm_chooser *alone = tl_chooser(g);
                     kernel_spec t = one;
                     double ua[LOWER_GEMM_MAX_GPUS];
-                    CHECK(alone && lower_gemm_tiling(alone, &t, ua, &dg) == 0 && us[g] > 0 && us[g] <= 1.35 * ua[0],
+                    CHECK(alone && lower_gemm_tiling(alone, &t, ua, &dg) == 0 && us[g] > 0 && us[g] <= 1.45 * ua[0],
                           "%s %s M %d N %d K %d on %s: %.2f us, %.2f us alone", plan_dtype_name(dts[d]),
                           plan_kernel_kind_name(kind), m, s.n, s.k, all->gpus[g]->name, us[g], alone ? ua[0] : 0.0);
                     free(alone);
