@@ -534,6 +534,11 @@ static int lower_linear(lower_ctx *c, int i) {
     if (c->fusion == PLAN_FUSION_DEFAULT && lower_gemm_tiling(c->gemm, &s, us, &quiet) == 0 &&
         (one_impl(c) || !lower_gemm_plain_wins(c->gemm, &plain, us)))
         return emit_own_gemm(c, n, &s, args, flops, bytes);
+    /* with token buckets every bucket must sum alike: the GEMM kind in one
+     * bucket and GEMM_SPLITK in another would not (one_impl) */
+    if (c->fusion == PLAN_FUSION_DEFAULT && one_impl(c))
+        return fail_node(c, n, "%s; a plan with token buckets runs this layer on GEMM_SPLITK in every bucket",
+                         quiet.text[0] ? quiet.text : "no tiling of GEMM_SPLITK fits");
     return emit_kernel_step(c, n, &plain, args, 6, flops, bytes);
 }
 
