@@ -40,6 +40,7 @@
 
 typedef struct emu_build {
     char dir[EMU_BUILD_PATH];      /* absolute; everything else is relative to it */
+    char prefix_map[EMU_BUILD_PATH + 32]; /* -fdebug-prefix-map=DIR=. (see emu_build_compile_argv) */
     const char *cxx;
     int sanitize;
     int count;
@@ -150,8 +151,13 @@ static void emu_build_compile_argv(const emu_build *b, int i, char **argv, char 
                                   "-DBERTC_EMU"};
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) argv[argc++] = flags[k];
     if (b->sanitize) {
+        /* -g1 gives ASan's reports line numbers; its debug info would name the
+         * build directory (a fresh mkdtemp name, so the image and its build-id
+         * would differ from compile to compile): the prefix map writes "."
+         * instead, and a sanitized bertc's plans stay byte-identical. */
         static char *const san[] = {"-fsanitize=address", "-fno-omit-frame-pointer", "-g1", "-DBERTC_EMU_SANITIZE"};
         for (size_t k = 0; k < sizeof san / sizeof san[0]; k++) argv[argc++] = san[k];
+        argv[argc++] = (char *)b->prefix_map;
     }
     argv[argc++] = "-c";
     argv[argc++] = src;
@@ -235,6 +241,7 @@ static int emu_build_run(emu_build *b, const char *const *texts, int count, diag
         return diag_set(d, DIAG_CODE_INTERNAL, "emulated-device image: cannot create a directory under %s: %s", tmp,
                         strerror(e));
     }
+    snprintf(b->prefix_map, sizeof b->prefix_map, "-fdebug-prefix-map=%s=.", b->dir);
     if (emu_build_write_prelude(b, d)) return -1;
     for (int i = 0; i < count; i++)
         if (emu_build_write_unit(b, i, texts[i], d)) return -1;
