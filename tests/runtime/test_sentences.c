@@ -42,6 +42,52 @@ static const char *sentences_model(void) {
     return m && *m ? m : "all-MiniLM-L6-v2";
 }
 
+/* Under AddressSanitizer (`make sanitize`) the emulated kernels run about 13
+ * times slower: there every sentence's ids are still checked, and the
+ * embedding of the longest sentence of each bucket — every captured graph
+ * the normal build runs, at its fullest, the cut one included (as test_e2e
+ * does, memory errors do not need every length to show).  The normal build
+ * checks all 21. */
+#define SENTENCES_MAX_BUCKETS 64
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SENTENCES_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SENTENCES_SANITIZED 1
+#endif
+#endif
+
+static int sanitized(void) {
+#ifdef SENTENCES_SANITIZED
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static int sentences_bucket_of(const bertc_plan *pl, int64_t n) {
+    int nb = bertc_plan_bucket_count(pl);
+    for (int b = 0; b < nb && b < SENTENCES_MAX_BUCKETS; b++)
+        if (bertc_plan_bucket_len(pl, b) >= n) return b;
+    return -1;
+}
+
+/* longest[b]: the index of the sentence with the most ids in bucket b (-1: none). */
+static void sentences_longest_per_bucket(const bertc_plan *pl, const golden_file *g, long max_len, int *longest) {
+    for (int b = 0; b < SENTENCES_MAX_BUCKETS; b++) longest[b] = -1;
+    for (int i = 0; i < g->count; i++) {
+        int64_t n = g->sentences[i].n_ids < max_len ? g->sentences[i].n_ids : max_len;
+        int b = sentences_bucket_of(pl, n);
+        if (b >= 0 && (longest[b] < 0 || g->sentences[longest[b]].n_ids < n)) longest[b] = i;
+    }
+}
+
+static int sentences_is_longest(const bertc_plan *pl, const int *longest, int i, int64_t n) {
+    int b = sentences_bucket_of(pl, n);
+    return b >= 0 && longest[b] == i;
+}
+
 static void check_plan(const char *prec, double min_cos) {
     golden_file g;
     char err[1024], gpath[512];
@@ -76,6 +122,8 @@ static void check_plan(const char *prec, double min_cos) {
     }
     int64_t H = bertc_plan_hidden(pl);
     float *emb = malloc((size_t)H * sizeof *emb);
+    int longest[SENTENCES_MAX_BUCKETS];
+    sentences_longest_per_bucket(pl, &g, max_len, longest);
     double worst = 1;
     for (int i = 0; i < g.count; i++) {
         const sentences_case *sc = &g.sentences[i];
@@ -87,7 +135,7 @@ static void check_plan(const char *prec, double min_cos) {
         int same = n == sc->n_ids && !memcmp(bertc_encoding_ids(e), sc->ids, (size_t)n * sizeof(int32_t));
         CHECK(same, "sentence %d (\"%.40s\"): %lld ids, sentence-transformers %d, or they differ", i, sc->text,
               (long long)n, sc->n_ids);
-        if (!same) continue;
+        if (!same || (sanitized() && !sentences_is_longest(pl, longest, i, n))) continue;
         bertc_request rq = {bertc_encoding_ids(e), bertc_encoding_type_ids(e), NULL, n};
         if (bertc_infer(c, &rq) || bertc_output_read(c, out_idx, emb, (size_t)H)) {
             CHECK(0, "sentence %d: %s", i, bertc_context_error(c));
