@@ -46,18 +46,7 @@ static const emuctl *E;
  * errors do not need long requests to show: every kernel, GEMM and copy of
  * the plan runs at every length.
  */
-#if defined(__SANITIZE_ADDRESS__)
-#define E2E_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define E2E_SANITIZED 1
-#endif
-#endif
-#ifdef E2E_SANITIZED
-static const int minilm_max_len = 64;
-#else
-static const int minilm_max_len = 1 << 30;
-#endif
+static int minilm_max_len(void) { return check_sanitized() ? 64 : 1 << 30; }
 
 typedef golden_tol tol;
 
@@ -171,7 +160,7 @@ static void check_goldens(const char *model, const char *prec) {
     }
     bertc_context *c = emu_context(pl);
     tol t = tolerance(prec);
-    int limit = strncmp(model, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len;
+    int limit = strncmp(model, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len();
     for (int i = 0; c && i < g.count; i++) {
         const golden_case *gc = &g.cases[i];
         if (gc->len > limit) {
@@ -251,7 +240,7 @@ static void check_reference(const char *mname, const char *prec) {
         if (b + 1 < bertc_plan_bucket_count(pl)) lens[n++] = e + 1;
     }
     /* the reference executor is slow in double, and the sanitizer build slower still */
-    int maxlen = !strncmp(mname, "all-MiniLM", 10) ? (minilm_max_len < 129 ? minilm_max_len : 129) : 1 << 30;
+    int maxlen = !strncmp(mname, "all-MiniLM", 10) ? (minilm_max_len() < 129 ? minilm_max_len() : 129) : 1 << 30;
     tol t = tolerance(prec);
     for (int i = 0; c && i < n; i++) {
         if (lens[i] > maxlen) continue;
@@ -317,7 +306,7 @@ static void check_padding(const char *name) {
         return;
     }
     int b = bertc_plan_bucket_count(pl) > 1 ? 1 : 0;
-    if (bertc_plan_bucket_len(pl, b) > (strncmp(name, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len)) b = 0;
+    if (bertc_plan_bucket_len(pl, b) > (strncmp(name, "all-MiniLM", 10) ? 1 << 30 : minilm_max_len())) b = 0;
     int lo = b ? bertc_plan_bucket_len(pl, b - 1) : 0, hi = bertc_plan_bucket_len(pl, b);
     int64_t H = bertc_plan_hidden(pl);
     int64_t len = check_rng_range(lo + 1, hi - 1);

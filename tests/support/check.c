@@ -87,6 +87,22 @@ float check_bits_f32(uint32_t u) {
     return f;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECK_SANITIZED 1
+#endif
+#endif
+
+int check_sanitized(void) {
+#ifdef CHECK_SANITIZED
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 const char *check_build_dir(void) {
     const char *b = getenv("BERTC_BUILD_DIR");
     return b && *b ? b : "build";

@@ -53,6 +53,9 @@ int64_t check_rng_range(int64_t lo, int64_t hi);   /* [lo, hi] */
 uint32_t check_f32_bits(float f);
 float check_bits_f32(uint32_t u);
 
+/* 1 when the test runs under AddressSanitizer (`make sanitize`), where the
+ * emulated kernels run about 13 times slower and long cases are trimmed. */
+int check_sanitized(void);
 /* Path of the repository's build directory (BERTC_BUILD_DIR or "build"). */
 const char *check_build_dir(void);
 /* Write `len` bytes to a fresh file under the temp dir; returns its path (static buffer rotated). */
