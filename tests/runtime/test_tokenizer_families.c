@@ -280,8 +280,7 @@ static void fam_sweep_one(const char *name, const tokenizer *t, const unsigned c
     tokenizer_output_init(&o);
     int bad = 0;
     /* Under the sanitizers (about 15 times slower) every 8th block, each still whole. */
-    const char *san = getenv("BERTC_SAN");
-    uint32_t step = san && *san ? 8 : 1;
+    uint32_t step = check_sanitized() ? 8 : 1;
     for (uint32_t b = 0; b < nblk; b += step) {
         sha256_ctx h;
         sha256_init(&h);
@@ -337,8 +336,7 @@ static void test_families_sweep(void) {
         if (fam_tokenizer(dir, &desc, &t)) continue;
         double t0 = (double)clock();
         fam_sweep_one(dir, &t, hashes, nblk);
-        const char *san = getenv("BERTC_SAN");
-        printf("info %s: %s code points in %.1f s\n", dir, san && *san ? "every 8th block of" : "all 1,112,064",
+        printf("info %s: %s code points in %.1f s\n", dir, check_sanitized() ? "every 8th block of" : "all 1,112,064",
                ((double)clock() - t0) / CLOCKS_PER_SEC);
         tokenizer_free(&t);
         tokdesc_free(&desc);
