@@ -26,8 +26,21 @@ int images_archs_to_build(const arch_list *targets, const char **out) {
     return n;
 }
 
+/* Makes room for n more images in the plan.  The count is the builder's,
+ * not an estimate from the architectures: one sm_90 alone gives three (its
+ * CUBIN, and compute_80's PTX beside compute_90's, which is derived from
+ * it), and an estimate once wrote past the array. */
+static int images_reserve(plan *p, int n, diag *d) {
+    if (n <= 0) return 0;
+    plan_image *im = realloc(p->images, (size_t)(p->nimages + n) * sizeof *im);
+    if (!im) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
+    p->images = im;
+    return 0;
+}
+
 /* Moves kbuild's images into the plan, their stats in kernel order. */
 static int images_take_gpu(plan *p, kbuild_result *kr, diag *d) {
+    if (images_reserve(p, kr->nimages, d)) return -1;
     for (int i = 0; i < kr->nimages; i++) {
         kbuild_image *ki = &kr->images[i];
         plan_image *pi = &p->images[p->nimages];
@@ -116,6 +129,10 @@ static int images_build_emu(plan *p, images_report *r, diag *d) {
         diag_prefix(d, "building the emulated-device image: ");
         return -1;
     }
+    if (images_reserve(p, 1, d)) {
+        free(bytes);
+        return -1;
+    }
     plan_image *pi = &p->images[p->nimages++];
     snprintf(pi->arch, sizeof pi->arch, "emu");
     pi->kind = PLAN_IMAGE_EMU;
@@ -129,10 +146,6 @@ int images_build(plan *p, const arch_list *targets, const images_options *o, ima
     images_report none;
     if (!r) r = &none;
     *r = (images_report){0};
-    /* at most one CUBIN per arch and one PTX per arch (a target each), one emu image */
-    plan_image *im = realloc(p->images, (size_t)(p->nimages + 2 * targets->count + 1) * sizeof *im);
-    if (!im) return diag_set(d, DIAG_CODE_INTERNAL, "out of memory");
-    p->images = im;
     if (targets->count > 0 && images_build_gpu(p, targets, o, r, d)) return -1;
     if (targets->emu && images_build_emu(p, r, d)) return -1;
     return 0;

@@ -14,7 +14,17 @@ expect compile-tiny 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/tiny.plan"
 expect compile-tiny-again 0 "$B" compile "$T/tiny-bert.yaml" -o "$T/tiny2.plan" -j 1
 if cmp -s "$T/tiny.plan" "$T/tiny2.plan"; then pass compile-deterministic; else fail compile-deterministic "two compiles differ"; fi
 expect compile-prefixed-bf16 0 "$B" compile "$T/tiny-bert-prefixed.yaml" -o "$T/prefixed.plan" --precision bf16 --arch sm_80
-expect compile-relu-fp32 0 "$B" compile "$T/tiny-bert-relu.yaml" -o "$T/relu.plan" --precision fp32 --arch sm_90 --buckets 16,48
+expect compile-relu-fp32 0 "$B" compile "$T/tiny-bert-relu.yaml" -o "$T/relu.plan" --precision fp32 --arch sm_90,emu --buckets 16,48
+# One arch and the emulated device: four images where the image table once had
+# room for three (2 per arch + 1), and the fourth was written past its end.
+expect inspect-relu-images 0 "$B" inspect "$T/relu.plan" --json
+if python3 -c '
+import json, sys
+got = [(im["arch"], im["kind"]) for im in json.load(open(sys.argv[1]))["images"]]
+want = [("sm_90", "cubin"), ("compute_80", "ptx"), ("compute_90", "ptx"), ("emu", "emu")]
+assert got == want, got
+' "$T/out" 2>"$T/py"; then pass relu-one-arch-images; else fail relu-one-arch-images "$(tail -1 "$T/py")"; fi
+expect run-relu-emu 0 "$B" run "$T/relu.plan" --device emu --ids "101 7 42 102"
 expect compile-tanh 0 "$B" compile "$T/tiny-bert-tanh.yaml" -o "$T/tanh.plan" --arch sm_86
 
 expect inspect-json 0 "$B" inspect "$T/tiny.plan" --json
