@@ -68,7 +68,7 @@ trap 'rm -rf "$dir" "$BERTC_CACHE_DIR"' EXIT
 # in the order of the folders.
 SLOW="tests/runtime/test_sentences tests/runtime/test_e2e tests/cli/python.sh tests/cli/compile.sh tests/kernels/test_emu_kernels_edges
 tests/kernels/test_kernels_compile tests/runtime/test_check_steps tests/kernels/test_emu_kernels_gemm
-tests/cli/install.sh tests/compiler/test_passes tests/runtime/test_batch"
+tests/cli/install.sh tests/cli/gpu_validate.sh tests/compiler/test_passes tests/runtime/test_batch"
 for t in $SLOW; do
     case "$t" in
         tests/cli/*) [ -f "$t" ] && echo "$t" ;;
