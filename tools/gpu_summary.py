@@ -45,37 +45,32 @@ def read(work, name):
         return f.read()
 
 
-def bench_rows(work, name):
-    """{len: (dev p50, host p50)} from `bertc bench` text, or None."""
+def latency_rows(work, name, ncols, cols, header):
+    """{len: the columns cols} of a latency table of ncols numbers per row, or None."""
     text = read(work, name)
     if text is None:
         return None
     rows = {}
     for line in text.splitlines():
         f = line.split()
-        if len(f) == 8 and f[0].isdigit():
+        if len(f) == ncols and f[0].isdigit():
             try:
-                rows[int(f[0])] = (float(f[1]), float(f[5]))
+                rows[int(f[0])] = tuple(float(f[c]) for c in cols)
             except ValueError:
                 raise SummaryError("%s: a row that is not numbers: %r" % (os.path.join(work, name), line))
     if not rows:
-        raise SummaryError("%s: no latency rows (len, dev p50, ..., host p99)" % os.path.join(work, name))
+        raise SummaryError("%s: no latency rows (%s)" % (os.path.join(work, name), header))
     return rows
+
+
+def bench_rows(work, name):
+    """{len: (dev p50, host p50)} from `bertc bench` text, or None."""
+    return latency_rows(work, name, 8, (1, 5), "len, dev p50, ..., host p99")
 
 
 def torch_rows(work, name):
-    """{len: p50} from tools/bench_torch.py, or None."""
-    text = read(work, name)
-    if text is None:
-        return None
-    rows = {}
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) == 5 and f[0].isdigit():
-            rows[int(f[0])] = float(f[1])
-    if not rows:
-        raise SummaryError("%s: no latency rows (len, p50, p90, p99, jitter)" % os.path.join(work, name))
-    return rows
+    """{len: (p50,)} from tools/bench_torch.py, or None."""
+    return latency_rows(work, name, 5, (1,), "len, p50, p90, p99, jitter")
 
 
 def steps_json(work, name):
@@ -143,7 +138,7 @@ def latency_table(work, models):
         for n in sorted(b["default"]):
             def dev(rows):
                 return rows[n][0] if rows and n in rows else None
-            t = tr.get(n) if tr else None
+            t = tr[n][0] if tr and n in tr else None
             out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 m, n, fmt(dev(b["default"])), fmt(dev(b["baseline"])), ratio(dev(b["default"]), dev(b["baseline"])),
                 fmt(dev(b["none"])), fmt(dev(nopdl)), fmt(b["default"][n][1]), fmt(t), ratio(dev(b["default"]), t)))
