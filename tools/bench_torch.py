@@ -16,12 +16,8 @@ ap.add_argument("hf_dir")
 ap.add_argument("--iters", type=int, default=200)
 ap.add_argument("--lens", default="32,64,128,256,384,512")
 a = ap.parse_args()
-# transformers renamed torch_dtype to dtype (4.56); accept either.
-try:
-    model = BertModel.from_pretrained(a.hf_dir, dtype=torch.float16)
-except TypeError:
-    model = BertModel.from_pretrained(a.hf_dir, torch_dtype=torch.float16)
-model = model.half().cuda().eval()
+# Cast after loading: transformers renamed from_pretrained's torch_dtype to dtype (4.56).
+model = BertModel.from_pretrained(a.hf_dir).half().cuda().eval()
 print("%8s %10s %10s %10s %10s" % ("len", "p50", "p90", "p99", "jitter"))
 for n in map(int, a.lens.split(",")):
     ids = torch.randint(1000, model.config.vocab_size, (1, n)).cuda()

@@ -25,17 +25,6 @@ import torch
 import transformers
 
 
-def load_model(hf_dir, dtype, dev):
-    # transformers renamed torch_dtype to dtype (4.56); accept either.
-    try:
-        model = transformers.BertModel.from_pretrained(hf_dir, dtype=dtype)
-    except TypeError:
-        model = transformers.BertModel.from_pretrained(hf_dir, torch_dtype=dtype)
-    if model.dtype != dtype:
-        model = model.to(dtype)
-    return model.to(dev).eval()
-
-
 def requests_for(hf_dir, vocab_size, lens, rng):
     reqs = []
     if os.path.exists(os.path.join(hf_dir, "vocab.txt")):
@@ -63,7 +52,8 @@ def main():
     dtype = torch.float16 if a.precision == "fp16" else torch.float32
     rtol = 2e-2 if a.precision == "fp16" else 1e-4
     dev = "cuda" if a.device == "cuda" else "cpu"
-    model = load_model(a.hf_dir, dtype, dev)
+    # Cast after loading: transformers renamed from_pretrained's torch_dtype to dtype (4.56).
+    model = transformers.BertModel.from_pretrained(a.hf_dir).to(dtype).to(dev).eval()
     lens = [int(x) for x in a.lens.split(",")]
     reqs = requests_for(a.hf_dir, model.config.vocab_size, lens, np.random.default_rng(0))
     bad = 0

@@ -39,7 +39,7 @@ def read_raw(work, name):
 
 def read(work, name):
     path = os.path.join(work, name)
-    if not os.path.exists(path) or name[:-len(".out")] in FAILED:
+    if not os.path.exists(path) or os.path.splitext(name)[0] in FAILED:
         return None
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read()
@@ -81,9 +81,9 @@ def steps_json(work, name):
     try:
         d = json.loads(text)
         lengths = {L["len"]: L for L in d["lengths"]}
-        for L in lengths.values():
-            for s in L["steps"]:
-                s["measured_us"], s["what"]  # noqa: B018 (the fields the tables read)
+        # the fields the tables read, checked here so that a bad file fails with its name
+        if any("measured_us" not in s or "what" not in s for L in lengths.values() for s in L["steps"]):
+            raise KeyError("a step without measured_us or what")
     except (ValueError, KeyError, TypeError) as e:
         raise SummaryError("%s: not the JSON of bertc bench --per-step --json (%s)" % (path, e))
     return d, lengths

@@ -198,6 +198,7 @@ one_model() {
         run "bench-$m-$v" "$B" bench "$plan" --device "$device" --iters "$iters" --warmup "$warmup"
         run "steps-$m-$v.json" "$B" bench "$plan" --device "$device" --per-step --json --iters "$step_iters" ${gpu:+--predict "$gpu"}
     done
+    # PDL exists from capability 9.0; the dry run times --no-pdl too, so its path is exercised.
     if [ "$cap" -ge 90 ] || [ "$device" = emu ]; then
         run "bench-$m-default-nopdl" "$B" bench "$work/$m-default.plan" --device "$device" --iters "$iters" --warmup "$warmup" --no-pdl
     fi
@@ -212,7 +213,8 @@ numerics_and_batches() {
     m=$1
     model_shape "$m"
     hf=$hfroot/gpu-validate-$m
-    lens="7,$(echo "$buckets" | tr , '\n' | sed -n 1p),$(echo "$buckets" | tr , '\n' | tail -n 1)"
+    first=${buckets%%,*} last=${buckets##*,}
+    lens="7,$first,$last"
     run "compile-$m-fp32" "$B" compile "$work/$m.yaml" -o "$work/$m-fp32.plan" --arch "$archs" --buckets "$buckets" --precision fp32
     if have_torch; then
         run "compare-$m-fp32" python3 tools/gpu_compare.py "$work/$m-fp32.plan" "$hf" fp32 --device "$device" --lens "$lens" --bertc "$B"
@@ -225,7 +227,7 @@ numerics_and_batches() {
     rm -f "$work/$m-fp32.plan"
     if [ "$device" = cuda ]; then tokens=default batch=32 bi=20; else tokens=256 batch=4 bi=1; fi
     run "compile-$m-batch" "$B" compile "$work/$m.yaml" -o "$work/$m-batch.plan" --arch "$archs" --buckets "$buckets" --batch-tokens "$tokens"
-    run "batch-$m" "$B" bench "$work/$m-batch.plan" --device "$device" --batch "$batch" --lengths "uniform:8-$(echo "$buckets" | tr , '\n' | sed -n 1p)" --iters "$bi"
+    run "batch-$m" "$B" bench "$work/$m-batch.plan" --device "$device" --batch "$batch" --lengths "uniform:8-$first" --iters "$bi"
     rm -f "$work/$m-batch.plan"
 }
 
