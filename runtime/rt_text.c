@@ -81,7 +81,7 @@ static bertc_status rt_text_begin(bertc_plan *pl, int64_t *max_len, const tokeni
     if (*max_len < 0) return rt_error(BERTC_STATUS_INVALID_ARGUMENT, err, cap, "max_len %lld < 0", (long long)*max_len);
     bertc_status st = rt_text_tokenizer(pl, t, err, cap);
     if (st != BERTC_STATUS_OK) return st;
-    int64_t longest = pl->p.buckets[pl->p.nbuckets - 1].seq_len;
+    int64_t longest = plan_max_len(&pl->p); /* the length buckets' longest: token buckets come after them */
     if (*max_len == 0)
         *max_len = (*t)->model_max_length > 0 && (*t)->model_max_length < longest ? (*t)->model_max_length : longest;
     return BERTC_STATUS_OK;

@@ -83,3 +83,19 @@ expect bench-batch-bad-dist 1 "$B" bench "$PB" --device emu --batch 4 --lengths 
 contains bench-batch-bad-dist-msg "$T/err" "lengths in 1..64"
 expect bench-batch-lengths-alone 1 "$B" bench "$PB" --device emu --lengths fixed:8
 contains bench-batch-lengths-alone-msg "$T/err" "go with --batch"
+
+# A text is truncated to the plan's longest length bucket, whatever its
+# token buckets (which come after the length buckets in the plan): a plan
+# of length bucket 16 and token bucket 64, of a model that takes 64
+# tokens, truncates a long text to 16 — by the line or alone (it once
+# took the last token bucket's 64, and refused every long text).
+expect compile-short-buckets 0 "$B" compile "$BUILD/plans/tiny-bert.yaml" -o "$T/short.plan" --arch emu \
+    --precision fp32 --buckets 16 --batch-tokens 64 --max-batch 4
+long=$(python3 -c "print('hello world ' * 100)")
+expect tokenize-longest-length-bucket 0 "$B" tokenize "$T/short.plan" --text "$long" --json
+n=$(python3 -c "import json, sys; print(len(json.load(open(sys.argv[1]))['ids']))" "$T/out")
+if [ "$n" = 16 ]; then pass tokenize-longest-length-bucket-ids; else fail tokenize-longest-length-bucket-ids "$n ids, not 16"; fi
+expect run-text-longest-length-bucket 0 "$B" run "$T/short.plan" --device emu --text "$long"
+printf '%s\nhi\n' "$long" >"$T/long.txt"
+expect run-text-file-longest-length-bucket 0 "$B" run "$T/short.plan" --device emu --text-file "$T/long.txt"
+contains run-text-file-longest-length-bucket-rows "$T/out" "input 1: 16 tokens"
