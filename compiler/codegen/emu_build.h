@@ -38,8 +38,6 @@
 
 #include "diag.h"
 
-#define EMU_BUILD_MAX_UNITS 64
-
 /* Compiles `count` units (in parallel, one compiler per core) and links them;
  * *bytes (malloc'd) and *size receive the shared object. */
 int emu_build_image(const char *const *texts, int count, unsigned char **bytes, size_t *size, diag *d);

@@ -1103,6 +1103,41 @@ static void test_units_isolated(void) {
     emu_image_free(im);
 }
 
+/* An image of more units than any fixed table held (64 did once, so a
+ * plan with many buckets and token buckets failed after its whole GPU
+ * compile): every unit is compiled, linked and launchable. */
+static void test_units_many(void) {
+    enum { N = 70 };
+    char *texts[N];
+    for (int i = 0; i < N; i++)
+        if (asprintf(&texts[i], "extern \"C\" __global__ void k_many_%d(int *o) { o[0] = %d * 7 + 1; }\n"
+                                "BERTC_KERNEL_EXPORT(k_many_%d)\n", i, i, i) < 0)
+            texts[i] = NULL;
+    diag d;
+    diag_init(&d);
+    char path[512];
+    snprintf(path, sizeof path, "%s", check_write_temp("many.so", "", 0));
+    int st = emu_build_image_file((const char *const *)texts, N, path, &d);
+    for (int i = 0; i < N; i++) free(texts[i]);
+    CHECK(st == 0, "%s", d.text);
+    emu_image *im = st == 0 ? emu_image_load(path, &d) : NULL;
+    unlink(path);
+    CHECK(im != NULL, "%s", d.text);
+    if (!im) return;
+    static const int which[] = {0, 63, 64, N - 1};
+    for (size_t k = 0; k < sizeof which / sizeof which[0]; k++) {
+        int o = -1, *po = &o;
+        void *args[] = {&po};
+        unsigned g[3] = {1, 1, 1}, bl[3] = {1, 1, 1};
+        char name[32];
+        snprintf(name, sizeof name, "k_many_%d", which[k]);
+        CHECK(emu_launch(im, name, g, bl, 0, args, EMU_SCHEDULE_ROUND_ROBIN, 0, &d) == EMU_STATUS_OK, "%s: %s", name,
+              d.text);
+        CHECK(o == which[k] * 7 + 1, "%s wrote %d (want %d)", name, o, which[k] * 7 + 1);
+    }
+    emu_image_free(im);
+}
+
 /* In a sanitizer build the images are instrumented and __shared__ arrays
  * are plain statics with redzones: an overflow must be reported by ASan
  * (in a child process, since the report ends it). */
@@ -1540,6 +1575,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_launch_limits);
     CHECK_CASE(test_build_and_load_errors);
     CHECK_CASE(test_units_isolated);
+    CHECK_CASE(test_units_many);
     CHECK_CASE(test_sanitized_shared_overflow);
     CHECK_CASE(test_concurrent_launches);
     CHECK_CASE(test_pdl_correct_consumer);
