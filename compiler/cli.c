@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "inspect.h"
@@ -96,6 +97,27 @@ int cli_file_is_plan(const char *path) {
     int yes = fread(m, 1, 8, f) == 8 && !memcmp(m, PLAN_MAGIC, 8);
     fclose(f);
     return yes;
+}
+
+int cli_require_plan(const char *path, const char *hint) {
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    int e = errno;
+    if (!f) {
+        fprintf(stderr, "bertc: error: %s: cannot open: %s\n", path, strerror(e));
+        return DIAG_CODE_INPUT;
+    }
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    fclose(f);
+    if (!regular) {
+        fprintf(stderr, "bertc: error: %s: not a regular file\n", path);
+        return DIAG_CODE_INPUT;
+    }
+    if (!cli_file_is_plan(path)) {
+        fprintf(stderr, "bertc: error: %s is not a compiled plan (%s)\n", path, hint);
+        return DIAG_CODE_INPUT;
+    }
+    return 0;
 }
 
 double cli_now(void) {

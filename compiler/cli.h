@@ -82,6 +82,10 @@ int cli_plan_open(const char *path, const char *sha256, bertc_plan **pl);
 
 /* 1 if the file starts with the plan magic (a compiled plan, not a YAML). */
 int cli_file_is_plan(const char *path);
+/* 0 if path is a compiled plan; else prints why — it cannot be opened, is
+ * not a regular file, or is no plan (then `hint` in parentheses) — and
+ * returns the exit status. */
+int cli_require_plan(const char *path, const char *hint);
 double cli_now(void);
 
 /* Tokens, ids and token types of an encoding, as text or as JSON members. */

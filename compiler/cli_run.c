@@ -206,9 +206,10 @@ static int run_choose_device(run_args *a, int is_plan, bertc_device_kind *kind) 
         return DIAG_CODE_USAGE;
     }
     if (strcmp(a->device, "ref") && !is_plan) {
-        fprintf(stderr, "bertc: error: %s is not a compiled plan (--device %s runs plans; compile it with bertc compile, "
-                        "or use --device ref for a model YAML)\n", a->file, a->device);
-        return DIAG_CODE_INPUT;
+        char hint[160];
+        snprintf(hint, sizeof hint, "--device %s runs plans; compile it with bertc compile, or use --device ref for "
+                                    "a model YAML", a->device);
+        return cli_require_plan(a->file, hint);
     }
     if (!a->ids == !a->ids_file) return cli_usage_error(USAGE_RUN, "run: give exactly one of --ids and --ids-file%s", "");
     return 0;
@@ -382,12 +383,7 @@ static int run_text_check(const run_text_args *a, bertc_device_kind *kind) {
         return cli_usage_error(USAGE_RUN_TEXT, "run: --text needs --device cuda or emu, not '%s'", a->device);
     if (a->pooling && strcmp(a->pooling, "cls") && strcmp(a->pooling, "mean") && strcmp(a->pooling, "pooler"))
         return cli_usage_error(USAGE_RUN_TEXT, "--pooling: '%s' is not one of cls, mean, pooler", a->pooling);
-    if (!cli_file_is_plan(a->path)) {
-        fprintf(stderr, "bertc: error: %s is not a compiled plan (--text runs plans, whose tokenizer travels inside them)\n",
-                a->path);
-        return DIAG_CODE_INPUT;
-    }
-    return 0;
+    return cli_require_plan(a->path, "--text runs plans, whose tokenizer travels inside them");
 }
 
 /* The embedding (E values) as --pooling says ("model": the plan's

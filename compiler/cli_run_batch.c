@@ -323,10 +323,7 @@ int cmd_run_batch(int argc, char **argv) {
     if (a.device && cli_parse_device(a.device, &kind))
         return cli_usage_error(USAGE_RUN_BATCH, "run: --ids-file/--text-file lines need --device cuda or emu, not '%s'",
                                a.device);
-    if (!cli_file_is_plan(a.file)) {
-        fprintf(stderr, "bertc: error: %s is not a compiled plan (inputs by the line run on plans)\n", a.file);
-        return DIAG_CODE_INPUT;
-    }
+    if ((rc = cli_require_plan(a.file, "inputs by the line run on plans"))) return rc;
     diag d;
     diag_init(&d);
     file_atomic fa[2];

@@ -68,3 +68,13 @@ expect run-bad-outdir 2 "$B" run "$T/tiny.yaml" --ids "1 2" --output "$T/no/such
 printf 'bertc: 1\nname: [x\n' >"$T/broken.yaml"
 expect run-broken-yaml 2 "$B" run "$T/broken.yaml" --ids "1 2"
 contains run-broken-yaml-pos "$T/err" "broken.yaml:3:1: YAML syntax error"
+# a plan that is not there, a folder, a YAML where a plan is needed: each says which
+for form in ids text text-file; do
+    case $form in ids) set -- --ids 1 ;; text) set -- --text hi ;; text-file) set -- --text-file "$T/tiny.yaml" ;; esac
+    expect "run-missing-plan-$form" 2 "$B" run "$T/no-such.plan" --device emu "$@"
+    contains "run-missing-plan-$form-msg" "$T/err" "no-such.plan: cannot open: No such file or directory"
+    expect "run-folder-plan-$form" 2 "$B" run "$T" --device emu "$@"
+    contains "run-folder-plan-$form-msg" "$T/err" ": not a regular file"
+    expect "run-yaml-not-plan-$form" 2 "$B" run "$T/tiny.yaml" --device emu "$@"
+    contains "run-yaml-not-plan-$form-msg" "$T/err" "tiny.yaml is not a compiled plan ("
+done
