@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_predict.h"
+#include "inspect.h"
 #include "predict.h"
 
 /* The bucket --svg draws: the one asked for, else 128 when the plan has
@@ -52,21 +53,56 @@ static int cli_predict_one(const plan *p, const predict_gpu *g, const predict_co
     return rc;
 }
 
+#define CLI_PREDICT_MAX_GPUS 32 /* the table has 8 */
+
+/* Whether GPU g runs the plan (an image for its capability); else why not, in why. */
+static int cli_predict_serves(const plan *p, const predict_gpu *g, char *why, size_t cap) {
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d%d", g->major, g->minor);
+    return plan_image_select(p, arch, g->major, g->minor, why, cap) >= 0;
+}
+
+/*
+ * `all` models every GPU of the table that runs the plan and names the
+ * others (text: a line each after the predictions; JSON: "not_served",
+ * each GPU with the reason), so a plan built for some architectures is not
+ * an error; a plan no GPU of the table runs (emu alone) is one.  A GPU
+ * named alone that does not run the plan is an error too.
+ */
 int cli_inspect_predict(const plan *p, const cli_predict_args *a) {
     diag d;
     diag_init(&d);
     predict_constants k;
     if (cli_predict_check(p, a, &k, &d)) return cli_fail(&d);
-    int all = !strcmp(a->gpu, "all"), rc = 0;
+    int all = !strcmp(a->gpu, "all"), rc = 0, shown = 0, skipped = 0;
+    char why[CLI_PREDICT_MAX_GPUS][512];
     if (all && a->json) printf("{\"predictions\": [\n");
-    for (int i = 0; i < predict_gpu_count() && !rc; i++) {
+    for (int i = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS && !rc; i++) {
         const predict_gpu *g = predict_gpu_at(i);
         if (!all && strcmp(g->name, a->gpu)) continue;
-        if (all && !a->json && i) printf("\n");
-        if (all && a->json && i) printf(",\n");
+        if (all && !cli_predict_serves(p, g, why[i], sizeof why[i])) {
+            skipped |= 1 << i;
+            continue;
+        }
+        if (all && shown) printf(a->json ? ",\n" : "\n");
         rc = cli_predict_one(p, g, &k, a, &d);
+        shown++;
     }
-    if (all && a->json && !rc) printf("]}");
+    if (all && !rc && !shown)
+        rc = diag_set(&d, DIAG_CODE_INPUT, "no GPU of the model runs this plan: %s", why[0]);
+    if (all && a->json && !rc) {
+        printf("], \"not_served\": [");
+        for (int i = 0, n = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS; i++)
+            if (skipped & (1 << i)) {
+                printf("%s{\"gpu\": \"%s\", \"why\": ", n++ ? ", " : "", predict_gpu_at(i)->name);
+                inspect_json_str(stdout, why[i]);
+                printf("}");
+            }
+        printf("]}");
+    } else if (all && !rc) {
+        for (int i = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS; i++)
+            if (skipped & (1 << i)) printf("\nnot modelled on %s: %s\n", predict_gpu_at(i)->name, why[i]);
+    }
     if (a->json && !rc) printf("\n");
     return rc ? cli_fail(&d) : 0;
 }

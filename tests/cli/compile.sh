@@ -25,6 +25,16 @@ want = [("sm_90", "cubin"), ("compute_80", "ptx"), ("compute_90", "ptx"), ("emu"
 assert got == want, got
 ' "$T/out" 2>"$T/py"; then pass relu-one-arch-images; else fail relu-one-arch-images "$(tail -1 "$T/py")"; fi
 expect run-relu-emu 0 "$B" run "$T/relu.plan" --device emu --ids "101 7 42 102"
+# --predict all models the GPUs that run the plan (8.x JITs its compute_80 PTX) and names the T4, which does not
+expect predict-all-served 0 "$B" inspect "$T/relu.plan" --predict all --json
+if python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [p["gpu"] for p in j["predictions"]] == ["a10", "l4", "l40s", "a100", "h100", "h200", "b200"], j["predictions"]
+assert [n["gpu"] for n in j["not_served"]] == ["t4"] and "sm_75" in j["not_served"][0]["why"], j["not_served"]
+' "$T/out" 2>"$T/py"; then pass predict-all-served-json; else fail predict-all-served-json "$(tail -1 "$T/py")"; fi
+expect predict-all-served-text 0 "$B" inspect "$T/relu.plan" --predict all
+contains predict-all-served-text-t4 "$T/out" "not modelled on t4: the plan has no kernel image for sm_75"
 expect compile-tanh 0 "$B" compile "$T/tiny-bert-tanh.yaml" -o "$T/tanh.plan" --arch sm_86
 
 expect inspect-json 0 "$B" inspect "$T/tiny.plan" --json

@@ -35,6 +35,15 @@ print("ok")
 PY
 then pass predict-json-consistent; else fail predict-json-consistent "$(tail -3 "$T/py")"; fi
 
+# every GPU runs $P; a plan of the emulated device alone is run by none
+if python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["not_served"] == []' "$T/all.json"; then
+    pass predict-all-none-skipped
+else
+    fail predict-all-none-skipped "$(tail -c 200 "$T/all.json")"
+fi
+expect predict-all-emu-only 2 "$B" inspect "$BUILD/plans/tiny-bert-fp32.plan" --predict all
+contains predict-all-emu-only-msg "$T/err" "no GPU of the model runs this plan"
+
 expect predict-text 0 "$B" inspect "$P" --predict t4 --bucket 64
 contains predict-text-bucket "$T/out" "bucket 64:"
 contains predict-text-image "$T/out" "sm_75"
