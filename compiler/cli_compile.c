@@ -63,11 +63,14 @@ static int cli_parse_precision(const char *s, plan_dtype *out) {
     return 0;
 }
 
-/* Split a comma list into at most cap items (pointers into a copy). */
+/* Split a comma list into at most cap items (pointers into a copy); -1
+ * when it has more, or an empty item ("32,", ",emu", "8,,16": a slip the
+ * user should see, not a list read around). */
 static int cli_split_list(char *copy, char **items, int cap) {
     int n = 0;
-    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
-        if (n == cap) return -1;
+    for (char *tok = copy, *next; tok; tok = next) {
+        if ((next = strchr(tok, ','))) *next++ = '\0';
+        if (n == cap || !*tok) return -1;
         items[n++] = tok;
     }
     return n;
@@ -82,8 +85,8 @@ static int cli_parse_buckets(const char *opt, const char *list, int *out, int *n
     diag d;
     diag_init(&d);
     if (n <= 0)
-        rc = diag_set(&d, DIAG_CODE_USAGE, "%s: expected a comma-separated list of at most %d lengths", opt,
-                      COMPILE_MAX_BUCKETS);
+        rc = diag_set(&d, DIAG_CODE_USAGE, "%s: '%s' is not a comma-separated list of at most %d lengths", opt,
+                      list, COMPILE_MAX_BUCKETS);
     for (int i = 0; !rc && i < n; i++) {
         char *end;
         long v = strtol(items[i], &end, 10);
@@ -128,7 +131,7 @@ static int cli_parse_archs(const char *list, arch_list *targets) {
     memset(targets, 0, sizeof *targets);
     diag d;
     diag_init(&d);
-    if (n <= 0) rc = cli_usage_error(USAGE_COMPILE, "--arch: expected a comma-separated list%s", "");
+    if (n <= 0) rc = cli_usage_error(USAGE_COMPILE, "--arch: '%s' is not a comma-separated list of architectures", list);
     for (int i = 0; !rc && i < n; i++)
         if (arch_list_add(targets, items[i], "--arch", &d)) rc = cli_fail(&d);
     if (!rc && targets->count == 0 && !targets->emu)

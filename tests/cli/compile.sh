@@ -211,6 +211,13 @@ absent bad-arch-no-plan "$T/bad1.plan"
 expect bad-bucket-mult 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad2.plan" --buckets 32,60
 contains bad-bucket-mult-msg "$T/err" "'60' is not a positive multiple of 8"
 absent bad-bucket-mult-no-plan "$T/bad2.plan"
+# an empty item in a list is a slip to show, not to read around
+for lst in "--buckets 32," "--buckets 8,,32" "--batch-tokens 64," "--arch ,emu" "--tune a100,"; do
+    # shellcheck disable=SC2086
+    expect "bad-list-empty-item ($lst)" 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad7.plan" $lst
+    contains "bad-list-empty-item-msg ($lst)" "$T/err" "'${lst#* }' is not a comma-separated list"
+done
+absent bad-list-no-plan "$T/bad7.plan"
 expect bad-bucket-max 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad3.plan" --buckets 32,128
 contains bad-bucket-max-msg "$T/err" "above the model's max_seq_len 64"
 expect bad-precision 1 "$B" compile "$T/tiny-bert.yaml" -o "$T/bad4.plan" --precision int8
