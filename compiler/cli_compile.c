@@ -122,6 +122,7 @@ static int cli_parse_batch(const char *tokens, const char *max_batch, compile_op
     if (!tokens) return 0;
     if (strcmp(tokens, "default")) return cli_parse_buckets("--batch-tokens", tokens, o->token_buckets, &o->ntoken_buckets);
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) o->token_buckets[o->ntoken_buckets++] = defaults[i];
+    o->token_buckets_default = 1;
     return 0;
 }
 
@@ -158,9 +159,10 @@ static void cli_compile_stage(void *user, compile_stage stage, const compile_rep
         fprintf(stderr, "bertc: %s: %d bucket%s, %d kernels, compiling for %d architecture%s\n",
                 o->model_path, r->nbuckets, cli_plural(r->nbuckets), r->nkernels, o->targets.count,
                 cli_plural(o->targets.count));
-    if (stage == COMPILE_STAGE_LOWER && o->ntoken_buckets)
-        fprintf(stderr, "bertc: %s: of them %d token bucket%s (packed batches of up to %d requests)\n", o->model_path,
-                o->ntoken_buckets, cli_plural(o->ntoken_buckets), o->max_batch);
+    if (stage == COMPILE_STAGE_LOWER && r->ntoken_buckets)
+        fprintf(stderr, "bertc: %s: of them %d token bucket%s (packed batches of up to %d requests)%s\n", o->model_path,
+                r->ntoken_buckets, cli_plural(r->ntoken_buckets), o->max_batch,
+                r->ntoken_buckets < o->ntoken_buckets ? "; the larger defaults are left out: no batch reaches them" : "");
     if (stage != COMPILE_STAGE_WRITE) return;
     const double *s = r->seconds;
     fprintf(stderr,

@@ -65,6 +65,31 @@ static int compile_buckets(const compile_options *o, int64_t max_seq, int *bucke
     return 0;
 }
 
+/*
+ * The token buckets to lower.  A batch holds at most max_batch requests of
+ * at most the longest length bucket's tokens, so a bucket whose smaller
+ * neighbour already takes that many is never chosen: it would only add a
+ * graph to compile and capture and grow every context's arena to its size.
+ * Listed, it is an error naming the arithmetic; of the defaults, it is
+ * left out (the report counts the buckets the plan has).
+ */
+static int compile_token_buckets(const compile_options *o, int longest, int max_batch, int *tokens, int *nt,
+                                 diag *d) {
+    long most = (long)max_batch * longest;
+    *nt = 0;
+    for (int i = 0; i < o->ntoken_buckets; i++) {
+        if (*nt > 0 && tokens[*nt - 1] >= most) {
+            if (o->token_buckets_default) break;
+            return diag_set(d, DIAG_CODE_USAGE,
+                            "--batch-tokens: %d is never used: a batch holds at most %d requests (--max-batch) of at "
+                            "most %d tokens (the longest bucket), %ld in all, which %d already takes",
+                            o->token_buckets[i], max_batch, longest, most, tokens[*nt - 1]);
+        }
+        tokens[(*nt)++] = o->token_buckets[i];
+    }
+    return 0;
+}
+
 static char *compile_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
 /*
@@ -128,14 +153,13 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     memset(&m, 0, sizeof m);
     memset(r, 0, sizeof *r);
     plan_init(&p);
-    int buckets[COMPILE_MAX_BUCKETS], sms[ARCH_MAX], nsms = 0, rc = -1;
+    int buckets[COMPILE_MAX_BUCKETS], tokens[COMPILE_MAX_BUCKETS], sms[ARCH_MAX], nsms = 0, rc = -1;
     for (int i = 0; i < o->targets.count; i++) sms[nsms++] = arch_number(o->targets.names[i]);
     double t = compile_now();
     lower_options lo = {.precision = o->precision,
                         .fusion = o->fusion,
                         .buckets = buckets,
-                        .token_buckets = o->token_buckets,
-                        .ntoken_buckets = o->ntoken_buckets,
+                        .token_buckets = tokens,
                         .max_batch = o->max_batch > 0 ? o->max_batch : COMPILE_DEFAULT_MAX_BATCH,
                         .sms = sms,
                         .nsms = nsms,
@@ -145,13 +169,15 @@ int compile_model(const compile_options *o, compile_report *r, diag *d) {
     /* The output first: a path that cannot be written fails before the work. */
     if (lower_gemm_tune_check(o->tune, sms, nsms, d) || file_atomic_open(&out, o->out_path, d)) return -1;
     if (model_load(&m, o->model_path, d) || compile_check_output(o, &m, d) ||
-        compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d))
+        compile_buckets(o, m.graph.max_seq_len, buckets, &lo.nbuckets, d) ||
+        compile_token_buckets(o, buckets[lo.nbuckets - 1], lo.max_batch, tokens, &lo.ntoken_buckets, d))
         goto done;
     compile_stage_done(o, r, COMPILE_STAGE_LOAD, &t);
     if (passes_run_level(&m.graph, &m.weights, level, &r->passes, d)) goto done;
     compile_stage_done(o, r, COMPILE_STAGE_FUSE, &t);
     if (lower_model(&m.graph, &m.weights, &lo, &p, d)) goto done;
     r->nbuckets = p.nbuckets;
+    r->ntoken_buckets = lo.ntoken_buckets;
     r->nkernels = p.nkernels;
     compile_stage_done(o, r, COMPILE_STAGE_LOWER, &t);
     if (kernels_generate(&p, d)) goto done;

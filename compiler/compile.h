@@ -46,6 +46,7 @@ typedef enum compile_stage {
 typedef struct compile_report {
     passes_report passes;            /* node counts around each fusion pass */
     int nbuckets, nkernels, nimages;
+    int ntoken_buckets;              /* of nbuckets; fewer than asked when defaults no batch reaches were left out */
     images_report images;            /* CUBINs built, jobs, cache hits */
     double seconds[COMPILE_STAGE_COUNT];
     double total_seconds;
@@ -60,6 +61,8 @@ typedef struct compile_options {
     int nbuckets;
     int token_buckets[COMPILE_MAX_BUCKETS]; /* packed batches' total tokens, ascending; 0 of them: none */
     int ntoken_buckets;
+    int token_buckets_default;       /* they are --batch-tokens default: those a batch never reaches are dropped,
+                                        where a listed one is an error (compile.c) */
     int max_batch;                   /* sequences per packed batch at most (COMPILE_DEFAULT_MAX_BATCH) */
     arch_list targets;               /* GPU architectures and/or the emulated device */
     int jobs;                        /* compile threads (>= 1) */

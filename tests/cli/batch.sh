@@ -86,11 +86,21 @@ contains bench-batch-lengths-alone-msg "$T/err" "go with --batch"
 
 # A text is truncated to the plan's longest length bucket, whatever its
 # token buckets (which come after the length buckets in the plan): a plan
-# of length bucket 16 and token bucket 64, of a model that takes 64
+# of length bucket 16 and token bucket 256, of a model that takes 64
 # tokens, truncates a long text to 16 — by the line or alone (it once
-# took the last token bucket's 64, and refused every long text).
+# took the last token bucket's length, and refused every long text).
+# Four requests of 16 tokens fill 64, so of the default token buckets only
+# the first, 256, is ever chosen: the others are left out, and said to be;
+# listed, one no batch reaches is an error.
 expect compile-short-buckets 0 "$B" compile "$BUILD/plans/tiny-bert.yaml" -o "$T/short.plan" --arch emu \
-    --precision fp32 --buckets 16 --batch-tokens 64 --max-batch 4
+    --precision fp32 --buckets 16 --batch-tokens default --max-batch 4
+contains compile-default-tokens-left-out "$T/err" \
+    "of them 1 token bucket (packed batches of up to 4 requests); the larger defaults are left out: no batch reaches them"
+expect compile-token-bucket-unreached 1 "$B" compile "$BUILD/plans/tiny-bert.yaml" -o "$T/never.plan" --arch emu \
+    --buckets 16 --batch-tokens 32,64,128 --max-batch 2
+contains compile-token-bucket-unreached-msg "$T/err" "--batch-tokens: 64 is never used: a batch holds at most 2 \
+requests (--max-batch) of at most 16 tokens (the longest bucket), 32 in all, which 32 already takes"
+absent compile-token-bucket-unreached-no-plan "$T/never.plan"
 long=$(python3 -c "print('hello world ' * 100)")
 expect tokenize-longest-length-bucket 0 "$B" tokenize "$T/short.plan" --text "$long" --json
 n=$(python3 -c "import json, sys; print(len(json.load(open(sys.argv[1]))['ids']))" "$T/out")
