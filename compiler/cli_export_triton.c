@@ -60,7 +60,8 @@ static const char USAGE_EXPORT_TRITON[] =
     "                  plan's largest packed batch, 8 without token buckets; 0: no\n"
     "                  batching, inputs without a batch dimension)\n"
     "  --mean-len L    the mean request length the preferred batch sizes assume (each\n"
-    "                  token bucket's tokens / L requests; default half the longest bucket)\n"
+    "                  token bucket's tokens / L requests; at most the longest bucket,\n"
+    "                  default half of it)\n"
     "  --instances K   instances per GPU (cuda) or in all (emu) (default 1)\n"
     "  --ids-type T    data type of INPUT_IDS, ATTENTION_MASK, TOKEN_TYPE_IDS (default int64)\n"
     "  --backend FILE  the backend library (default: libtriton_bertc.so beside bertc,\n"
@@ -334,6 +335,13 @@ int cmd_export_triton(int argc, char **argv) {
     bertc_plan *pl = NULL;
     if ((rc = cli_plan_open(o.plan, NULL, &pl))) return rc;
     if (o.max_batch < 0) o.max_batch = bertc_plan_max_batch(pl) > 0 ? bertc_plan_max_batch(pl) : 8;
+    int longest = bertc_plan_bucket_len(pl, bertc_plan_bucket_count(pl) - 1);
+    if (o.mean_len > longest) {
+        bertc_plan_close(pl);
+        fprintf(stderr, "bertc: error: --mean-len: %ld is longer than the plan's longest request (%d tokens)\n",
+                o.mean_len, longest);
+        return DIAG_CODE_USAGE;
+    }
     if (!o.name) {
         snprintf(o.name_buf, sizeof o.name_buf, "%s", bertc_plan_model_name(pl));
         for (char *c = o.name_buf; *c; c++)

@@ -44,6 +44,9 @@ expect export-packed-mean 0 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$
 contains export-packed-mean-sizes "$R/packed2/config.pbtxt" 'preferred_batch_size: [ 6, 12 ]'
 expect export-packed-bad-mean 1 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$R" --device emu --name packed3 --mean-len 0
 contains export-packed-bad-mean-msg "$T/err" "--mean-len: '0' is not a positive length"
+expect export-packed-long-mean 1 "$B" export-triton "$P/tiny-bert-batch-fp32.plan" "$R" --device emu --name packed4 --mean-len 65
+contains export-packed-long-mean-msg "$T/err" "--mean-len: 65 is longer than the plan's longest request (64 tokens)"
+absent export-packed-long-mean-none "$R/packed4"
 
 # The configuration follows the plan: no tokenizer -> no text inputs; outputs
 # as the plan has them; no batching -> no batch dimension, no batcher.
