@@ -307,8 +307,10 @@ bertc_status rt_request_check(bertc_context *c, const bertc_request *q, int *buc
             int ok = p->type_vocab_size > 0 ? v >= 0 && v < p->type_vocab_size : v == p->token_type_default;
             if (!ok)
                 return rt_error(BERTC_STATUS_BAD_REQUEST, c->err, sizeof c->err,
-                                "token_type_ids[%lld] = %d is outside 0..%lld", (long long)i, v,
-                                (long long)(p->type_vocab_size > 0 ? p->type_vocab_size - 1 : p->token_type_default));
+                                "token_type_ids[%lld] = %d is outside 0..%lld%s", (long long)i, v,
+                                (long long)(p->type_vocab_size > 0 ? p->type_vocab_size - 1 : p->token_type_default),
+                                p->type_vocab_size == 1 ? " (the model has one token type: it takes no text pairs)"
+                                                        : "");
         }
     if (q->attention_mask)
         for (int64_t i = 0; i < q->len; i++) {

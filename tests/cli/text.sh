@@ -55,6 +55,8 @@ expect run-text-with-ids 1 "$B" run "$PLAN" --text "a" --ids "1 2"
 expect run-text-bad-pooling 1 "$B" run "$PLAN" --text "a" --pooling max
 expect run-text-no-pooler 2 "$B" run "$BUILD/plans/tiny-bert-relu-fp32.plan" --device emu --text "hello" --pooling pooler
 contains run-text-no-pooler-msg "$T/err" "no pooler_output"
+expect run-text-pair-one-type 2 "$B" run "$BUILD/plans/tiny-bert-relu-fp32.plan" --device emu --text "hello" --text-pair "world"
+contains run-text-pair-one-type-msg "$T/err" "is outside 0..0 (the model has one token type: it takes no text pairs)"
 expect run-text-truncates 0 "$B" tokenize "$PLAN" --text "$(yes word | head -n 600 | tr '\n' ' ')" --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["ids"])==256 and d["truncated"] and d["tokens"][-1]=="[SEP]"' "$T/out" 2>"$T/cmp"; then
     pass run-text-truncates-to-256
