@@ -90,11 +90,16 @@ int cli_runtime_fail(bertc_status st, const char *msg) {
     return cli_status_exit(st);
 }
 
+/* Whether f's first bytes are the plan magic. */
+static int cli_plan_magic(FILE *f) {
+    char m[8];
+    return fread(m, 1, 8, f) == 8 && !memcmp(m, PLAN_MAGIC, 8);
+}
+
 int cli_file_is_plan(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
-    char m[8];
-    int yes = fread(m, 1, 8, f) == 8 && !memcmp(m, PLAN_MAGIC, 8);
+    int yes = cli_plan_magic(f);
     fclose(f);
     return yes;
 }
@@ -102,19 +107,15 @@ int cli_file_is_plan(const char *path) {
 int cli_require_plan(const char *path, const char *hint) {
     struct stat st;
     FILE *f = fopen(path, "rb");
-    int e = errno;
     if (!f) {
-        fprintf(stderr, "bertc: error: %s: cannot open: %s\n", path, strerror(e));
+        fprintf(stderr, "bertc: error: %s: cannot open: %s\n", path, strerror(errno));
         return DIAG_CODE_INPUT;
     }
-    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode), plan = regular && cli_plan_magic(f);
     fclose(f);
-    if (!regular) {
-        fprintf(stderr, "bertc: error: %s: not a regular file\n", path);
-        return DIAG_CODE_INPUT;
-    }
-    if (!cli_file_is_plan(path)) {
-        fprintf(stderr, "bertc: error: %s is not a compiled plan (%s)\n", path, hint);
+    if (!plan) {
+        if (regular) fprintf(stderr, "bertc: error: %s is not a compiled plan (%s)\n", path, hint);
+        else fprintf(stderr, "bertc: error: %s: not a regular file\n", path);
         return DIAG_CODE_INPUT;
     }
     return 0;

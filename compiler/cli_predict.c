@@ -75,9 +75,10 @@ int cli_inspect_predict(const plan *p, const cli_predict_args *a) {
     predict_constants k;
     if (cli_predict_check(p, a, &k, &d)) return cli_fail(&d);
     int all = !strcmp(a->gpu, "all"), rc = 0, shown = 0, skipped = 0;
+    int ngpus = predict_gpu_count() < CLI_PREDICT_MAX_GPUS ? predict_gpu_count() : CLI_PREDICT_MAX_GPUS;
     char why[CLI_PREDICT_MAX_GPUS][512];
     if (all && a->json) printf("{\"predictions\": [\n");
-    for (int i = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS && !rc; i++) {
+    for (int i = 0; i < ngpus && !rc; i++) {
         const predict_gpu *g = predict_gpu_at(i);
         if (!all && strcmp(g->name, a->gpu)) continue;
         if (all && !cli_predict_serves(p, g, why[i], sizeof why[i])) {
@@ -92,7 +93,7 @@ int cli_inspect_predict(const plan *p, const cli_predict_args *a) {
         rc = diag_set(&d, DIAG_CODE_INPUT, "no GPU of the model runs this plan: %s", why[0]);
     if (all && a->json && !rc) {
         printf("], \"not_served\": [");
-        for (int i = 0, n = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS; i++)
+        for (int i = 0, n = 0; i < ngpus; i++)
             if (skipped & (1 << i)) {
                 printf("%s{\"gpu\": \"%s\", \"why\": ", n++ ? ", " : "", predict_gpu_at(i)->name);
                 inspect_json_str(stdout, why[i]);
@@ -100,7 +101,7 @@ int cli_inspect_predict(const plan *p, const cli_predict_args *a) {
             }
         printf("]}");
     } else if (all && !rc) {
-        for (int i = 0; i < predict_gpu_count() && i < CLI_PREDICT_MAX_GPUS; i++)
+        for (int i = 0; i < ngpus; i++)
             if (skipped & (1 << i)) printf("\nnot modelled on %s: %s\n", predict_gpu_at(i)->name, why[i]);
     }
     if (a->json && !rc) printf("\n");
