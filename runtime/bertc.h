@@ -161,8 +161,9 @@ typedef struct bertc_context_options {
                                      each of bertc's kernels that follows another starts
                                      early by programmatic dependent launch; 0: never */
     int time_algorithms;          /* 1 (default): at create, time cuBLASLt's candidates
-                                     (up to 8) for each GEMM and keep the fastest;
-                                     0: keep the heuristic's first */
+                                     (up to 8) for each GEMM and keep the fastest (the
+                                     plan's contexts on a device share the choice,
+                                     docs/runtime.md); 0: keep the heuristic's first */
     const char *outputs;          /* NULL (default): copy every output back after each
                                      request; else a comma-separated list of output
                                      names, the only ones copied (and readable) */

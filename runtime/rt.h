@@ -70,6 +70,12 @@ struct rt_device {
     CUmodule module;
     CUfunction *functions;         /* [nkernels] */
     CUdeviceptr weights;
+    /* cuBLASLt algorithms chosen by timing (rt_gemm.c), under the plan's
+     * lock: the first context to decide a problem decides it for every
+     * context of the plan on this device, so a request's bits do not
+     * depend on which context serves it. */
+    struct rt_algo_choice *algos;
+    int nalgos, cap_algos;
 };
 
 /* ---------------------------------------------------------------- contexts */

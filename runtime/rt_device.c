@@ -46,6 +46,7 @@ static void rt_device_free(rt_device *d) {
         t->cuDevicePrimaryCtxRelease(d->dev);
     }
     free(d->functions);
+    free(d->algos);
     if (t->driver_lib) device_table_close(t);
     free(d);
 }

@@ -9,17 +9,27 @@
  * often not the fastest (small-M problems are where split-K and tile
  * choices matter most), so with options.time_algorithms (the default) each
  * GEMM problem is *timed*: up to RT_MAX_ALGOS candidates that fit the
- * workspace, each run once to warm up and then RT_TIME_REPS times between
- * two CUDA events on the context's stream, and the fastest is kept — the
- * earlier in the heuristic's order on a tie, so equal timings give the
- * same choice on every run.  A candidate whose cublasLtMatmul call fails is
- * dropped; only a failure of the device itself (an event, a
- * synchronisation) fails the context.  A problem is timed once per context
- * however many layers and steps share it (same shapes, layouts, types,
- * epilogue and operand alignments): a BERT-base plan has about four
- * distinct problems per bucket.  With a single candidate there is nothing
- * to choose and nothing is run.
+ * workspace.  Every candidate first runs once untimed (lazy loading, clock
+ * ramp-up and cold caches would otherwise fall on the first ones timed,
+ * which are the heuristic's best), then RT_TIME_ROUNDS rounds time each in
+ * turn, RT_TIME_REPS runs between two CUDA events on the context's stream,
+ * and a candidate's time is its best round.  The heuristic's first is kept
+ * unless another is faster by more than RT_TIME_MARGIN: a choice made on
+ * noise would only make contexts disagree.  A candidate whose
+ * cublasLtMatmul call fails is dropped; only a failure of the device
+ * itself (an event, a synchronisation) fails the context.
  *
+ * Different algorithms sum K in different orders, so two contexts that
+ * chose differently would give the same request different bits.  The
+ * choice is therefore the device state's (rt_device.algos), shared by
+ * every context of the plan on the device: the first context to decide a
+ * problem (same shapes, layouts, types, epilogue and operand alignments)
+ * decides it for all — a later one takes the choice without timing, and
+ * one that timed the same problem at the same time adopts the choice
+ * published first.  A BERT-base plan has about four distinct problems per
+ * bucket.  With a single candidate there is nothing to choose and nothing
+ * is run.
+
  * Timing runs on the arena and the weights, before any graph is captured:
  * the arena holds whatever it holds (activations are scratch), the weights
  * are only read.
@@ -30,6 +40,8 @@
 #include "rt.h"
 
 #define RT_TIME_REPS 5
+#define RT_TIME_ROUNDS 3
+#define RT_TIME_MARGIN 0.03f
 
 static cudaDataType_t rt_cuda_type(plan_dtype t) {
     return t == PLAN_DTYPE_F16 ? CUDA_R_16F : t == PLAN_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -168,23 +180,25 @@ bertc_status rt_gemm_enqueue(bertc_context *c, const sched_step *st, const rt_ge
 
 /* ------------------------------------------------------------ timing */
 
-/* One candidate: a warm-up, then RT_TIME_REPS runs between the events.
- * *ms < 0 when its cublasLtMatmul call failed (the candidate is dropped);
- * a failing event or synchronisation is the device's failure. */
-static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, const rt_gemm *g, float *ms) {
+/* One timed run of a candidate: RT_TIME_REPS runs between the events
+ * (reps 0: one untimed run).  *ms < 0 when its cublasLtMatmul call failed
+ * (the candidate is dropped); a failing event or synchronisation is the
+ * device's failure. */
+static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, const rt_gemm *g, int reps, float *ms) {
     const device_table *t = c->t;
     *ms = -1.0f;
     char keep[RT_ERR_CAP];
     memcpy(keep, c->err, sizeof keep);
-    int ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
-    CUresult r = t->cuEventRecord(c->ev_start, c->stream);
-    for (int i = 0; ok && r == CUDA_SUCCESS && i < RT_TIME_REPS; i++) ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
+    int ok = 1;
+    CUresult r = reps ? t->cuEventRecord(c->ev_start, c->stream) : CUDA_SUCCESS;
+    for (int i = 0; ok && r == CUDA_SUCCESS && i < (reps ? reps : 1); i++)
+        ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
     memcpy(c->err, keep, sizeof keep); /* a dropped candidate is not the context's error */
     const char *call = "cuEventRecord";
     float elapsed = 0.0f;
-    if (r == CUDA_SUCCESS) r = t->cuEventRecord(c->ev_stop, c->stream);
-    if (r == CUDA_SUCCESS && (r = t->cuEventSynchronize(c->ev_stop)) != CUDA_SUCCESS) call = "cuEventSynchronize";
-    if (r == CUDA_SUCCESS && (r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop)) != CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && reps) r = t->cuEventRecord(c->ev_stop, c->stream);
+    if (r == CUDA_SUCCESS && reps && (r = t->cuEventSynchronize(c->ev_stop)) != CUDA_SUCCESS) call = "cuEventSynchronize";
+    if (r == CUDA_SUCCESS && reps && (r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop)) != CUDA_SUCCESS)
         call = "cuEventElapsedTime";
     if (r != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing cuBLASLt's candidates (%s)", st->name, call);
@@ -192,26 +206,34 @@ static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, con
     return BERTC_STATUS_OK;
 }
 
-/* Keeps the fastest of n candidates (the first on a tie) in g. */
+/* The candidate to keep among n: each run once, then timed in
+ * RT_TIME_ROUNDS rounds (best round each); the heuristic's first that runs
+ * unless another beats it by RT_TIME_MARGIN.  *pick and *us (per run). */
 static bertc_status rt_gemm_time(bertc_context *c, const sched_step *st, rt_gemm *g,
-                                 const cublasLtMatmulHeuristicResult_t *res, int n) {
-    int pick = -1;
-    float best = 0.0f;
+                                 const cublasLtMatmulHeuristicResult_t *res, int n, int *pick, float *us) {
+    float best[RT_MAX_ALGOS];
+    for (int round = -1; round < RT_TIME_ROUNDS; round++)
+        for (int i = 0; i < n; i++) {
+            if (round >= 0 && best[i] < 0.0f) continue;   /* dropped */
+            g->algo = res[i].algo;
+            g->workspace = res[i].workspaceSize;
+            float ms;
+            bertc_status bs = rt_gemm_time_one(c, st, g, round < 0 ? 0 : RT_TIME_REPS, &ms);
+            if (bs) return bs;
+            if (ms < 0.0f) best[i] = -1.0f;
+            else if (round <= 0 || ms < best[i]) best[i] = round < 0 ? 0.0f : ms;
+        }
+    int first = -1, fast = -1;
     for (int i = 0; i < n; i++) {
-        g->algo = res[i].algo;
-        g->workspace = res[i].workspaceSize;
-        float ms;
-        bertc_status bs = rt_gemm_time_one(c, st, g, &ms);
-        if (bs) return bs;
-        if (ms >= 0.0f && (pick < 0 || ms < best)) pick = i, best = ms;
+        if (best[i] < 0.0f) continue;
+        if (first < 0) first = i;
+        if (fast < 0 || best[i] < best[fast]) fast = i;
     }
-    if (pick < 0)
+    if (first < 0)
         return rt_error(BERTC_STATUS_DEVICE, c->err, sizeof c->err,
                         "step %s: none of cuBLASLt's %d candidates ran (cublasLtMatmul failed for each)", st->name, n);
-    g->algo = res[pick].algo;
-    g->workspace = res[pick].workspaceSize;
-    g->chosen = pick;
-    g->us = best * 1000.0f / RT_TIME_REPS;
+    *pick = best[fast] < (1.0f - RT_TIME_MARGIN) * best[first] ? fast : first;
+    *us = best[*pick] * 1000.0f / RT_TIME_REPS;
     return BERTC_STATUS_OK;
 }
 
@@ -234,66 +256,81 @@ static rt_gemm_key rt_gemm_key_of(const sched_gemm *s, const rt_gemm *g) {
     return k;
 }
 
-/* Problems already decided in this context: the candidate kept, by key. */
-typedef struct rt_gemm_memo {
-    rt_gemm_key *keys;
-    int *chosen;
-    float *us;
-    int n, cap;
-} rt_gemm_memo;
+/* A problem decided on a device: the algorithm kept, by key. */
+struct rt_algo_choice {
+    rt_gemm_key key;
+    cublasLtMatmulAlgo_t algo;
+    float us;
+};
 
-/* One GEMM step: described, its candidates listed, one chosen (the memo's,
- * a timed one, or the heuristic's first). */
-static bertc_status rt_gemm_make(bertc_context *c, const sched_step *st, rt_gemm *g, rt_gemm_memo *m) {
+/* Under the plan's lock: the index among res[0..n) of the algorithm the
+ * device has chosen for key k, or -1 (undecided, or not among them). */
+static int rt_choice_find(const rt_device *d, const rt_gemm_key *k, const cublasLtMatmulHeuristicResult_t *res, int n,
+                          float *us) {
+    for (int i = 0; i < d->nalgos; i++) {
+        if (memcmp(&d->algos[i].key, k, sizeof *k)) continue;
+        for (int j = 0; j < n; j++)
+            if (!memcmp(&res[j].algo, &d->algos[i].algo, sizeof res[j].algo)) {
+                *us = d->algos[i].us;
+                return j;
+            }
+    }
+    return -1;
+}
+
+/* Under the plan's lock: records the choice (best effort: without memory
+ * the next context times again). */
+static void rt_choice_add(rt_device *d, const rt_gemm_key *k, const cublasLtMatmulAlgo_t *algo, float us) {
+    if (d->nalgos == d->cap_algos) {
+        int cap = d->cap_algos ? 2 * d->cap_algos : 16;
+        struct rt_algo_choice *a = rt_calloc((size_t)cap, sizeof *a);
+        if (!a) return;
+        if (d->nalgos) memcpy(a, d->algos, (size_t)d->nalgos * sizeof *a);
+        free(d->algos);
+        d->algos = a;
+        d->cap_algos = cap;
+    }
+    d->algos[d->nalgos++] = (struct rt_algo_choice){*k, *algo, us};
+}
+
+static void rt_gemm_take(rt_gemm *g, const cublasLtMatmulHeuristicResult_t *res, int pick, float us) {
+    g->algo = res[pick].algo;
+    g->workspace = res[pick].workspaceSize;
+    g->chosen = pick;
+    g->us = us;
+}
+
+/* One GEMM step: described, its candidates listed, one chosen (the
+ * device's earlier choice, a timed one, or the heuristic's first). */
+static bertc_status rt_gemm_make(bertc_context *c, const sched_step *st, rt_gemm *g) {
     cublasLtMatmulHeuristicResult_t res[RT_MAX_ALGOS];
     int n = 0;
     bertc_status bs = rt_gemm_describe(c, st, g);
     if (!bs) bs = rt_gemm_candidates(c, st, g, res, &n);
     if (bs) return bs;
     g->candidates = n;
-    g->algo = res[0].algo;
-    g->workspace = res[0].workspaceSize;
+    rt_gemm_take(g, res, 0, 0.0f);
     if (n < 2 || !c->opt.time_algorithms) return BERTC_STATUS_OK;
     rt_gemm_key k = rt_gemm_key_of(&st->gemm, g);
-    for (int i = 0; i < m->n; i++)
-        if (!memcmp(&m->keys[i], &k, sizeof k) && m->chosen[i] < n) {
-            g->chosen = m->chosen[i];
-            g->us = m->us[i];
-            g->algo = res[g->chosen].algo;
-            g->workspace = res[g->chosen].workspaceSize;
-            return BERTC_STATUS_OK;
-        }
-    if ((bs = rt_gemm_time(c, st, g, res, n))) return bs;
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 16;
-        rt_gemm_key *keys = rt_calloc((size_t)cap, sizeof *keys);
-        int *chosen = rt_calloc((size_t)cap, sizeof *chosen);
-        float *us = rt_calloc((size_t)cap, sizeof *us);
-        if (!keys || !chosen || !us) {
-            free(keys);
-            free(chosen);
-            free(us);
-            return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
-        }
-        if (m->n) {
-            memcpy(keys, m->keys, (size_t)m->n * sizeof *keys);
-            memcpy(chosen, m->chosen, (size_t)m->n * sizeof *chosen);
-            memcpy(us, m->us, (size_t)m->n * sizeof *us);
-        }
-        free(m->keys);
-        free(m->chosen);
-        free(m->us);
-        *m = (rt_gemm_memo){keys, chosen, us, m->n, cap};
+    float us = 0.0f;
+    pthread_mutex_lock(&c->plan->lock);
+    int pick = rt_choice_find(c->dev, &k, res, n, &us);
+    pthread_mutex_unlock(&c->plan->lock);
+    if (pick < 0) {   /* time it (unlocked: milliseconds), then publish unless another context did first */
+        if ((bs = rt_gemm_time(c, st, g, res, n, &pick, &us))) return bs;
+        pthread_mutex_lock(&c->plan->lock);
+        float theirs;
+        int other = rt_choice_find(c->dev, &k, res, n, &theirs);
+        if (other >= 0) pick = other, us = theirs;
+        else rt_choice_add(c->dev, &k, &res[pick].algo, us);
+        pthread_mutex_unlock(&c->plan->lock);
     }
-    m->keys[m->n] = k;
-    m->chosen[m->n] = g->chosen;
-    m->us[m->n++] = g->us;
+    rt_gemm_take(g, res, pick, us);
     return BERTC_STATUS_OK;
 }
 
 bertc_status rt_gemms_make(bertc_context *c) {
     const plan *p = &c->plan->p;
-    rt_gemm_memo memo = {0};
     bertc_status bs = BERTC_STATUS_OK;
     for (int b = 0; b < p->nbuckets && !bs; b++) {
         const sched_bucket *bk = &c->dev->buckets[b];
@@ -302,10 +339,7 @@ bertc_status rt_gemms_make(bertc_context *c) {
             break;
         }
         for (int st = 0; st < bk->nsteps && !bs; st++)
-            if (bk->steps[st].kind == SCHED_STEP_GEMM) bs = rt_gemm_make(c, &bk->steps[st], &c->gemms[b][st], &memo);
+            if (bk->steps[st].kind == SCHED_STEP_GEMM) bs = rt_gemm_make(c, &bk->steps[st], &c->gemms[b][st]);
     }
-    free(memo.keys);
-    free(memo.chosen);
-    free(memo.us);
     return bs;
 }

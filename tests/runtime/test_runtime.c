@@ -797,6 +797,62 @@ static void test_copy_back(void) {
     stats_all_zero("after the copy-back cases");
 }
 
+/* The algorithm kept for each GEMM step of every bucket, in order, into
+ * out[0..cap); the number of GEMM steps. */
+static int gemm_choices(const bertc_context *c, int *out, int cap) {
+    int n = 0;
+    for (int b = 0; b < c->plan->p.nbuckets; b++)
+        for (int s = 0; s < c->dev->buckets[b].nsteps; s++)
+            if (c->dev->buckets[b].steps[s].kind == SCHED_STEP_GEMM) {
+                if (n < cap) out[n] = c->gemms[b][s].chosen;
+                n++;
+            }
+    return n;
+}
+
+/* The timed choice is the device's, not the context's: with the third
+ * candidate made clearly the fastest, the first context keeps it for every
+ * GEMM, and a second context created while the first lives times nothing
+ * and keeps the same (so both give a request the same bits); once both
+ * are gone the next one times again.  Candidates within RT_TIME_MARGIN of
+ * the heuristic's first do not displace it (not tested: the emulated
+ * device's timings are CPU times, too noisy for a 3% edge). */
+static void test_algorithm_shared(bertc_plan *pl, const testreq *r) {
+    bertc_context_options o = emu_options();
+    E->set_algorithms(3);
+    E->set_algorithm_delay(0, 1500);
+    E->set_algorithm_delay(1, 1500);
+    bertc_emudev_stats s0, s1;
+    E->get_stats(&s0);
+    bertc_context *a = make_ctx(pl, &o);
+    E->get_stats(&s1);
+    CHECK(s1.matmuls > s0.matmuls, "the first context timed nothing");
+    int ca[256], cb[256], n = a ? gemm_choices(a, ca, 256) : 0;
+    CHECK(n > 0 && n <= 256, "%d GEMM steps", n);
+    for (int i = 0; i < n && i < 256; i++) CHECK(ca[i] == 2, "GEMM %d kept candidate %d, not the fastest (2)", i, ca[i]);
+    E->set_algorithm_delay(2, 5000);   /* now the slowest: a second timing would choose otherwise */
+    E->get_stats(&s0);
+    bertc_context *b = make_ctx(pl, &o);
+    E->get_stats(&s1);
+    CHECK(s1.matmuls == s0.matmuls, "the second context ran %ld matmuls at create", s1.matmuls - s0.matmuls);
+    CHECK(b && gemm_choices(b, cb, 256) == n && !memcmp(ca, cb, (size_t)(n < 256 ? n : 256) * sizeof *ca),
+          "the second context chose otherwise");
+    float *ya = a ? run_lhs(a, pl, &r->rq) : NULL, *yb = b ? run_lhs(b, pl, &r->rq) : NULL;
+    CHECK(ya && yb && !memcmp(ya, yb, (size_t)(r->rq.len * bertc_plan_hidden(pl)) * sizeof(float)),
+          "two contexts gave one request different bits");
+    free(ya);
+    free(yb);
+    bertc_context_destroy(a);
+    bertc_context_destroy(b);
+    bertc_context *c = make_ctx(pl, &o);   /* the device state went with the last context */
+    n = c ? gemm_choices(c, cb, 256) : 0;
+    for (int i = 0; i < n && i < 256; i++) CHECK(cb[i] != 2, "GEMM %d kept the now slowest candidate", i);
+    bertc_context_destroy(c);
+    E->set_algorithm_delay(0, 0);
+    E->set_algorithm_delay(1, 0);
+    E->set_algorithm_delay(2, 0);
+}
+
 /* With several cuBLASLt candidates the context times them at create (a
  * failing candidate is dropped, a failing event fails the create cleanly)
  * and computes what the heuristic's first computes. */
@@ -817,7 +873,7 @@ static void test_algorithm_timing(void) {
     bertc_context_destroy(plain);
     o.time_algorithms = 1;
     E->get_stats(&s0);
-    E->fail("cublasLtMatmul", 2, CUBLAS_STATUS_EXECUTION_FAILED);   /* the first candidate's first timed run */
+    E->fail("cublasLtMatmul", 2, CUBLAS_STATUS_EXECUTION_FAILED);   /* the second candidate's untimed run */
     bertc_context *timed = make_ctx(pl, &o);
     E->fail("cublasLtMatmul", 0, 0);
     E->get_stats(&s1);
@@ -828,6 +884,7 @@ static void test_algorithm_timing(void) {
     free(got);
     free(want);
     bertc_context_destroy(timed);
+    test_algorithm_shared(pl, &r);
     static const char *const calls[3] = {"cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime"};
     for (int i = 0; i < 3; i++) {
         E->fail(calls[i], 1, CUDA_ERROR_LAUNCH_FAILED);

@@ -17,6 +17,7 @@ typedef struct emuctl {
     void (*set_fill)(int byte);
     void (*set_null)(int on);
     void (*set_algorithms)(int n);
+    void (*set_algorithm_delay)(int variant, int microseconds);
     void (*set_schedule)(int schedule, uint64_t seed);
     void (*reset)(void);
     void (*get_stats)(bertc_emudev_stats *out);

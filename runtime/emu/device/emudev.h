@@ -77,6 +77,12 @@ void bertc_emudev_set_null(int on);
  * fastest runs here too. */
 void bertc_emudev_set_algorithms(int n);
 
+/* A matmul under the heuristic's candidate `variant` (0 = its first)
+ * takes `microseconds` longer when it runs (0: none; reset clears it), so
+ * that a test can make one candidate slower or faster than the others
+ * and see which the runtime's timing keeps. */
+void bertc_emudev_set_algorithm_delay(int variant, int microseconds);
+
 /* The schedule of the fibers of every block (values of emu_schedule). */
 void bertc_emudev_set_schedule(int schedule, uint64_t seed);
 

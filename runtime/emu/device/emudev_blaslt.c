@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "emudev_internal.h"
 
@@ -739,6 +740,7 @@ typedef struct blaslt_work {
     emudev_gemm_args g;
     size_t bytes[4];      /* extent of A, B, C (0: not given), D */
     size_t bias_bytes;    /* 0: no bias */
+    int delay_us;         /* bertc_emudev_set_algorithm_delay of its algorithm, when enqueued */
 } blaslt_work;
 
 /* Bytes from the first to one past the last element of a strided batch. */
@@ -767,6 +769,10 @@ static CUresult blaslt_work_run(emudev_work *w) {
                                       "matmul: bias [%p, +%zu) is no longer inside a live allocation", x->g.bias,
                                       x->bias_bytes);
     if (!emudev_null()) emudev_gemm_compute(&x->g);
+    if (x->delay_us > 0) {
+        struct timespec ts = {x->delay_us / 1000000, (long)(x->delay_us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
     emudev_count(EMUDEV_COUNTER_MATMULS, 1);
     return CUDA_SUCCESS;
 }
@@ -867,13 +873,14 @@ static cublasStatus_t blaslt_matmul_check_workspace(const char *fn, const blaslt
 /* Hands the checked matmul g to emudev_submit as a work item; bytes[4] and
  * bias_bytes are the operands' extents, checked again when it runs. */
 static cublasStatus_t blaslt_matmul_submit(const char *fn, const emudev_gemm_args *g, const size_t bytes[4],
-                                           size_t bias_bytes, cudaStream_t stream) {
+                                           size_t bias_bytes, int delay_us, cudaStream_t stream) {
     blaslt_work *w = calloc(1, sizeof *w);
     if (!w) return blaslt_fail(CUBLAS_STATUS_ALLOC_FAILED, "%s: out of host memory", fn);
     w->base.ops = &blaslt_work_ops;
     w->g = *g;
     memcpy(w->bytes, bytes, sizeof w->bytes);
     w->bias_bytes = bias_bytes;
+    w->delay_us = delay_us;
     /* emudev_submit owns w whatever it returns.  cublasLtMatmul's documented
      * statuses have no room for stream errors: they are EXECUTION_FAILED ("if
      * cuda reported execution error from the device"), except running out of
@@ -925,5 +932,5 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     g.bias = bias_bytes ? d->bias : NULL;
     g.alpha = alpha_v;
     g.beta = beta_v;
-    return blaslt_matmul_submit(fn, &g, bytes, bias_bytes, stream);
+    return blaslt_matmul_submit(fn, &g, bytes, bias_bytes, algo ? emudev_algorithm_delay_us(a.variant) : 0, stream);
 }

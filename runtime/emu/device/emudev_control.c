@@ -79,6 +79,11 @@ void bertc_emudev_set_algorithms(int n) {
     atomic_store(&emudev_g.algorithms, n < 1 ? 1 : n > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : n);
 }
 
+void bertc_emudev_set_algorithm_delay(int variant, int microseconds) {
+    if (variant >= 0 && variant < EMUDEV_MAX_ALGORITHMS)
+        atomic_store(&emudev_g.algorithm_delay_us[variant], microseconds < 0 ? 0 : microseconds);
+}
+
 void bertc_emudev_set_schedule(int schedule, uint64_t seed) {
     if (schedule >= 0 && schedule < EMU_SCHEDULE_COUNT) atomic_store(&emudev_g.schedule, schedule);
     atomic_store(&emudev_g.seed, seed);

@@ -127,6 +127,8 @@ int emudev_null(void);
 /* How many algorithms cuBLASLt's heuristic offers per problem (bertc_emudev_set_algorithms). */
 #define EMUDEV_MAX_ALGORITHMS 16
 int emudev_algorithms(void);
+/* Microseconds a matmul under algorithm variant v takes beyond its work. */
+int emudev_algorithm_delay_us(unsigned v);
 
 /* Adjusts a live-object counter of bertc_emudev_stats by delta. */
 typedef enum emudev_counter {
@@ -353,6 +355,7 @@ typedef struct emudev_state {
     pthread_mutex_t fail_mu;   /* inj */
     atomic_int initialized;
     atomic_int arch_major, arch_minor, fill, null_mode, schedule, algorithms;
+    atomic_int algorithm_delay_us[EMUDEV_MAX_ALGORITHMS];   /* bertc_emudev_set_algorithm_delay */
     atomic_ullong seed;
     atomic_int armed;
     emudev_injection inj[EMUDEV_MAX_INJECTIONS];

@@ -73,6 +73,10 @@ int emudev_null(void) { return atomic_load(&emudev_g.null_mode); }
 
 int emudev_algorithms(void) { return atomic_load(&emudev_g.algorithms); }
 
+int emudev_algorithm_delay_us(unsigned v) {
+    return v < EMUDEV_MAX_ALGORITHMS ? atomic_load(&emudev_g.algorithm_delay_us[v]) : 0;
+}
+
 void emudev_count(emudev_counter c, long delta) {
     emudev_stat_add(c == EMUDEV_COUNTER_MATMULS ? EMUDEV_STAT_MATMULS : EMUDEV_STAT_BLASLT_OBJECTS, delta);
 }
@@ -301,6 +305,7 @@ void emudev_settings_from_env(void) {
     e = getenv("BERTC_EMU_ALGORITHMS");
     long algos = e && *e ? strtol(e, NULL, 0) : 1;
     atomic_store(&emudev_g.algorithms, algos < 1 ? 1 : algos > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : (int)algos);
+    for (int i = 0; i < EMUDEV_MAX_ALGORITHMS; i++) atomic_store(&emudev_g.algorithm_delay_us[i], 0);
 }
 
 __attribute__((constructor)) static void emudev_settings_load(void) { emudev_settings_from_env(); }
