@@ -22,6 +22,11 @@
  *
  * The types are the toolkit's own (cuda.h, cublasLt.h: headers only), so a
  * pointer filled by dlsym has exactly the prototype of the real function.
+ *
+ * The synchronous copies are left out on purpose: from pageable memory
+ * cuMemcpyHtoD returns before its DMA has landed and is ordered only on the
+ * legacy stream, which the runtime's non-blocking streams do not wait for
+ * (rt.h's rt_upload says what is used instead).
  */
 #ifndef BERTC_DEVICE_H
 #define BERTC_DEVICE_H
@@ -53,7 +58,6 @@ typedef enum device_kind {
     X(cuMemFree)                         \
     X(cuMemHostAlloc)                    \
     X(cuMemFreeHost)                     \
-    X(cuMemcpyHtoD)                      \
     X(cuMemcpyHtoDAsync)                 \
     X(cuMemcpyDtoHAsync)                 \
     X(cuModuleLoadData)                  \

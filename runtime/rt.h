@@ -225,6 +225,15 @@ void rt_plan_retain(bertc_plan *plan);
  * CUDA code on the same thread must not find bertc's context in its place.
  */
 CUresult rt_ctx_enter(const device_table *t, CUcontext ctx, CUcontext *prev);
+/* n bytes of host memory (pageable or not) to the device, complete when it
+ * returns: an asynchronous copy on stream s, then s synchronised.  Never
+ * the synchronous cuMemcpyHtoD: from pageable memory it returns once the
+ * bytes are staged, "but the DMA to final destination may not have
+ * completed" (the driver API's synchronisation behaviour), and the
+ * runtime's non-blocking streams are not ordered after the legacy stream
+ * it runs on, so a kernel could read the old bytes.
+ * *call names the call that failed. */
+CUresult rt_upload(const device_table *t, CUdeviceptr dst, const void *src, size_t n, CUstream s, const char **call);
 void rt_ctx_leave(const device_table *t, CUcontext ctx, CUcontext prev);
 /* Frees the plan's tokenizer (rt_text.c), at the plan's end. */
 void rt_text_free(bertc_plan *plan);

@@ -54,9 +54,11 @@ typedef struct rt_check {
     uint8_t *before, *after, *use, *req, *cnt;
 } rt_check;
 
+/* On the stream and waited for (rt_upload), like the copies out. */
 static bertc_status rt_check_copy_in(rt_check *k, CUdeviceptr dst, const void *src, size_t n) {
-    CUresult r = n ? k->c->t->cuMemcpyHtoD(dst, src, n) : CUDA_SUCCESS;
-    return r == CUDA_SUCCESS ? BERTC_STATUS_OK : rt_cu_error(k->c->t, r, k->c->err, sizeof k->c->err, "cuMemcpyHtoD");
+    const char *call;
+    CUresult r = rt_upload(k->c->t, dst, src, n, k->c->stream, &call);
+    return r == CUDA_SUCCESS ? BERTC_STATUS_OK : rt_cu_error(k->c->t, r, k->c->err, sizeof k->c->err, "%s", call);
 }
 
 /* On the stream and waited for: the device table has the asynchronous copy only. */

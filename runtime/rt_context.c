@@ -87,8 +87,8 @@ void bertc_context_destroy(bertc_context *c) {
     free(c);
 }
 
-/* The COUNTERS buffer, zeroed once (a synchronous copy of zeros: before
- * any capture, so it is no graph node). */
+/* The COUNTERS buffer, zeroed once (an upload of zeros on the context's
+ * stream, waited for: before any capture, so it is no graph node). */
 static bertc_status rt_counters_create(bertc_context *c) {
     const device_table *t = c->t;
     size_t n = (size_t)c->plan->p.counter_bytes;
@@ -100,9 +100,10 @@ static bertc_status rt_counters_create(bertc_context *c) {
     }
     void *zeros = rt_calloc(n, 1);
     if (!zeros) return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
-    r = t->cuMemcpyHtoD(c->counters, zeros, n);
+    const char *call;
+    r = rt_upload(t, c->counters, zeros, n, c->stream, &call);
     free(zeros);
-    if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "cuMemcpyHtoD(zero the arrival counters)");
+    if (r != CUDA_SUCCESS) return rt_cu_error(t, r, c->err, sizeof c->err, "%s(zero the arrival counters)", call);
     return BERTC_STATUS_OK;
 }
 

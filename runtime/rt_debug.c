@@ -49,8 +49,9 @@ static bertc_status rt_debug_time_step(bertc_context *c, int b, int s, float *ms
 static bertc_status rt_debug_run(bertc_context *c, const bertc_request *q, int b, int reps, float *ms) {
     const sched_bucket *bk = &c->dev->buckets[b];
     rt_request_stage(c, q, b);
-    CUresult r = c->t->cuMemcpyHtoD(c->request, c->staging, (size_t)kernel_request_bytes(bk->seq_len));
-    if (r != CUDA_SUCCESS) return rt_cu_error(c->t, r, c->err, sizeof c->err, "cuMemcpyHtoD(request block)");
+    const char *call;
+    CUresult r = rt_upload(c->t, c->request, c->staging, (size_t)kernel_request_bytes(bk->seq_len), c->stream, &call);
+    if (r != CUDA_SUCCESS) return rt_cu_error(c->t, r, c->err, sizeof c->err, "%s(request block)", call);
     float scratch;
     for (int rep = -1; rep < reps; rep++)
         for (int s = 0; s < bk->nsteps; s++) {

@@ -33,6 +33,14 @@ void rt_ctx_leave(const device_table *t, CUcontext ctx, CUcontext prev) {
     if (prev != ctx) t->cuCtxSetCurrent(prev);
 }
 
+CUresult rt_upload(const device_table *t, CUdeviceptr dst, const void *src, size_t n, CUstream s, const char **call) {
+    *call = "cuMemcpyHtoDAsync";
+    CUresult r = n ? t->cuMemcpyHtoDAsync(dst, src, n, s) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS || !n) return r;
+    *call = "cuStreamSynchronize";
+    return t->cuStreamSynchronize(s);
+}
+
 static void rt_device_free(rt_device *d) {
     if (!d) return;
     device_table *t = &d->t;
@@ -41,8 +49,11 @@ static void rt_device_free(rt_device *d) {
         rt_ctx_enter(t, d->ctx, &prev);
         if (d->weights) t->cuMemFree(d->weights);
         if (d->module) t->cuModuleUnload(d->module);
-        /* the primary context may outlive this release (other users); leave the thread as it was */
-        rt_ctx_leave(t, d->ctx, prev == d->ctx ? NULL : prev);
+        /* the primary context may outlive this release (other users); leave the
+         * thread as it was, the primary context current if the caller had made it
+         * so (then the caller holds a reference of its own: the release below
+         * only drops bertc's, and pops nothing, as the driver documents) */
+        rt_ctx_leave(t, d->ctx, prev);
         t->cuDevicePrimaryCtxRelease(d->dev);
     }
     free(d->functions);
@@ -136,6 +147,7 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         goto fail;
     }
     device_table *t = &d->t;
+    const char *call;
     CUresult r = t->cuInit(0);
     if (r != CUDA_SUCCESS) {
         st = rt_cu_error(t, r, err, cap, "cuInit");
@@ -185,8 +197,10 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         if ((r = t->cuMemAlloc(&d->weights, p->weights_size)) != CUDA_SUCCESS) {
             d->weights = 0;
             st = rt_cu_error(t, r, err, cap, "cuMemAlloc(weights, %llu bytes)", (unsigned long long)p->weights_size);
-        } else if ((r = t->cuMemcpyHtoD(d->weights, p->weights, p->weights_size)) != CUDA_SUCCESS) {
-            st = rt_cu_error(t, r, err, cap, "cuMemcpyHtoD(weights, %llu bytes)", (unsigned long long)p->weights_size);
+        } else if ((r = rt_upload(t, d->weights, p->weights, p->weights_size, CU_STREAM_LEGACY, &call)) !=
+                   CUDA_SUCCESS) {
+            /* the device state has no stream of its own: the legacy stream, waited for */
+            st = rt_cu_error(t, r, err, cap, "%s(weights, %llu bytes)", call, (unsigned long long)p->weights_size);
         }
     }
     rt_ctx_leave(t, d->ctx, prev);

@@ -429,6 +429,23 @@ static void test_current_context_restored(void) {
     CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_infer left its context current");
     bertc_context_destroy(c);
     CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "bertc_context_destroy left a context current");
+    /* a caller whose own code made the primary context current (holding a
+     * reference of its own) finds it still current after every call,
+     * the destroy of the plan's last context included */
+    CUdevice dev;
+    CUcontext mine = NULL;
+    CHECK(t.cuDeviceGet(&dev, 0) == CUDA_SUCCESS && t.cuDevicePrimaryCtxRetain(&mine, dev) == CUDA_SUCCESS &&
+              t.cuCtxSetCurrent(mine) == CUDA_SUCCESS,
+          "the caller's primary context");
+    c = make_ctx(pl, &o);
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == mine, "bertc_context_create changed the caller's context");
+    free(run_lhs(c, pl, &r.rq));
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == mine, "bertc_infer changed the caller's context");
+    bertc_context_destroy(c);
+    CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == mine,
+          "bertc_context_destroy (the plan's last context) changed the caller's context to %p", (void *)cur);
+    t.cuCtxSetCurrent(NULL);
+    t.cuDevicePrimaryCtxRelease(dev);
     device_table_close(&t);
     bertc_plan_close(pl);
 }
@@ -502,7 +519,7 @@ static void test_injected_device_failures(void) {
     } inj[] = {
         {"cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
         {"cuMemHostAlloc", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
-        {"cuMemcpyHtoD", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
+        {"cuMemcpyHtoDAsync", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
         {"cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE, BERTC_STATUS_DEVICE},
         {"cuModuleGetFunction", CUDA_ERROR_NOT_FOUND, BERTC_STATUS_DEVICE},
         {"cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
