@@ -73,6 +73,7 @@ typedef enum device_kind {
     X(cuStreamEndCapture)                \
     X(cuStreamGetCaptureInfo)            \
     X(cuGraphInstantiate)                \
+    X(cuGraphMemcpyNodeGetParams)        \
     X(cuGraphExecMemcpyNodeSetParams)    \
     X(cuGraphLaunch)                     \
     X(cuGraphExecDestroy)                \

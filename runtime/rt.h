@@ -99,6 +99,7 @@ typedef struct rt_graph {
     CUgraph graph;               /* kept: the copy nodes below are its nodes */
     CUgraphExec exec;
     CUgraphNode *copy;           /* [noutputs] copy node of each per-token (per-sequence) output copied back, else NULL */
+    CUDA_MEMCPY3D *params;       /* [noutputs] each copy node's parameters as the graph recorded them */
     int64_t *rows;               /* [noutputs] the rows that node copies now */
 } rt_graph;
 

@@ -32,7 +32,14 @@
  * its node is remembered (cuStreamGetCaptureInfo right after capturing
  * it); before a launch, if the request's length differs from the rows the
  * node copies now, cuGraphExecMemcpyNodeSetParams shrinks or grows it to
- * the request's rows (padding rows never cross the bus).  A request of the
+ * the request's rows (padding rows never cross the bus).  The new
+ * parameters are the node's own, read back from the graph after the
+ * capture (cuGraphMemcpyNodeGetParams), with only the width changed: an
+ * update may not change a copy's memory types, and which types the driver
+ * records for a captured copy is its business (a captured cuMemcpyAsync
+ * is recorded as CU_MEMORYTYPE_UNIFIED on both sides, not as the DEVICE
+ * and HOST a hand-made descriptor would say, and the update then fails;
+ * the emulated device records UNIFIED too).  A request of the
  * same length as the previous one in its bucket changes nothing, and the
  * graph is never re-instantiated.  A token bucket's graph is the same
  * thing for a packed batch: the request block carries the batch's total
@@ -142,7 +149,8 @@ bertc_status rt_graph_capture(bertc_context *c, int b) {
     const sched_bucket *bk = &c->dev->buckets[b];
     rt_graph *g = &c->graphs[b];
     if (!(g->copy = rt_calloc((size_t)bk->noutputs, sizeof *g->copy)) ||
-        !(g->rows = rt_calloc((size_t)bk->noutputs, sizeof *g->rows))) {
+        !(g->rows = rt_calloc((size_t)bk->noutputs, sizeof *g->rows)) ||
+        !(g->params = rt_calloc((size_t)bk->noutputs, sizeof *g->params))) {
         rt_graph_free(c, b);
         return rt_error(BERTC_STATUS_OUT_OF_MEMORY, c->err, sizeof c->err, "out of memory");
     }
@@ -159,6 +167,10 @@ bertc_status rt_graph_capture(bertc_context *c, int b) {
     if (r != CUDA_SUCCESS) g->graph = NULL;
     if (st == BERTC_STATUS_OK && r != CUDA_SUCCESS)
         st = rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuStreamEndCapture", bk->seq_len);
+    for (int o = 0; o < bk->noutputs && st == BERTC_STATUS_OK; o++)
+        if (g->copy[o] && (r = t->cuGraphMemcpyNodeGetParams(g->copy[o], &g->params[o])) != CUDA_SUCCESS)
+            st = rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuGraphMemcpyNodeGetParams(output %s)",
+                             bk->seq_len, bk->outputs[o].name);
     if (st == BERTC_STATUS_OK && (r = t->cuGraphInstantiate(&g->exec, g->graph, 0)) != CUDA_SUCCESS) {
         g->exec = NULL;
         st = rt_cu_error(t, r, c->err, sizeof c->err, "bucket %d: cuGraphInstantiate", bk->seq_len);
@@ -174,14 +186,8 @@ bertc_status rt_graph_set_rows(bertc_context *c, int b, int64_t len, int64_t nse
         const sched_output *out = &bk->outputs[o];
         int64_t rows = out->per_seq ? nseq : len;
         if (!g->copy[o] || g->rows[o] == rows) continue;
-        CUDA_MEMCPY3D p;
-        memset(&p, 0, sizeof p);
-        p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-        p.srcDevice = rt_resolve(c, out->ref);
-        p.dstMemoryType = CU_MEMORYTYPE_HOST;
-        p.dstHost = c->outputs + c->output_offset[o];
+        CUDA_MEMCPY3D p = g->params[o];   /* the node's own, only its width changed */
         p.WidthInBytes = rt_output_bytes(out, rows);
-        p.Height = p.Depth = 1;
         CUresult r = c->t->cuGraphExecMemcpyNodeSetParams(g->exec, g->copy[o], &p, c->dev->ctx);
         if (r != CUDA_SUCCESS)
             return rt_cu_error(c->t, r, c->err, sizeof c->err, "bucket %d: cuGraphExecMemcpyNodeSetParams(output %s)",
@@ -197,5 +203,6 @@ void rt_graph_free(bertc_context *c, int b) {
     if (g->graph) c->t->cuGraphDestroy(g->graph);
     free(g->copy);
     free(g->rows);
+    free(g->params);
     memset(g, 0, sizeof *g);
 }

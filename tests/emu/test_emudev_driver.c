@@ -1035,10 +1035,17 @@ static void test_capture_info_and_copy_update(void) {
     CU(cuStreamEndCapture(s, &g));
     CUgraphExec x = NULL;
     CU(cuGraphInstantiate(&x, g, 0));
-    CUDA_MEMCPY3D p;
-    memset(&p, 0, sizeof p);
-    p.srcMemoryType = CU_MEMORYTYPE_DEVICE, p.srcDevice = dev, p.dstMemoryType = CU_MEMORYTYPE_HOST, p.dstHost = host;
-    p.WidthInBytes = 10 * 4, p.Height = p.Depth = 1;
+    /* the node's parameters as the graph recorded them: UNIFIED on both sides */
+    CUDA_MEMCPY3D p, rec;
+    CU_IS(cuGraphMemcpyNodeGetParams(kernel_node, &rec), CUDA_ERROR_INVALID_VALUE);   /* not a copy */
+    CU_IS(cuGraphMemcpyNodeGetParams((CUgraphNode)&rec, &rec), CUDA_ERROR_INVALID_VALUE);   /* not a node */
+    CU(cuGraphMemcpyNodeGetParams(copy_node, &rec));
+    CHECK(rec.srcMemoryType == CU_MEMORYTYPE_UNIFIED && rec.dstMemoryType == CU_MEMORYTYPE_UNIFIED &&
+              rec.srcDevice == dev && rec.dstDevice == (CUdeviceptr)(uintptr_t)host && rec.WidthInBytes == 256 * 4 &&
+              rec.Height == 1 && rec.Depth == 1,
+          "recorded copy: types %d %d, width %zu", (int)rec.srcMemoryType, (int)rec.dstMemoryType, rec.WidthInBytes);
+    p = rec;
+    p.WidthInBytes = 10 * 4;
     CU_IS(cuGraphExecMemcpyNodeSetParams(x, kernel_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);   /* not a copy */
     CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, (CUcontext)&p), CUDA_ERROR_INVALID_CONTEXT);
     p.Height = 2;
@@ -1047,9 +1054,14 @@ static void test_capture_info_and_copy_update(void) {
     CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* empty */
     p.WidthInBytes = 257 * 4;
     CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* past the allocation */
-    p.WidthInBytes = 10 * 4, p.srcMemoryType = CU_MEMORYTYPE_HOST;
-    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* the direction */
-    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    /* a descriptor made by hand (DEVICE -> HOST) changes the node's memory types */
+    CUDA_MEMCPY3D hand;
+    memset(&hand, 0, sizeof hand);
+    hand.srcMemoryType = CU_MEMORYTYPE_DEVICE, hand.srcDevice = dev;
+    hand.dstMemoryType = CU_MEMORYTYPE_HOST, hand.dstHost = host;
+    hand.WidthInBytes = 10 * 4, hand.Height = hand.Depth = 1;
+    CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &hand, ctx), CUDA_ERROR_INVALID_VALUE);  /* the memory types */
+    p.WidthInBytes = 10 * 4;
     CU(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx));
     memset(host, 0, 256 * 4);
     bertc_emudev_stats a, b;
@@ -1062,6 +1074,7 @@ static void test_capture_info_and_copy_update(void) {
           "%ld bytes back, host[9] %d host[10] %d", b.bytes_to_host - a.bytes_to_host, host[9], host[10]);
     CU(cuGraphDestroy(g));
     CU_IS(cuGraphExecMemcpyNodeSetParams(x, copy_node, &p, ctx), CUDA_ERROR_INVALID_VALUE);     /* its graph is gone */
+    CU_IS(cuGraphMemcpyNodeGetParams(copy_node, &rec), CUDA_ERROR_INVALID_VALUE);
     CU(cuGraphExecDestroy(x));
     CU(cuMemFreeHost(host));
     CU(cuMemFree(dev));

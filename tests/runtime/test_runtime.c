@@ -529,6 +529,7 @@ static void test_injected_device_failures(void) {
         {"cuMemcpyDtoHAsync", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
         {"cuStreamGetCaptureInfo", CUDA_ERROR_UNKNOWN, BERTC_STATUS_DEVICE},
         {"cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, BERTC_STATUS_DEVICE},
+        {"cuGraphMemcpyNodeGetParams", CUDA_ERROR_INVALID_VALUE, BERTC_STATUS_DEVICE},
         {"cuGraphInstantiate", CUDA_ERROR_OUT_OF_MEMORY, BERTC_STATUS_OUT_OF_MEMORY},
         {"cublasLtCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},
         {"cublasLtMatmulDescCreate", CUBLAS_STATUS_ALLOC_FAILED, BERTC_STATUS_OUT_OF_MEMORY},

@@ -72,7 +72,7 @@ static emudev_work *emudev_record_clone(const emudev_work *w) {
 }
 
 static const emudev_work_ops emudev_record_ops = {"cuEventRecord", emudev_record_run, emudev_record_clone,
-                                                  emudev_record_free, NULL, NULL, NULL};
+                                                  emudev_record_free, NULL, NULL, NULL, NULL};
 
 /*
  * A record in a capturing stream adds no node (in CUDA it only orders

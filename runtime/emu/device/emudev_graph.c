@@ -163,7 +163,7 @@ static emudev_work *emudev_launch_clone(const emudev_work *w) {
 }
 
 static const emudev_work_ops emudev_launch_ops = {"cuGraphLaunch", emudev_launch_run, emudev_launch_clone,
-                                                  emudev_launch_free, NULL, NULL, NULL};
+                                                  emudev_launch_free, NULL, NULL, NULL, NULL};
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hExec, CUstream hs) {
     CUresult rc = emudev_enter("cuGraphLaunch", 1);
@@ -226,6 +226,35 @@ CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphN
     pthread_mutex_unlock(&x->run_mu);
     emudev_obj_put(&x->o);
     return rc;
+}
+
+/* Under emudev_g.mu: whether node is a node of a live graph. */
+static int emudev_graph_has_node_locked(CUgraphNode node) {
+    for (size_t i = 0; i < emudev_g.reg_cap; i++) {
+        const emudev_obj *o = emudev_g.reg[i];
+        if (!o || o->kind != EMUDEV_KIND_GRAPH) continue;
+        for (const emudev_work *w = ((const emudev_graph *)o)->head; w; w = w->next)
+            if ((const void *)w == (const void *)node) return 1;
+    }
+    return 0;
+}
+
+/* A copy node's parameters (emudev_work_ops.params); the node must belong
+ * to a graph that still exists. */
+CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams) {
+    static const char fn[] = "cuGraphMemcpyNodeGetParams";
+    CUresult rc = emudev_enter(fn, 1);
+    if (rc) return rc;
+    if (!nodeParams) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: nodeParams is NULL", fn);
+    pthread_mutex_lock(&emudev_g.mu);
+    int live = emudev_graph_has_node_locked(hNode);
+    const emudev_work *w = live ? (const emudev_work *)hNode : NULL;
+    int copy = w && w->ops->params;
+    if (copy) w->ops->params(w, nodeParams);
+    pthread_mutex_unlock(&emudev_g.mu);
+    if (!live) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: %p is not a node of a live graph", fn, (void *)hNode);
+    if (!copy) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: node %p is not a memcpy node", fn, (void *)hNode);
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hExec) {

@@ -90,6 +90,9 @@ typedef struct emudev_work_ops {
     /* New parameters for a node of an instantiated graph (copies only:
      * cuGraphExecMemcpyNodeSetParams's CUDA_MEMCPY3D); NULL elsewhere. */
     CUresult (*update)(emudev_work *w, const void *params);
+    /* A node's parameters as cuGraphMemcpyNodeGetParams reports them
+     * (copies only: a CUDA_MEMCPY3D); NULL elsewhere. */
+    void (*params)(const emudev_work *w, void *out);
 } emudev_work_ops;
 
 /* Embedded as the first member of every concrete work record. */

@@ -234,40 +234,65 @@ static emudev_work *emudev_copy_clone(const emudev_work *w) {
 }
 
 /*
+ * A copy node's parameters, as cuGraphMemcpyNodeGetParams reports them:
+ * one-dimensional, both sides CU_MEMORYTYPE_UNIFIED with their addresses
+ * in srcDevice and dstDevice.  That is how the driver records a copy made
+ * by stream capture (a captured cuMemcpyAsync reads back UNIFIED on both
+ * sides, NVIDIA/cuda-python#2649), and since an update may not change the
+ * memory types, a runtime that writes DEVICE and HOST into its update
+ * instead of starting from the node's own parameters fails here as it
+ * could on a GPU.
+ */
+static void emudev_copy_params(const emudev_work *w, void *out) {
+    const emudev_copy_work *c = (const emudev_copy_work *)w;
+    CUDA_MEMCPY3D *p = out;
+    memset(p, 0, sizeof *p);
+    p->srcMemoryType = p->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    p->srcDevice = (CUdeviceptr)(uintptr_t)c->src;
+    p->dstDevice = (CUdeviceptr)(uintptr_t)c->dst;
+    p->WidthInBytes = c->bytes;
+    p->Height = p->Depth = 1;
+}
+
+/*
  * A copy node of an instantiated graph takes new parameters as
- * cuGraphExecMemcpyNodeSetParams documents them: one-dimensional, the same
- * direction and kinds of memory as at capture, non-zero, the device side
- * inside one live allocation.  A staged (pageable host-to-device) copy
- * keeps the bytes of its call and cannot be re-aimed.
+ * cuGraphExecMemcpyNodeSetParams documents them: one-dimensional, the
+ * memory types the node has (UNIFIED, above: "changing either the source
+ * or destination memory type ... is not supported"), non-zero, the device
+ * side inside one live allocation.  A staged (pageable host-to-device)
+ * copy keeps the bytes of its call and cannot be re-aimed.
  */
 static CUresult emudev_copy_update(emudev_work *w, const void *params) {
     emudev_copy_work *c = (emudev_copy_work *)w;
     const CUDA_MEMCPY3D *p = params;
     static const char fn[] = "cuGraphExecMemcpyNodeSetParams";
-    CUmemorytype want_src = c->to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-    CUmemorytype want_dst = c->to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
     if (p->Height != 1 || p->Depth != 1 || p->srcXInBytes || p->srcY || p->srcZ || p->srcLOD || p->dstXInBytes ||
         p->dstY || p->dstZ || p->dstLOD || p->srcArray || p->dstArray || p->reserved0 || p->reserved1)
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: only one-dimensional copies are supported", fn);
-    if (p->srcMemoryType != want_src || p->dstMemoryType != want_dst)
-        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: the copy's direction or kinds of memory changed", fn);
+    if (p->srcMemoryType != CU_MEMORYTYPE_UNIFIED || p->dstMemoryType != CU_MEMORYTYPE_UNIFIED)
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE,
+                          "%s: memory types %d -> %d, but the node's are UNIFIED -> UNIFIED (an update may not change "
+                          "them: start from cuGraphMemcpyNodeGetParams)",
+                          fn, (int)p->srcMemoryType, (int)p->dstMemoryType);
     if (p->WidthInBytes == 0) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: zero-length copies are not supported", fn);
     if (c->staged) return EMUDEV_ERR(CUDA_ERROR_NOT_SUPPORTED, "%s: a copy from pageable memory keeps its bytes", fn);
     CUdeviceptr dev = c->to_device ? p->dstDevice : p->srcDevice;
-    const void *host = c->to_device ? p->srcHost : p->dstHost;
+    const void *host = emudev_host_ptr(c->to_device ? p->srcDevice : p->dstDevice);
     if (!host || !emudev_mem_valid(dev, p->WidthInBytes))
         return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "%s: device range [0x%llx, +%zu) is not inside one live allocation",
                           fn, (unsigned long long)dev, p->WidthInBytes);
-    c->dst = c->to_device ? emudev_host_ptr(p->dstDevice) : p->dstHost;
-    c->src = c->to_device ? p->srcHost : (const void *)emudev_host_ptr(p->srcDevice);
+    c->dst = emudev_host_ptr(p->dstDevice);
+    c->src = emudev_host_ptr(p->srcDevice);
     c->bytes = p->WidthInBytes;
     return CUDA_SUCCESS;
 }
 
-static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run, emudev_copy_clone,
-                                                emudev_copy_free, NULL, NULL, emudev_copy_update};
-static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run, emudev_copy_clone,
-                                                emudev_copy_free, NULL, NULL, emudev_copy_update};
+static const emudev_work_ops emudev_htod_ops = {"cuMemcpyHtoDAsync", emudev_copy_run,  emudev_copy_clone,
+                                                emudev_copy_free,    NULL,            NULL,
+                                                emudev_copy_update,  emudev_copy_params};
+static const emudev_work_ops emudev_dtoh_ops = {"cuMemcpyDtoHAsync", emudev_copy_run,  emudev_copy_clone,
+                                                emudev_copy_free,    NULL,            NULL,
+                                                emudev_copy_update,  emudev_copy_params};
 
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
     CUresult rc = emudev_enter("cuMemcpyHtoD", 1);

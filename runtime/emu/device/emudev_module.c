@@ -469,7 +469,7 @@ static emudev_work *emudev_kernel_clone(const emudev_work *w) {
 static const emudev_work_ops emudev_kernel_ops = {"cuLaunchKernel",         emudev_kernel_run,
                                                   emudev_kernel_clone,      emudev_kernel_free,
                                                   emudev_kernel_start_early, emudev_kernel_drop_early,
-                                                  NULL};
+                                                  NULL,                     NULL};
 
 /* A launch's geometry and arguments against the device's and the function's limits. */
 static CUresult emudev_launch_check(const char *fn, emudev_function *f, const unsigned g[3], const unsigned b[3],
