@@ -70,6 +70,7 @@ typedef enum device_kind {
     X(cuStreamDestroy)                   \
     X(cuStreamSynchronize)               \
     X(cuStreamBeginCapture)              \
+    X(cuThreadExchangeStreamCaptureMode) \
     X(cuStreamEndCapture)                \
     X(cuStreamGetCaptureInfo)            \
     X(cuGraphInstantiate)                \

@@ -226,6 +226,25 @@ void rt_plan_retain(bertc_plan *plan);
  * CUDA code on the same thread must not find bertc's context in its place.
  */
 CUresult rt_ctx_enter(const device_table *t, CUcontext ctx, CUcontext *prev);
+
+/*
+ * The calling thread's stream-capture interaction mode, thread-local while
+ * an entry point allocates or frees device or page-locked memory, then put
+ * back.  A thread's mode is global by default, and in global mode such a
+ * "potentially unsafe" call is prohibited while any *other* thread of the
+ * process captures in global mode — the default of other CUDA users such
+ * as PyTorch's graphs — and invalidates that thread's capture.  In
+ * thread-local mode only the thread's own captures count, and bertc makes
+ * no such call while it captures.  pop uses the function it saved, so it
+ * may follow the release of the device table it came from (the libraries
+ * stay loaded: device.c).
+ */
+typedef struct rt_capture_mode {
+    CUresult (*exchange)(CUstreamCaptureMode *);   /* NULL: nothing to put back */
+    CUstreamCaptureMode prev;
+} rt_capture_mode;
+void rt_capture_mode_push(const device_table *t, rt_capture_mode *m);
+void rt_capture_mode_pop(rt_capture_mode *m);
 /* n bytes of host memory (pageable or not) to the device, complete when it
  * returns: an asynchronous copy on stream s, then s synchronised.  Never
  * the synchronous cuMemcpyHtoD: from pageable memory it returns once the

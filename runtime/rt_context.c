@@ -27,7 +27,11 @@
  *
  * Capture uses CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: contexts on different
  * threads may capture at the same time, and an unrelated thread's
- * allocation must not invalidate our capture (nor ours theirs).
+ * allocation must not invalidate our capture.  The other way round needs
+ * the calling thread's own interaction mode: create and destroy run in
+ * thread-local mode (rt_capture_mode_push), so that their allocations and
+ * frees are neither refused nor invalidate another thread's capture when
+ * that capture is in global mode, the default of other CUDA users.
  *
  * Only the first len entries of each staging array are written per
  * request; the rest keep whatever they held.  Kernels must not let padding
@@ -58,6 +62,8 @@ void bertc_context_destroy(bertc_context *c) {
     if (c->dev) {
         const device_table *t = c->t;
         CUcontext prev;
+        rt_capture_mode mode;
+        rt_capture_mode_push(t, &mode);
         rt_ctx_enter(t, c->dev->ctx, &prev);
         if (c->stream) t->cuStreamSynchronize(c->stream);
         for (int b = 0; c->graphs && b < p->nbuckets; b++) rt_graph_free(c, b);
@@ -76,6 +82,7 @@ void bertc_context_destroy(bertc_context *c) {
         if (c->outputs) t->cuMemFreeHost(c->outputs);
         if (c->stream) t->cuStreamDestroy(c->stream);
         rt_ctx_leave(t, c->dev->ctx, prev);
+        rt_capture_mode_pop(&mode);
         rt_device_release(c->plan, c->dev);
     }
     free(c->gemms);
@@ -261,9 +268,12 @@ bertc_status bertc_context_create(bertc_plan *pl, const bertc_context_options *o
     if (st == BERTC_STATUS_OK) {
         c->t = &c->dev->t;
         CUcontext prev;
+        rt_capture_mode mode;
+        rt_capture_mode_push(c->t, &mode);
         CUresult r = rt_ctx_enter(c->t, c->dev->ctx, &prev);
         st = r == CUDA_SUCCESS ? rt_context_build(c) : rt_cu_error(c->t, r, c->err, sizeof c->err, "cuCtxSetCurrent");
         rt_ctx_leave(c->t, c->dev->ctx, prev);
+        rt_capture_mode_pop(&mode);
     }
     if (st != BERTC_STATUS_OK) {
         rt_error(st, err, err_cap, "%s", c->err);

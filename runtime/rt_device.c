@@ -41,11 +41,27 @@ CUresult rt_upload(const device_table *t, CUdeviceptr dst, const void *src, size
     return t->cuStreamSynchronize(s);
 }
 
+void rt_capture_mode_push(const device_table *t, rt_capture_mode *m) {
+    m->exchange = NULL;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    if (t->cuThreadExchangeStreamCaptureMode && t->cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS) {
+        m->exchange = t->cuThreadExchangeStreamCaptureMode;
+        m->prev = mode;
+    }
+}
+
+void rt_capture_mode_pop(rt_capture_mode *m) {
+    if (m->exchange) m->exchange(&m->prev);
+    m->exchange = NULL;
+}
+
 static void rt_device_free(rt_device *d) {
     if (!d) return;
     device_table *t = &d->t;
     if (d->ctx) {
         CUcontext prev;
+        rt_capture_mode mode;
+        rt_capture_mode_push(t, &mode);
         rt_ctx_enter(t, d->ctx, &prev);
         if (d->weights) t->cuMemFree(d->weights);
         if (d->module) t->cuModuleUnload(d->module);
@@ -55,6 +71,7 @@ static void rt_device_free(rt_device *d) {
          * only drops bertc's, and pops nothing, as the driver documents) */
         rt_ctx_leave(t, d->ctx, prev);
         t->cuDevicePrimaryCtxRelease(d->dev);
+        rt_capture_mode_pop(&mode);
     }
     free(d->functions);
     free(d->algos);
@@ -131,6 +148,27 @@ static bertc_status rt_device_bind_kernels(rt_device *d, const plan *p, char *er
     return BERTC_STATUS_OK;
 }
 
+/* The weights to the device, on a stream of their own (non-blocking, like
+ * the contexts': the legacy stream would wait for, and under capture
+ * disturb, other CUDA users' blocking streams), waited for. */
+static bertc_status rt_device_upload_weights(rt_device *d, const plan *p, char *err, size_t cap) {
+    const device_table *t = &d->t;
+    CUresult r = t->cuMemAlloc(&d->weights, p->weights_size);
+    if (r != CUDA_SUCCESS) {
+        d->weights = 0;
+        return rt_cu_error(t, r, err, cap, "cuMemAlloc(weights, %llu bytes)", (unsigned long long)p->weights_size);
+    }
+    CUstream s;
+    if ((r = t->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+        return rt_cu_error(t, r, err, cap, "cuStreamCreate(weights upload)");
+    const char *call;
+    r = rt_upload(t, d->weights, p->weights, p->weights_size, s, &call);
+    t->cuStreamDestroy(s);
+    if (r != CUDA_SUCCESS)
+        return rt_cu_error(t, r, err, cap, "%s(weights, %llu bytes)", call, (unsigned long long)p->weights_size);
+    return BERTC_STATUS_OK;
+}
+
 static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *opt, rt_device **out, char *err,
                                    size_t cap) {
     const plan *p = &pl->p;
@@ -147,7 +185,6 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         goto fail;
     }
     device_table *t = &d->t;
-    const char *call;
     CUresult r = t->cuInit(0);
     if (r != CUDA_SUCCESS) {
         st = rt_cu_error(t, r, err, cap, "cuInit");
@@ -191,18 +228,12 @@ static bertc_status rt_device_make(bertc_plan *pl, const bertc_context_options *
         st = rt_cu_error(t, r, err, cap, "cuCtxSetCurrent");
         goto fail;
     }
+    rt_capture_mode mode;
+    rt_capture_mode_push(t, &mode);
     st = rt_device_load_module(d, p, err, cap);
     if (st == BERTC_STATUS_OK) st = rt_device_bind_kernels(d, p, err, cap);
-    if (st == BERTC_STATUS_OK && p->weights_size) {
-        if ((r = t->cuMemAlloc(&d->weights, p->weights_size)) != CUDA_SUCCESS) {
-            d->weights = 0;
-            st = rt_cu_error(t, r, err, cap, "cuMemAlloc(weights, %llu bytes)", (unsigned long long)p->weights_size);
-        } else if ((r = rt_upload(t, d->weights, p->weights, p->weights_size, CU_STREAM_LEGACY, &call)) !=
-                   CUDA_SUCCESS) {
-            /* the device state has no stream of its own: the legacy stream, waited for */
-            st = rt_cu_error(t, r, err, cap, "%s(weights, %llu bytes)", call, (unsigned long long)p->weights_size);
-        }
-    }
+    if (st == BERTC_STATUS_OK && p->weights_size) st = rt_device_upload_weights(d, p, err, cap);
+    rt_capture_mode_pop(&mode);
     rt_ctx_leave(t, d->ctx, prev);
     if (st != BERTC_STATUS_OK) goto fail;
     *out = d;

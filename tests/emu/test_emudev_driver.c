@@ -519,6 +519,17 @@ static void peer_alloc(capture_peer *p) {
 
 static void peer_end(capture_peer *p) { p->end_rc = cuStreamEndCapture(p->stream, &p->graph); }
 
+/* The same allocation with the thread's interaction mode set to thread-local
+ * (then put back): another thread's global-mode capture no longer concerns it. */
+static void peer_alloc_thread_local(capture_peer *p) {
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    p->begin_rc = cuThreadExchangeStreamCaptureMode(&m);
+    peer_alloc(p);
+    CUstreamCaptureMode back = m;
+    cuThreadExchangeStreamCaptureMode(&back);
+    if (m != CU_STREAM_CAPTURE_MODE_GLOBAL || back != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) p->begin_rc = CUDA_ERROR_UNKNOWN;
+}
+
 /* Both threads capture in thread-local mode at once; each one's own alloc fails, the other's capture is no obstacle. */
 static void peer_thread_local(capture_peer *p) {
     p->begin_rc = cuStreamBeginCapture(p->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
@@ -556,6 +567,30 @@ static void test_capture_rules(void) {
     CHECK(peer.alloc_rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "other thread's alloc during global capture: %d",
           (int)peer.alloc_rc);
     CU_IS(cuStreamEndCapture(dv.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+    /* ... unless that thread's own interaction mode is thread-local (or relaxed) */
+    capture_peer tl = {.job = peer_alloc_thread_local, .ctx = dv.ctx, .stream = dv.s};
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(launch_int(dv.f, dv.s, out, 1, 16));
+    peers_run(&tl, 1);
+    CHECK(tl.begin_rc == CUDA_SUCCESS && tl.alloc_rc == CUDA_SUCCESS,
+          "a thread-local thread's alloc during another's global capture: exchange %d, alloc %d", (int)tl.begin_rc,
+          (int)tl.alloc_rc);
+    CU(cuStreamEndCapture(dv.s, &g));   /* not invalidated */
+    CU(cuGraphDestroy(g));
+    CUstreamCaptureMode bad = (CUstreamCaptureMode)7;
+    CU_IS(cuThreadExchangeStreamCaptureMode(&bad), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuThreadExchangeStreamCaptureMode(NULL), CUDA_ERROR_INVALID_VALUE);
+    /* this thread in relaxed mode: even its own global capture does not stop it */
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CU(cuThreadExchangeStreamCaptureMode(&m));
+    CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(cuMemAlloc(&q, 64));
+    CU(cuMemFree(q));
+    CU(cuStreamEndCapture(dv.s, &g));
+    CU(cuGraphDestroy(g));
+    CU(cuThreadExchangeStreamCaptureMode(&m));
+    CHECK(m == CU_STREAM_CAPTURE_MODE_RELAXED, "the exchange gave back %d", (int)m);
 
     /* thread-local mode: other threads may allocate */
     CU(cuStreamBeginCapture(dv.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));

@@ -450,6 +450,76 @@ static void test_current_context_restored(void) {
     bertc_plan_close(pl);
 }
 
+/* Another CUDA user of the process captures a graph on its own thread in
+ * global mode (the driver's default, and PyTorch's) on a blocking stream. */
+typedef struct foreign_capture {
+    device_table *t;
+    CUcontext ctx;
+    pthread_barrier_t *barrier;
+    CUresult begin_rc, end_rc;
+} foreign_capture;
+
+static void *foreign_capture_thread(void *arg) {
+    foreign_capture *f = arg;
+    CUstream s = NULL;
+    CUgraph g = NULL;
+    f->t->cuCtxSetCurrent(f->ctx);
+    f->begin_rc = f->t->cuStreamCreate(&s, 0);
+    if (f->begin_rc == CUDA_SUCCESS) f->begin_rc = f->t->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    pthread_barrier_wait(f->barrier);   /* capturing */
+    pthread_barrier_wait(f->barrier);   /* bertc is done */
+    f->end_rc = f->begin_rc == CUDA_SUCCESS ? f->t->cuStreamEndCapture(s, &g) : f->begin_rc;
+    if (g) f->t->cuGraphDestroy(g);
+    if (s) f->t->cuStreamDestroy(s);
+    f->t->cuCtxSetCurrent(NULL);
+    return NULL;
+}
+
+/* While that capture is open, a context is created (its device state with
+ * it), serves a request and is destroyed: its allocations and frees are
+ * neither refused nor invalidate the other capture, and nothing of it
+ * touches the legacy stream, which the blocking stream's capture forbids. */
+static void test_foreign_global_capture(void) {
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
+    if (!pl) return;
+    device_table t;
+    diag d;
+    diag_init(&d);
+    if (device_table_open(&t, DEVICE_KIND_EMU, NULL, NULL, &d)) {
+        CHECK(0, "%s", d.text);
+        bertc_plan_close(pl);
+        return;
+    }
+    CUdevice dev;
+    CUcontext ctx = NULL;
+    CHECK(t.cuInit(0) == CUDA_SUCCESS && t.cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+              t.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS,
+          "the other user's context");
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, 2);
+    foreign_capture f = {&t, ctx, &barrier, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+    pthread_t th;
+    pthread_create(&th, NULL, foreign_capture_thread, &f);
+    pthread_barrier_wait(&barrier);
+    bertc_context_options o = emu_options();
+    bertc_context *c = NULL;
+    char err[1024];
+    bertc_status st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    CHECK(st == BERTC_STATUS_OK, "create during another thread's global capture: %s", err);
+    testreq r;
+    testreq_random(&r, pl, 9, 1, 1);
+    if (c) free(run_lhs(c, pl, &r.rq));
+    bertc_context_destroy(c);
+    pthread_barrier_wait(&barrier);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&barrier);
+    CHECK(f.begin_rc == CUDA_SUCCESS && f.end_rc == CUDA_SUCCESS,
+          "the other thread's capture: begin %d, end %d (invalidated by bertc?)", (int)f.begin_rc, (int)f.end_rc);
+    t.cuDevicePrimaryCtxRelease(dev);
+    device_table_close(&t);
+    bertc_plan_close(pl);
+}
+
 /* Lazy capture: a bucket's graph exists only after its first request. */
 static void test_capture_on_first_use(void) {
     bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
@@ -1055,6 +1125,7 @@ int main(int argc, char **argv) {
     CHECK_CASE(test_weights_shared);
     CHECK_CASE(test_capture_on_first_use);
     CHECK_CASE(test_current_context_restored);
+    CHECK_CASE(test_foreign_global_capture);
     CHECK_CASE(test_image_paths_run);
     CHECK_CASE(test_injected_device_failures);
     CHECK_CASE(test_host_alloc_failures);

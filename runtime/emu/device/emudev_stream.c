@@ -46,21 +46,43 @@ static const char *emudev_mode_name(CUstreamCaptureMode m) {
                                                                                                     : "relaxed";
 }
 
+/* The calling thread's capture interaction mode (cuThreadExchangeStreamCaptureMode). */
+static _Thread_local CUstreamCaptureMode emudev_thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+    CUresult rc = emudev_enter("cuThreadExchangeStreamCaptureMode", 0);
+    if (rc) return rc;
+    if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+        return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuThreadExchangeStreamCaptureMode: not a capture mode");
+    CUstreamCaptureMode old = emudev_thread_mode;
+    emudev_thread_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
 /*
  * A potentially unsafe call (one that may synchronise implicitly) is
- * prohibited while any thread captures in global mode or the calling
- * thread captures in thread-local mode; the offending captures are
- * invalidated, as the driver invalidates them.
+ * prohibited as cuThreadExchangeStreamCaptureMode documents it, by the
+ * calling thread's mode: in global mode (the default) while the thread
+ * has a capture of its own that is not relaxed or any other thread has a
+ * global-mode capture; in thread-local mode only while it has one of its
+ * own; never in relaxed mode.  The offending captures are invalidated, as
+ * the driver invalidates them.
  */
 CUresult emudev_capture_unsafe_locked(const char *name) {
     pthread_t self = pthread_self();
+    CUstreamCaptureMode tm = emudev_thread_mode;
     const char *mode = NULL;
-    for (emudev_stream *s = emudev_g.streams; s; s = s->next)
-        if (s->capturing && (s->cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-                             (s->cap_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(s->cap_thread, self)))) {
+    for (emudev_stream *s = emudev_g.streams; s; s = s->next) {
+        if (!s->capturing || tm == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+        int own = pthread_equal(s->cap_thread, self);
+        if ((own && s->cap_mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+            (!own && tm == CU_STREAM_CAPTURE_MODE_GLOBAL && s->cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
             s->cap_invalid = 1;
             mode = emudev_mode_name(s->cap_mode);
         }
+    }
     if (!mode) return CUDA_SUCCESS;
     return EMUDEV_ERR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
                       "%s: potentially unsafe call while a %s-mode stream capture is active; the capture is invalidated",
