@@ -404,19 +404,28 @@ static void test_weights_shared(void) {
     stats_all_zero("after two contexts");
 }
 
+/* tiny-bert-fp32 opened, and a device table of the emulated device of the
+ * test's own (its driver calls are another CUDA user's); NULL after a
+ * failed CHECK. */
+static bertc_plan *plan_and_table(device_table *t) {
+    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
+    if (!pl) return NULL;
+    diag d;
+    diag_init(&d);
+    if (device_table_open(t, DEVICE_KIND_EMU, NULL, NULL, &d)) {
+        CHECK(0, "%s", d.text);
+        bertc_plan_close(pl);
+        return NULL;
+    }
+    return pl;
+}
+
 /* The runtime leaves the calling thread's current CUDA context as it found
  * it (a service's own CUDA code on that thread must not find bertc's). */
 static void test_current_context_restored(void) {
-    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
-    if (!pl) return;
     device_table t;
-    diag d;
-    diag_init(&d);
-    if (device_table_open(&t, DEVICE_KIND_EMU, NULL, NULL, &d)) {
-        CHECK(0, "%s", d.text);
-        bertc_plan_close(pl);
-        return;
-    }
+    bertc_plan *pl = plan_and_table(&t);
+    if (!pl) return;
     t.cuInit(0);
     CUcontext cur = (CUcontext)1;
     CHECK(t.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL, "a context is current before the test");
@@ -480,16 +489,9 @@ static void *foreign_capture_thread(void *arg) {
  * neither refused nor invalidate the other capture, and nothing of it
  * touches the legacy stream, which the blocking stream's capture forbids. */
 static void test_foreign_global_capture(void) {
-    bertc_plan *pl = testreq_plan_open("tiny-bert-fp32");
-    if (!pl) return;
     device_table t;
-    diag d;
-    diag_init(&d);
-    if (device_table_open(&t, DEVICE_KIND_EMU, NULL, NULL, &d)) {
-        CHECK(0, "%s", d.text);
-        bertc_plan_close(pl);
-        return;
-    }
+    bertc_plan *pl = plan_and_table(&t);
+    if (!pl) return;
     CUdevice dev;
     CUcontext ctx = NULL;
     CHECK(t.cuInit(0) == CUDA_SUCCESS && t.cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
