@@ -29,7 +29,7 @@
  * published first.  A BERT-base plan has about four distinct problems per
  * bucket.  With a single candidate there is nothing to choose and nothing
  * is run.
-
+ *
  * Timing runs on the arena and the weights, before any graph is captured:
  * the arena holds whatever it holds (activations are scratch), the weights
  * are only read.
