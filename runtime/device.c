@@ -98,6 +98,19 @@ int device_table_open(device_table *t, device_kind kind, const char *driver_path
 #undef DEVICE_LOOKUP_DRIVER
 #undef DEVICE_LOOKUP_BLASLT
 #undef DEVICE_LOOKUP
+    /* A driver older than the toolkit the runtime was built with lacks its
+     * versioned entry points (the first one missing would be the only
+     * message) and cannot run its cuBLASLt or JIT its PTX: say so first.
+     * cuDriverGetVersion needs no cuInit. */
+    int version = 0;
+    if (t->cuDriverGetVersion && t->cuDriverGetVersion(&version) == CUDA_SUCCESS && version < CUDA_VERSION) {
+        diag_set(d, DIAG_CODE_INTERNAL,
+                 "%s is CUDA driver %d.%d; bertc needs %d.%d or newer (it was built with that toolkit): update the "
+                 "NVIDIA driver",
+                 driver_path, version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+        device_table_close(t);
+        return -1;
+    }
     if (missing) {
         diag_set(d, DIAG_CODE_INTERNAL, "%s does not export %s (expected a CUDA %s library)", missing_lib, missing,
                  missing_lib == driver_path ? "driver" : "cuBLASLt");

@@ -280,6 +280,13 @@ static void test_missing_driver(void) {
     o.driver_library = "libm.so.6";
     st = bertc_context_create(pl, &o, &c, err, sizeof err);
     CHECK(st == BERTC_STATUS_NO_DEVICE && strstr(err, "does not export cuInit"), "not a driver: %s", err);
+    /* A driver older than the toolkit: the message says so, not which symbol it lacks. */
+    o = emu_options();
+    E->set_driver_version(12080);
+    st = bertc_context_create(pl, &o, &c, err, sizeof err);
+    E->set_driver_version(0);
+    CHECK(st == BERTC_STATUS_NO_DEVICE && !c && strstr(err, "is CUDA driver 12.8; bertc needs 13.0 or newer"),
+          "old driver: %s", err);
     /* Device ordinal beyond the machine's. */
     o = emu_options();
     o.device_ordinal = 3;

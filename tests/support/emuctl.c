@@ -30,6 +30,7 @@ const emuctl *emuctl_get(void) {
     EMUCTL_SYM(set_null, "bertc_emudev_set_null")
     EMUCTL_SYM(set_algorithms, "bertc_emudev_set_algorithms")
     EMUCTL_SYM(set_algorithm_delay, "bertc_emudev_set_algorithm_delay")
+    EMUCTL_SYM(set_driver_version, "bertc_emudev_set_driver_version")
     EMUCTL_SYM(set_schedule, "bertc_emudev_set_schedule")
     EMUCTL_SYM(reset, "bertc_emudev_reset")
     EMUCTL_SYM(get_stats, "bertc_emudev_get_stats")

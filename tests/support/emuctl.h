@@ -18,6 +18,7 @@ typedef struct emuctl {
     void (*set_null)(int on);
     void (*set_algorithms)(int n);
     void (*set_algorithm_delay)(int variant, int microseconds);
+    void (*set_driver_version)(int version);
     void (*set_schedule)(int schedule, uint64_t seed);
     void (*reset)(void);
     void (*get_stats)(bertc_emudev_stats *out);

@@ -83,6 +83,11 @@ void bertc_emudev_set_algorithms(int n);
  * and see which the runtime's timing keeps. */
 void bertc_emudev_set_algorithm_delay(int variant, int microseconds);
 
+/* The version cuDriverGetVersion reports (1000 x major + 10 x minor; 0: the
+ * toolkit's own, CUDA_VERSION, the default; reset restores it), so that a
+ * test can pose as an older driver. */
+void bertc_emudev_set_driver_version(int version);
+
 /* The schedule of the fibers of every block (values of emu_schedule). */
 void bertc_emudev_set_schedule(int schedule, uint64_t seed);
 

@@ -38,7 +38,7 @@ CUresult CUDAAPI cuDriverGetVersion(int *version) {
     int code;
     if (emudev_should_fail("cuDriverGetVersion", &code)) return (CUresult)code;
     if (!version) return EMUDEV_ERR(CUDA_ERROR_INVALID_VALUE, "cuDriverGetVersion: NULL pointer");
-    *version = 13000;
+    *version = atomic_load(&emudev_g.driver_version);
     return CUDA_SUCCESS;
 }
 

@@ -84,6 +84,10 @@ void bertc_emudev_set_algorithm_delay(int variant, int microseconds) {
         atomic_store(&emudev_g.algorithm_delay_us[variant], microseconds < 0 ? 0 : microseconds);
 }
 
+void bertc_emudev_set_driver_version(int version) {
+    atomic_store(&emudev_g.driver_version, version > 0 ? version : CUDA_VERSION);
+}
+
 void bertc_emudev_set_schedule(int schedule, uint64_t seed) {
     if (schedule >= 0 && schedule < EMU_SCHEDULE_COUNT) atomic_store(&emudev_g.schedule, schedule);
     atomic_store(&emudev_g.seed, seed);

@@ -359,6 +359,7 @@ typedef struct emudev_state {
     atomic_int initialized;
     atomic_int arch_major, arch_minor, fill, null_mode, schedule, algorithms;
     atomic_int algorithm_delay_us[EMUDEV_MAX_ALGORITHMS];   /* bertc_emudev_set_algorithm_delay */
+    atomic_int driver_version;                               /* what cuDriverGetVersion reports */
     atomic_ullong seed;
     atomic_int armed;
     emudev_injection inj[EMUDEV_MAX_INJECTIONS];

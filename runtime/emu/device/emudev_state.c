@@ -306,6 +306,7 @@ void emudev_settings_from_env(void) {
     long algos = e && *e ? strtol(e, NULL, 0) : 1;
     atomic_store(&emudev_g.algorithms, algos < 1 ? 1 : algos > EMUDEV_MAX_ALGORITHMS ? EMUDEV_MAX_ALGORITHMS : (int)algos);
     for (int i = 0; i < EMUDEV_MAX_ALGORITHMS; i++) atomic_store(&emudev_g.algorithm_delay_us[i], 0);
+    atomic_store(&emudev_g.driver_version, CUDA_VERSION);
 }
 
 __attribute__((constructor)) static void emudev_settings_load(void) { emudev_settings_from_env(); }
