@@ -44,7 +44,7 @@ CUresult rt_upload(const device_table *t, CUdeviceptr dst, const void *src, size
 void rt_capture_mode_push(const device_table *t, rt_capture_mode *m) {
     m->exchange = NULL;
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-    if (t->cuThreadExchangeStreamCaptureMode && t->cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS) {
+    if (t->cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS) {   /* every table entry is filled */
         m->exchange = t->cuThreadExchangeStreamCaptureMode;
         m->prev = mode;
     }

@@ -34,6 +34,7 @@
  * the arena holds whatever it holds (activations are scratch), the weights
  * are only read.
  */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,25 +181,31 @@ bertc_status rt_gemm_enqueue(bertc_context *c, const sched_step *st, const rt_ge
 
 /* ------------------------------------------------------------ timing */
 
-/* One timed run of a candidate: RT_TIME_REPS runs between the events
- * (reps 0: one untimed run).  *ms < 0 when its cublasLtMatmul call failed
- * (the candidate is dropped); a failing event or synchronisation is the
- * device's failure. */
-static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, const rt_gemm *g, int reps, float *ms) {
-    const device_table *t = c->t;
-    *ms = -1.0f;
+/* One run of the candidate in g: 1, or 0 when its cublasLtMatmul call
+ * failed (the candidate is dropped, and its message is not the context's
+ * error). */
+static int rt_gemm_try(bertc_context *c, const sched_step *st, const rt_gemm *g) {
     char keep[RT_ERR_CAP];
     memcpy(keep, c->err, sizeof keep);
+    int ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
+    memcpy(c->err, keep, sizeof keep);
+    return ok;
+}
+
+/* RT_TIME_REPS runs of the candidate in g between the events: *ms, or
+ * -1 when a cublasLtMatmul call failed; a failing event or
+ * synchronisation is the device's failure. */
+static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, const rt_gemm *g, float *ms) {
+    const device_table *t = c->t;
+    *ms = -1.0f;
     int ok = 1;
-    CUresult r = reps ? t->cuEventRecord(c->ev_start, c->stream) : CUDA_SUCCESS;
-    for (int i = 0; ok && r == CUDA_SUCCESS && i < (reps ? reps : 1); i++)
-        ok = rt_gemm_enqueue(c, st, g) == BERTC_STATUS_OK;
-    memcpy(c->err, keep, sizeof keep); /* a dropped candidate is not the context's error */
+    CUresult r = t->cuEventRecord(c->ev_start, c->stream);
+    for (int i = 0; ok && r == CUDA_SUCCESS && i < RT_TIME_REPS; i++) ok = rt_gemm_try(c, st, g);
     const char *call = "cuEventRecord";
     float elapsed = 0.0f;
-    if (r == CUDA_SUCCESS && reps) r = t->cuEventRecord(c->ev_stop, c->stream);
-    if (r == CUDA_SUCCESS && reps && (r = t->cuEventSynchronize(c->ev_stop)) != CUDA_SUCCESS) call = "cuEventSynchronize";
-    if (r == CUDA_SUCCESS && reps && (r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop)) != CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) r = t->cuEventRecord(c->ev_stop, c->stream);
+    if (r == CUDA_SUCCESS && (r = t->cuEventSynchronize(c->ev_stop)) != CUDA_SUCCESS) call = "cuEventSynchronize";
+    if (r == CUDA_SUCCESS && (r = t->cuEventElapsedTime(&elapsed, c->ev_start, c->ev_stop)) != CUDA_SUCCESS)
         call = "cuEventElapsedTime";
     if (r != CUDA_SUCCESS)
         return rt_cu_error(t, r, c->err, sizeof c->err, "step %s: timing cuBLASLt's candidates (%s)", st->name, call);
@@ -207,21 +214,26 @@ static bertc_status rt_gemm_time_one(bertc_context *c, const sched_step *st, con
 }
 
 /* The candidate to keep among n: each run once, then timed in
- * RT_TIME_ROUNDS rounds (best round each); the heuristic's first that runs
- * unless another beats it by RT_TIME_MARGIN.  *pick and *us (per run). */
+ * RT_TIME_ROUNDS rounds (best round each; -1: dropped); the heuristic's
+ * first that runs unless another beats it by RT_TIME_MARGIN.  *pick and
+ * *us (per run). */
 static bertc_status rt_gemm_time(bertc_context *c, const sched_step *st, rt_gemm *g,
                                  const cublasLtMatmulHeuristicResult_t *res, int n, int *pick, float *us) {
     float best[RT_MAX_ALGOS];
-    for (int round = -1; round < RT_TIME_ROUNDS; round++)
+    for (int i = 0; i < n; i++) {
+        g->algo = res[i].algo;
+        g->workspace = res[i].workspaceSize;
+        best[i] = rt_gemm_try(c, st, g) ? FLT_MAX : -1.0f;
+    }
+    for (int round = 0; round < RT_TIME_ROUNDS; round++)
         for (int i = 0; i < n; i++) {
-            if (round >= 0 && best[i] < 0.0f) continue;   /* dropped */
+            if (best[i] < 0.0f) continue;
             g->algo = res[i].algo;
             g->workspace = res[i].workspaceSize;
             float ms;
-            bertc_status bs = rt_gemm_time_one(c, st, g, round < 0 ? 0 : RT_TIME_REPS, &ms);
+            bertc_status bs = rt_gemm_time_one(c, st, g, &ms);
             if (bs) return bs;
-            if (ms < 0.0f) best[i] = -1.0f;
-            else if (round <= 0 || ms < best[i]) best[i] = round < 0 ? 0.0f : ms;
+            best[i] = ms < 0.0f ? -1.0f : ms < best[i] ? ms : best[i];
         }
     int first = -1, fast = -1;
     for (int i = 0; i < n; i++) {
